@@ -1,0 +1,95 @@
+"""The `trio-mcp` command line.
+
+    trio-mcp run TARGET [--log-level LEVEL]
+
+TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
+attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
+`@tool`-tagged functions of the module, class or instance are served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._exceptions import ToolDefinitionError
+from ._run import run
+from ._server import Server
+
+__all__ = ["load_server", "main"]
+
+
+def load_server(target: str) -> Server:
+    """Resolve a CLI target to a `Server`.
+
+    Raises:
+        ValueError: when the target cannot be imported or holds no tools.
+    """
+    module_part, _, attribute = target.partition(":")
+    if module_part.endswith(".py"):
+        path = Path(module_part)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None or not path.exists():
+            raise ValueError(f"cannot load {module_part}: no such Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        sys.path.insert(0, str(path.parent.resolve()))
+        spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {module_part!r}: {exc}") from exc
+    obj: Any = module
+    if attribute:
+        try:
+            for part in attribute.split("."):
+                obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise ValueError(f"{module_part!r} has no attribute {attribute!r}") from exc
+    elif isinstance(getattr(module, "server", None), Server):
+        obj = module.server
+    if isinstance(obj, Server):
+        return obj
+    server = Server(name=module_part.rsplit(".", 1)[-1].removesuffix(".py"))
+    server.add_tools(obj)
+    if not server.tools:
+        raise ValueError(f"{target!r} has no @tool functions and no Server")
+    return server
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve MCP tools over stdio.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio")
+    run_cmd.add_argument("target", help="module path, module:attribute, or file.py")
+    run_cmd.add_argument(
+        "--transport", default="stdio", choices=["stdio"], help="how to serve (default: stdio)"
+    )
+    run_cmd.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="level of the server's own log on stderr (default: WARNING)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 usage or loading error)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        server = load_server(args.target)
+    except (ValueError, ToolDefinitionError) as exc:
+        print(f"trio-mcp: {exc}", file=sys.stderr)
+        return 2
+    run(server, transport=args.transport)
+    return 0

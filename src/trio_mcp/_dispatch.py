@@ -1,0 +1,267 @@
+"""The method table and the one place where exceptions become wire messages.
+
+Rule 1: validate, then invoke. Arguments are validated before the tool runs; an exception raised
+        *by the tool* is never reported as bad arguments, and bad arguments never reach the tool.
+Rule 2: this is the error boundary. `ToolError` -> `isError` result with its message verbatim;
+        any other `Exception` from a tool -> `isError` "TypeName: message" (or a masked message),
+        traceback to the log; `RemoteProtocolError` -> its JSON-RPC error; a bug of ours ->
+        -32603. `BaseException`s that are not `Exception`s (Cancelled, KeyboardInterrupt) pass.
+Rule 3: requests that need no waiting (initialize, ping, tools/list, setLevel, discover, and
+        calls of `inline=True` tools that take no Context) are answered by `respond_now` on the
+        reader's own task, without spawning one; everything else goes through `respond`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+from ._context import Context, NotificationSender
+from ._exceptions import RemoteProtocolError, ToolError
+from ._jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Request,
+    error_response,
+    result_response,
+)
+from ._schema import ArgumentsInvalid
+from ._session import RequestScope, ServerSession
+from ._tools import Tool, ToolRegistry
+
+__all__ = ["Dispatcher"]
+
+logger = logging.getLogger("trio_mcp")
+
+_NOW_METHODS: Final = frozenset(
+    {"initialize", "ping", "tools/list", "logging/setLevel", "server/discover"}
+)
+
+
+def _error_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+class Dispatcher:
+    """Answers MCP requests against a tool registry.
+
+    Args:
+        registry: The tools to serve.
+        page_size: Tools per `tools/list` page (None: all in one page).
+        mask_error_details: Send "Internal error in tool X" instead of the exception's type and
+            message for unexpected exceptions (the traceback is logged either way).
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        page_size: int | None = None,
+        mask_error_details: bool = False,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.registry = registry
+        self.page_size = page_size
+        self.mask_error_details = mask_error_details
+
+    # -- entry points ---------------------------------------------------------------------------
+
+    def respond_now(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
+        """The response, if the request can be answered without waiting; else None."""
+        method = request.method
+        if method not in _METHODS:
+            return error_response(
+                request.id, METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}
+            )
+        tool = None
+        if method == "tools/call":
+            tool = self._inline_tool(request)
+            if tool is None:
+                return None
+        try:
+            scope = session.scope(method, request.params)
+            if method == "tools/call":
+                assert tool is not None
+                return result_response(
+                    request.id, self._finish(session, scope, self._call_inline(tool, request))
+                )
+            return result_response(request.id, self._answer_now(session, scope, request))
+        except RemoteProtocolError as exc:
+            return error_response(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("internal error answering %s", method)
+            return error_response(request.id, INTERNAL_ERROR, f"Internal error in {method}")
+
+    async def respond(
+        self, session: ServerSession, request: Request, notify: NotificationSender
+    ) -> dict[str, Any]:
+        """Answer any request; waits for tools. Never raises an `Exception`."""
+        now = self.respond_now(session, request)
+        if now is not None:
+            return now
+        try:
+            scope = session.scope(request.method, request.params)
+            tool, arguments = self._resolve_call(request.params)
+            result = await self._call(tool, arguments, request, scope, notify)
+            return result_response(request.id, self._finish(session, scope, result))
+        except RemoteProtocolError as exc:
+            return error_response(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("internal error answering %s", request.method)
+            return error_response(request.id, INTERNAL_ERROR, f"Internal error in {request.method}")
+
+    # -- immediate methods ------------------------------------------------------------------------
+
+    def _answer_now(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any]:
+        method = request.method
+        params = request.params
+        if method == "initialize":
+            return session.initialize(params)
+        if method == "ping":
+            return session.complete(scope, {})
+        if method == "tools/list":
+            return session.complete(scope, self._list_tools(scope, params))
+        if method == "logging/setLevel":
+            session.set_log_level(params)
+            return session.complete(scope, {})
+        assert method == "server/discover", method
+        return session.complete(scope, session.discover())
+
+    def _list_tools(self, scope: RequestScope, params: dict[str, Any] | None) -> dict[str, Any]:
+        cursor = (params or {}).get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
+        tools, next_cursor = self.registry.page(cursor, self.page_size)
+        result: dict[str, Any] = {"tools": [t.definition(scope.version) for t in tools]}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        if scope.modern:
+            result["ttlMs"] = 0
+            result["cacheScope"] = "public"
+        return result
+
+    # -- tools/call -------------------------------------------------------------------------------
+
+    def _resolve_call(self, params: dict[str, Any] | None) -> tuple[Tool, dict[str, Any]]:
+        params = params or {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise RemoteProtocolError(
+                'Invalid params: tools/call needs "name" (a string)', INVALID_PARAMS
+            )
+        tool = self.registry.get(name)
+        if tool is None:
+            raise RemoteProtocolError(f"Unknown tool: {name}", INVALID_PARAMS, {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise RemoteProtocolError(
+                'Invalid params: "arguments" must be an object', INVALID_PARAMS
+            )
+        return tool, arguments
+
+    def _inline_tool(self, request: Request) -> Tool | None:
+        params = request.params
+        name = params.get("name") if params else None
+        tool = self.registry.get(name) if isinstance(name, str) else None
+        if tool is not None and tool.inline and tool.context_param is None:
+            return tool
+        return None
+
+    def _call_inline(self, tool: Tool, request: Request) -> dict[str, Any]:
+        _, arguments = self._resolve_call(request.params)
+        try:
+            kwargs = tool.validate(arguments)
+        except ArgumentsInvalid as exc:
+            return self._invalid(tool, exc)
+        try:
+            value = tool.fn(**kwargs)
+        except Exception as exc:
+            return self._tool_failed(tool, exc)
+        return self._result(tool, value)
+
+    async def _call(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        request: Request,
+        scope: RequestScope,
+        notify: NotificationSender,
+    ) -> dict[str, Any]:
+        try:
+            kwargs = tool.validate(arguments)
+        except ArgumentsInvalid as exc:
+            return self._invalid(tool, exc)
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = Context(
+                request_id=request.id, tool_name=tool.name, scope=scope, send=notify
+            )
+        try:
+            with trio.move_on_after(tool.timeout if tool.timeout is not None else float("inf")) as cs:
+                value = await self._invoke(tool, kwargs)
+        except Exception as exc:
+            return self._tool_failed(tool, exc)
+        if cs.cancelled_caught:
+            return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
+        return self._result(tool, value)
+
+    @staticmethod
+    async def _invoke(tool: Tool, kwargs: dict[str, Any]) -> Any:
+        fn: Callable[..., Any] = tool.fn
+        if tool.compiled is None:  # a raw tool takes the arguments dict itself
+            fn, kwargs = functools.partial(tool.fn, kwargs), {}
+        if tool.is_async or tool.inline:
+            value = fn(**kwargs)
+        else:
+            # A sync tool may block; it runs in a worker thread so the loop keeps serving. On
+            # cancellation the thread is abandoned (Python cannot stop it) and finishes alone.
+            value = await trio.to_thread.run_sync(
+                functools.partial(fn, **kwargs), abandon_on_cancel=True
+            )
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    def _invalid(self, tool: Tool, exc: ArgumentsInvalid) -> dict[str, Any]:
+        lines = "\n".join(f"- {line}" for line in exc.lines)
+        return _error_result(f"Invalid arguments for tool {tool.name}:\n{lines}")
+
+    def _tool_failed(self, tool: Tool, exc: Exception) -> dict[str, Any]:
+        if isinstance(exc, ToolError):
+            return _error_result(str(exc))
+        logger.error("tool %s raised", tool.name, exc_info=exc)
+        if self.mask_error_details:
+            return _error_result(f"Internal error in tool {tool.name}")
+        return _error_result(f"{type(exc).__name__}: {exc}")
+
+    def _result(self, tool: Tool, value: Any) -> dict[str, Any]:
+        try:
+            return tool.to_result(value)
+        except Exception as exc:
+            logger.error("tool %s returned a value that cannot be serialized", tool.name, exc_info=exc)
+            return _error_result(
+                f"Tool {tool.name} returned a value that does not match its declared result "
+                f"type: {type(exc).__name__}"
+            )
+
+    @staticmethod
+    def _finish(
+        session: ServerSession, scope: RequestScope, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        if scope.version < "2025-06-18":
+            result.pop("structuredContent", None)  # not part of the older revisions
+        return session.complete(scope, result)
+
+
+# Every method this dispatcher answers; anything else is -32601.
+_METHODS: Final = _NOW_METHODS | {"tools/call"}

@@ -1,0 +1,215 @@
+"""JSON-RPC 2.0 on the wire: the one module that encodes and decodes JSON.
+
+Rule 1: output is one line of valid JSON (UTF-8, no NaN/Infinity: they become null).
+Rule 2: input is parsed strictly (NaN/Infinity rejected) and classified into exactly one of
+        Request, Notification, Response, ErrorResponse, or an InvalidMessage that still knows
+        the id to answer with. Nothing is ever silently dropped: an InvalidMessage is answered.
+Rule 3: ids are `int` or `str` and are echoed with their exact type; bool, float and null are
+        not ids.
+
+The codec is pydantic-core's Rust JSON (already a dependency through pydantic); the benchmark in
+`benchmarks/` compares it with the standard library's `json`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic_core import from_json, to_json
+
+from ._exceptions import RemoteProtocolError
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "ErrorResponse",
+    "InvalidMessage",
+    "Message",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "classify",
+    "dumps",
+    "error_response",
+    "loads",
+    "parse",
+    "result_response",
+]
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+RequestId = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A call that expects exactly one response carrying the same id."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A one-way message; it is never answered."""
+
+    method: str
+    params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A successful answer to the request with the same id."""
+
+    id: RequestId
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    """A failed answer; `id` is None when the request's id could not be read."""
+
+    id: RequestId | None
+    code: int
+    message: str
+    data: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidMessage:
+    """Something that arrived but is not a valid message; it is answered with `error`."""
+
+    error: ErrorResponse
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+
+def dumps(obj: Any) -> bytes:
+    """Encode one JSON value as compact UTF-8 bytes with no newline inside.
+
+    NaN and infinities become `null` so that the output is always valid JSON.
+    """
+    return to_json(obj, inf_nan_mode="null")
+
+
+def loads(data: bytes | str) -> Any:
+    """Decode one JSON document strictly.
+
+    Raises:
+        RemoteProtocolError: with code -32700 when `data` is not valid JSON.
+    """
+    try:
+        return from_json(data, allow_inf_nan=False)
+    except ValueError as exc:
+        raise RemoteProtocolError(f"Parse error: {exc}", PARSE_ERROR) from None
+
+
+def result_response(request_id: RequestId, result: Any) -> dict[str, Any]:
+    """The wire form of a successful response."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response(
+    request_id: RequestId | None, code: int, message: str, data: Any = None
+) -> dict[str, Any]:
+    """The wire form of an error response (`data` is left out when None)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _valid_id(value: Any) -> bool:
+    # bool is a subclass of int but is not a JSON-RPC id; floats are discouraged by the
+    # JSON-RPC spec and forbidden by MCP (ids are string | integer).
+    return (type(value) is int) or isinstance(value, str)
+
+
+def _invalid(request_id: RequestId | None, message: str, code: int = INVALID_REQUEST) -> InvalidMessage:
+    return InvalidMessage(ErrorResponse(request_id, code, message))
+
+
+def classify(obj: Any) -> Message | InvalidMessage:
+    """Classify one decoded JSON value as a JSON-RPC message.
+
+    Never raises: a malformed message becomes an `InvalidMessage` holding the error to send back
+    (with the request's id when that id itself was valid, else null).
+    """
+    if not isinstance(obj, dict):
+        return _invalid(None, f"Invalid Request: expected a JSON object, got {_json_type(obj)}")
+    has_id = "id" in obj
+    raw_id = obj.get("id")
+    echo_id: RequestId | None = raw_id if has_id and _valid_id(raw_id) else None
+    if obj.get("jsonrpc") != "2.0":
+        return _invalid(echo_id, 'Invalid Request: "jsonrpc" must be exactly "2.0"')
+    method = obj.get("method")
+    if method is not None or ("result" not in obj and "error" not in obj):
+        if not isinstance(method, str):
+            return _invalid(echo_id, 'Invalid Request: "method" must be a string')
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            # MCP params are always objects; by-position arrays are not part of MCP.
+            return _invalid(
+                echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS
+            )
+        if not has_id:
+            return Notification(method, params)
+        if not _valid_id(raw_id):
+            return _invalid(
+                None,
+                f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
+            )
+        return Request(raw_id, method, params)
+    # A response from the peer (the server sends no requests yet, but a client does).
+    if "result" in obj and "error" not in obj and _valid_id(raw_id):
+        return Response(raw_id, obj["result"])
+    error = obj.get("error")
+    if isinstance(error, dict) and "result" not in obj and (raw_id is None or _valid_id(raw_id)):
+        code = error.get("code")
+        message = error.get("message")
+        if type(code) is int and isinstance(message, str):
+            return ErrorResponse(raw_id, code, message, error.get("data"))
+    return _invalid(echo_id, "Invalid Request: malformed response object")
+
+
+def parse(data: bytes | str) -> tuple[list[Message | InvalidMessage], bool]:
+    """Decode one frame (a line) into messages.
+
+    Returns:
+        The messages in order, and whether the frame was a batch (a JSON array), in which case
+        the answers go back as one array.
+    """
+    try:
+        obj = loads(data)
+    except RemoteProtocolError as exc:
+        return [InvalidMessage(ErrorResponse(None, PARSE_ERROR, exc.message))], False
+    if isinstance(obj, list):
+        if not obj:
+            return [_invalid(None, "Invalid Request: empty batch")], False
+        return [classify(item) for item in obj], True
+    return [classify(obj)], False
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -1,0 +1,408 @@
+"""`Server`: the registry users fill, and the trio runtime that serves one connection.
+
+Rule 1: a connection is a stream of frames (one JSON text each) in, and frames out. The runtime
+        never sees bytes of a transport, sockets or subprocesses: transports bring the frames.
+Rule 2: every request that must wait runs in its own task in the connection's nursery, inside
+        its own cancel scope (so `notifications/cancelled` can end it); a cancelled request gets
+        no response. Responses go out as they complete.
+Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
+        failing tool is answered and the loop goes on. Only end of input ends it, and then
+        in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
+Rule 4: at most `max_in_flight` requests run at once per connection; past that the reader stops
+        reading (back-pressure) rather than refusing or dropping anything.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import trio
+
+from ._dispatch import Dispatcher
+from ._framing import DEFAULT_MAX_LINE_BYTES
+from ._jsonrpc import (
+    ErrorResponse,
+    InvalidMessage,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    dumps,
+    error_response,
+    parse,
+)
+from ._exceptions import RemoteProtocolError
+from ._session import SUPPORTED_VERSIONS, ServerSession
+from ._tools import (
+    RawHandler,
+    Tool,
+    ToolRegistry,
+    discover_tools,
+    make_raw_tool,
+    make_tool,
+)
+from ._types import ToolAnnotations
+
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
+
+logger = logging.getLogger("trio_mcp")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# 1024 concurrent requests per connection: HTTP/2 servers commonly allow 100-250 concurrent
+# streams per connection (nginx, Go net/http); MCP tools are often long-running I/O waits, so we
+# allow more, while still bounding the tasks and memory one client can pin.
+DEFAULT_MAX_IN_FLIGHT: Final = 1024
+# Seconds that in-flight calls may still run after the input ended (stdio EOF), before they are
+# cancelled. Kubernetes gives a terminating pod 30 s; a subprocess server is usually given less
+# by the client that closed its stdin, so we pick a short bound.
+DEFAULT_SHUTDOWN_GRACE: Final = 10.0
+
+
+class Server:
+    """An MCP server: a registry of tools plus how to serve them.
+
+    Args:
+        name: The server's name, sent as `serverInfo.name`.
+        version: The server's version, sent as `serverInfo.version`.
+        instructions: Text telling the model how to use this server.
+        page_size: Tools per `tools/list` page; None lists all tools in one page.
+        mask_error_details: Hide the type and message of unexpected tool exceptions from
+            clients (they are still logged).
+        max_line_bytes: Largest message accepted on line-framed transports.
+        max_in_flight: Requests run at once per connection before reading pauses.
+        shutdown_grace: Seconds in-flight calls may take to finish after the input ends.
+        versions: Protocol revisions accepted, newest first.
+    """
+
+    def __init__(
+        self,
+        name: str = "trio-mcp",
+        version: str | None = None,
+        *,
+        instructions: str | None = None,
+        page_size: int | None = None,
+        mask_error_details: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+        versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be positive")
+        self.name = name
+        self.version = version or _package_version()
+        self.instructions = instructions
+        self.max_line_bytes = max_line_bytes
+        self.max_in_flight = max_in_flight
+        self.shutdown_grace = shutdown_grace
+        self.versions = versions
+        self.registry = ToolRegistry()
+        self.dispatcher = Dispatcher(
+            self.registry, page_size=page_size, mask_error_details=mask_error_details
+        )
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Register one function as a tool; arguments override its `@tool` metadata.
+
+        Returns:
+            The registered tool.
+
+        Raises:
+            ToolDefinitionError: when the function cannot be a tool or the name is taken.
+        """
+        new = make_tool(
+            fn,
+            name=name,
+            description=description,
+            title=title,
+            annotations=annotations,
+            inline=inline,
+            timeout=timeout,
+        )
+        self.registry.add(new)
+        return new
+
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator registering a function as a tool on this server right away.
+
+        Raises:
+            ToolDefinitionError: when the function cannot be a tool or the name is taken.
+        """
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                description=description,
+                title=title,
+                annotations=annotations,
+                inline=inline,
+                timeout=timeout,
+            )
+            return fn
+
+        return register
+
+    def add_tools(self, obj: Any) -> list[Tool]:
+        """Register every `@tool`-tagged function of a module, class or instance.
+
+        Returns:
+            The registered tools, in definition order.
+
+        Raises:
+            ToolDefinitionError: when one cannot be registered (none of them is, then).
+        """
+        tools = [make_tool(fn) for fn in discover_tools(obj)]
+        names = [t.name for t in tools]
+        for name in names:
+            if names.count(name) > 1 or self.registry.get(name) is not None:
+                self.registry.add(next(t for t in tools if t.name == name))  # raises duplicate
+        for new in tools:
+            self.registry.add(new)
+        return tools
+
+    def add_raw_tool(
+        self,
+        name: str,
+        input_schema: dict[str, Any],
+        handler: RawHandler,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: ToolAnnotations | None = None,
+        inline: bool = False,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Register a tool from a hand-written JSON Schema and a handler `(arguments) -> result`.
+
+        The handler may be sync or async. Arguments get light checks only (required names,
+        closed objects, top-level JSON types): the handler owns deeper validation.
+
+        Raises:
+            ToolDefinitionError: for a bad name, a non-object schema or a taken name.
+        """
+        new = make_raw_tool(
+            name,
+            input_schema,
+            handler,
+            description=description,
+            title=title,
+            output_schema=output_schema,
+            annotations=annotations,
+            inline=inline,
+            timeout=timeout,
+        )
+        self.registry.add(new)
+        return new
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The registered tools, in registration order."""
+        return list(self.registry)
+
+    def new_session(self) -> ServerSession:
+        """A fresh protocol session for one client connection."""
+        return ServerSession(
+            server_info={"name": self.name, "version": self.version},
+            capabilities={"tools": {"listChanged": False}, "logging": {}},
+            instructions=self.instructions,
+            versions=self.versions,
+        )
+
+    # -- serving --------------------------------------------------------------------------------
+
+    async def serve_connection(
+        self,
+        receive: trio.abc.ReceiveChannel[bytes],
+        send: trio.abc.SendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one client over a pair of frame channels until `receive` ends.
+
+        Args:
+            receive: Frames from the client (one JSON text each); its end ends the session.
+            send: Where response and notification frames go.
+            task_status: Reports when the server is ready to read.
+        """
+        conn = _Connection(self, send)
+        await conn.run(receive, task_status)
+
+
+class _Connection:
+    """The runtime of one client connection (see the module rules)."""
+
+    def __init__(self, server: Server, send: trio.abc.SendChannel[bytes]) -> None:
+        self.server = server
+        self.dispatcher = server.dispatcher
+        self.session = server.new_session()
+        self._send_channel = send
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._tasks = 0  # running request and batch tasks
+        self._changed = trio.Event()  # set whenever `_tasks` drops
+
+    async def run(
+        self, receive: trio.abc.ReceiveChannel[bytes], task_status: trio.TaskStatus[None]
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async with receive:
+                async for frame in receive:
+                    await self._frame(frame, nursery)
+                    while self._tasks >= self.server.max_in_flight:
+                        await self._task_done()
+            with trio.move_on_after(self.server.shutdown_grace):
+                while self._tasks:
+                    await self._task_done()
+            if self._tasks:
+                logger.warning("input ended; cancelling %d call(s) still running", self._tasks)
+            nursery.cancel_scope.cancel()
+
+    async def _task_done(self) -> None:
+        await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def send(self, message: Any) -> None:
+        try:
+            await self._send_channel.send(dumps(message))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            logger.debug("peer gone; dropped an outgoing message")
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def _frame(self, frame: bytes, nursery: trio.Nursery) -> None:
+        messages, is_batch = parse(frame)
+        if is_batch:
+            self._start(nursery, self._batch, messages)
+            return
+        message = messages[0]
+        if isinstance(message, Request):
+            response = self._admit(message)
+            if response is None:
+                response = self.dispatcher.respond_now(self.session, message)
+                if response is None:
+                    self._start(nursery, self._request, message)
+                    return
+                self.session.end(message.id)
+            await self.send(response)
+        elif isinstance(message, InvalidMessage):
+            await self.send(_wire_error(message.error))
+        else:
+            self._incoming(message)
+
+    def _admit(self, request: Request) -> dict[str, Any] | None:
+        """Mark the id in flight; an error response if it is already in use."""
+        try:
+            self.session.begin(request.id)
+        except RemoteProtocolError as exc:
+            return error_response(request.id, exc.code, exc.message)
+        return None
+
+    def _start(self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any) -> None:
+        self._tasks += 1
+        nursery.start_soon(self._tracked, fn, arg)
+
+    async def _tracked(self, fn: Callable[[Any], Any], arg: Any) -> None:
+        try:
+            await fn(arg)
+        finally:
+            self._tasks -= 1
+            self._changed.set()
+
+    async def _request(self, request: Request) -> None:
+        response = await self._respond(request)
+        if response is not None:
+            await self.send(response)
+        self.session.end(request.id)
+
+    async def _respond(self, request: Request) -> dict[str, Any] | None:
+        """Run a request in its own cancel scope; None when the client cancelled it."""
+        with trio.CancelScope() as scope:
+            self._scopes[request.id] = scope
+            try:
+                return await self.dispatcher.respond(self.session, request, self.notify)
+            finally:
+                del self._scopes[request.id]
+        return None
+
+    async def _batch(self, messages: list[Any]) -> None:
+        responses: list[Any] = [None] * len(messages)
+
+        async def one(i: int, request: Request) -> None:
+            responses[i] = await self._respond(request)
+            self.session.end(request.id)
+
+        async with trio.open_nursery() as nursery:
+            for i, message in enumerate(messages):
+                if isinstance(message, Request):
+                    refused = self._admit(message)
+                    if refused is not None:
+                        responses[i] = refused
+                    else:
+                        nursery.start_soon(one, i, message)
+                elif isinstance(message, InvalidMessage):
+                    responses[i] = _wire_error(message.error)
+                else:
+                    self._incoming(message)
+        answered = [r for r in responses if r is not None]
+        if answered:  # a batch of notifications only gets no response at all
+            await self.send(answered)
+
+    def _incoming(self, message: Notification | Response | ErrorResponse) -> None:
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                request_id = (message.params or {}).get("requestId")
+                scope = self._scopes.get(request_id) if request_id is not None else None
+                if scope is not None:
+                    scope.cancel()
+                else:
+                    logger.debug("cancellation for unknown or finished request %r", request_id)
+            elif message.method == "notifications/initialized":
+                self.session.notify_initialized()
+            else:
+                logger.debug("ignored notification %s", message.method)
+        else:
+            # This server sends no requests, so no response can be expected.
+            logger.warning("ignored a response to unknown request id %r", message.id)
+
+
+def _wire_error(error: ErrorResponse) -> dict[str, Any]:
+    return error_response(error.id, error.code, error.message, error.data)
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - rarely used
+
+    try:
+        return version("trio-mcp")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+

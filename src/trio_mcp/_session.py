@@ -1,0 +1,287 @@
+"""The server side of one MCP session, sans-IO: lifecycle, protocol versions, in-flight ids.
+
+Rule 1: versions live here and nowhere else. Two eras are spoken side by side:
+        - handshake era (2024-11-05 .. 2025-11-25): `initialize` fixes one version for the
+          connection; only `ping` (and `initialize`) may come before it;
+        - modern era (2026-07-28): no handshake; each request names its version, capabilities
+          and log level in `params._meta`, and the session only checks and reads them.
+        Every request is therefore resolved to a `RequestScope` that carries *its* version, so
+        the code above never asks "which version is this connection?".
+Rule 2: a request id is in flight from `begin()` to `end()`; a second request with the same id
+        while the first is in flight is rejected (-32600), never run.
+Rule 3: nothing here performs I/O or knows about tools; it raises `RemoteProtocolError` with the
+        code to answer and lets the dispatcher write it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ._exceptions import RemoteProtocolError
+from ._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, RequestId
+from ._types import LOG_LEVELS, LogLevel
+
+__all__ = [
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "RequestScope",
+    "ServerSession",
+]
+
+#: Handshake-era revisions, newest first.
+HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[0]
+#: Revisions where every request carries its own version in `_meta`.
+MODERN_VERSIONS: Final = ("2026-07-28",)
+SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+
+#: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+_META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+_META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+_META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+_META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+
+# Methods that a handshake-era client may send before `initialize` completes.
+_BEFORE_INIT: Final = frozenset({"initialize", "ping"})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestScope:
+    """What one request runs under: its version, its peer's facts, where its progress goes."""
+
+    version: str
+    client_info: dict[str, Any] | None
+    client_capabilities: dict[str, Any]
+    #: Minimum level of log notifications this request may send, or None for none at all.
+    log_level: LogLevel | None
+    progress_token: int | str | None
+
+    @property
+    def modern(self) -> bool:
+        """Whether this request speaks a per-request (2026-07-28 or later) revision."""
+        return self.version in MODERN_VERSIONS
+
+
+def _log_rank(level: str) -> int:
+    return LOG_LEVELS.index(level)  # type: ignore[arg-type]
+
+
+def _progress_token(params: dict[str, Any] | None) -> int | str | None:
+    if not params:
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get("progressToken")
+    if (type(token) is int) or isinstance(token, str):
+        return token
+    return None
+
+
+class ServerSession:
+    """State of one client's session with the server.
+
+    Args:
+        server_info: `{"name": ..., "version": ...}` sent in `initialize` and discovery results.
+        capabilities: The server's capabilities object.
+        instructions: Optional text telling the model how to use this server.
+        versions: The revisions this server accepts, newest first.
+    """
+
+    def __init__(
+        self,
+        *,
+        server_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        instructions: str | None = None,
+        versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+    ) -> None:
+        unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
+        if unknown:
+            raise ValueError(f"unsupported protocol versions: {unknown}")
+        self.server_info = server_info
+        self.capabilities = capabilities
+        self.instructions = instructions
+        self.versions = versions
+        self._handshake_versions = tuple(v for v in versions if v in HANDSHAKE_VERSIONS)
+        #: Negotiated handshake-era version, None until `initialize` succeeded.
+        self.protocol_version: str | None = None
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        #: Set by `logging/setLevel`; handshake-era default sends info and above.
+        self.log_level: LogLevel | None = "info"
+        self.initialized_notified = False
+        self._in_flight: set[RequestId] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def initialize(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Handle `initialize`: negotiate a version and return the result object.
+
+        Raises:
+            RemoteProtocolError: -32602 when params are malformed.
+        """
+        if not self._handshake_versions:
+            raise RemoteProtocolError(
+                "This server speaks only per-request protocol versions; call server/discover",
+                UNSUPPORTED_PROTOCOL_VERSION,
+                {"supported": list(self.versions), "requested": None},
+            )
+        params = params or {}
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise RemoteProtocolError(
+                'Invalid params: initialize needs "protocolVersion" (a string)', INVALID_PARAMS
+            )
+        capabilities = params.get("capabilities", {})
+        client_info = params.get("clientInfo")
+        if not isinstance(capabilities, dict):
+            raise RemoteProtocolError(
+                'Invalid params: "capabilities" must be an object', INVALID_PARAMS
+            )
+        if client_info is not None and not isinstance(client_info, dict):
+            raise RemoteProtocolError(
+                'Invalid params: "clientInfo" must be an object', INVALID_PARAMS
+            )
+        # spec, lifecycle: echo the client's version if supported, else offer our latest.
+        version = requested if requested in self._handshake_versions else self._handshake_versions[0]
+        self.protocol_version = version
+        self.client_info = client_info
+        self.client_capabilities = capabilities
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities,
+            "serverInfo": self.server_info,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def notify_initialized(self) -> None:
+        """Handle `notifications/initialized`."""
+        self.initialized_notified = True
+
+    def discover(self) -> dict[str, Any]:
+        """Handle `server/discover` (2026-07-28): versions, capabilities, identity."""
+        result: dict[str, Any] = {
+            "supportedVersions": list(self.versions),
+            "capabilities": self.capabilities,
+            "_meta": {"io.modelcontextprotocol/serverInfo": self.server_info},
+            "ttlMs": 0,
+            "cacheScope": "public",
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def set_log_level(self, params: dict[str, Any] | None) -> None:
+        """Handle `logging/setLevel`.
+
+        Raises:
+            RemoteProtocolError: -32602 for an unknown level.
+        """
+        level = (params or {}).get("level")
+        if level not in LOG_LEVELS:
+            raise RemoteProtocolError(
+                f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}; got {level!r}",
+                INVALID_PARAMS,
+            )
+        self.log_level = level
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def scope(self, method: str, params: dict[str, Any] | None) -> RequestScope:
+        """Resolve the version and peer facts a request runs under.
+
+        Raises:
+            RemoteProtocolError: -32022 for an unsupported per-request version, -32600 for a
+                handshake-era request before `initialize`.
+        """
+        meta = params.get("_meta") if params else None
+        requested = meta.get(_META_VERSION) if isinstance(meta, dict) else None
+        if requested is not None:
+            return self._modern_scope(requested, meta, params)  # type: ignore[arg-type]
+        if self.protocol_version is None:
+            if method in _BEFORE_INIT or method == "server/discover":
+                return RequestScope(
+                    self._handshake_versions[0] if self._handshake_versions else self.versions[0],
+                    None, {}, None, _progress_token(params),
+                )
+            raise RemoteProtocolError(
+                f"Invalid Request: {method!r} before initialize; send initialize first"
+                " (or name a protocol version in params._meta)",
+                INVALID_REQUEST,
+            )
+        return RequestScope(
+            self.protocol_version,
+            self.client_info,
+            self.client_capabilities,
+            self.log_level,
+            _progress_token(params),
+        )
+
+    def _modern_scope(
+        self, requested: Any, meta: dict[str, Any], params: dict[str, Any] | None
+    ) -> RequestScope:
+        if requested not in self.versions or requested not in MODERN_VERSIONS:
+            raise RemoteProtocolError(
+                "Unsupported protocol version",
+                UNSUPPORTED_PROTOCOL_VERSION,
+                {"supported": list(self.versions), "requested": requested},
+            )
+        capabilities = meta.get(_META_CAPABILITIES, {})
+        info = meta.get(_META_CLIENT_INFO)
+        level = meta.get(_META_LOG_LEVEL)
+        if not isinstance(capabilities, dict) or (info is not None and not isinstance(info, dict)):
+            raise RemoteProtocolError(
+                "Invalid params: _meta client capabilities and info must be objects",
+                INVALID_PARAMS,
+            )
+        if level is not None and level not in LOG_LEVELS:
+            raise RemoteProtocolError(
+                f"Invalid params: unknown log level {level!r}", INVALID_PARAMS
+            )
+        return RequestScope(requested, info, capabilities, level, _progress_token(params))
+
+    def begin(self, request_id: RequestId) -> None:
+        """Mark a request id as in flight.
+
+        Raises:
+            RemoteProtocolError: -32600 when the id is already in flight.
+        """
+        if request_id in self._in_flight:
+            raise RemoteProtocolError(
+                f"Invalid Request: id {request_id!r} is already in use by a request in flight",
+                INVALID_REQUEST,
+            )
+        self._in_flight.add(request_id)
+
+    def end(self, request_id: RequestId) -> None:
+        """Forget a request id once its response is written (or it was cancelled)."""
+        self._in_flight.discard(request_id)
+
+    def in_flight(self, request_id: RequestId) -> bool:
+        """Whether a request with this id is running."""
+        return request_id in self._in_flight
+
+    @property
+    def in_flight_count(self) -> int:
+        """How many requests are running."""
+        return len(self._in_flight)
+
+    @staticmethod
+    def log_enabled(scope: RequestScope, level: LogLevel) -> bool:
+        """Whether a log message at `level` may be sent under `scope`."""
+        return scope.log_level is not None and _log_rank(level) >= _log_rank(scope.log_level)
+
+    def complete(self, scope: RequestScope, result: dict[str, Any]) -> dict[str, Any]:
+        """Add what the request's version requires of every result (2026-07-28: resultType)."""
+        if scope.modern:
+            result["resultType"] = "complete"
+        return result

@@ -1,0 +1,275 @@
+"""From a Python function to a description of its parameters, by `inspect` alone.
+
+Rule 1: every parameter a client fills is keyword-addressable and annotated; anything else
+        (`*args`, `**kwargs`, positional-only, unannotated) is a `ToolDefinitionError` naming the
+        function and the parameter, raised at registration.
+Rule 2: a parameter annotated `Context` is injected by the runtime and never described.
+Rule 3: descriptions come, in order of precedence, from `Param(...)`, from pydantic
+        `Field(description=...)`, and from the docstring's Args/Parameters section
+        (Google, NumPy or reST style).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args, get_origin
+
+from pydantic.fields import FieldInfo
+
+from ._context import Context
+from ._exceptions import ToolDefinitionError
+
+__all__ = ["Param", "ParamSpec", "Signature", "describe_function", "parse_docstring"]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """Metadata for one tool parameter, used as `Annotated[T, Param("what it is")]`.
+
+    Args:
+        description: What the parameter means, written for the model.
+        examples: Example values, shown in the schema.
+    """
+
+    description: str | None = None
+    examples: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One client-supplied parameter."""
+
+    name: str
+    annotation: Any  # the type with `Param` markers removed, other Annotated metadata kept
+    default: Any  # inspect.Parameter.empty when required
+    description: str | None
+    examples: tuple[Any, ...] | None
+
+    @property
+    def required(self) -> bool:
+        """Whether the client must supply this parameter."""
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What registration needs to know about a function."""
+
+    params: tuple[ParamSpec, ...]
+    context_param: str | None
+    return_annotation: Any  # inspect.Signature.empty when unannotated
+    is_async: bool
+    summary: str | None
+    description: str | None
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _strip_params(annotation: Any) -> tuple[Any, Param | None]:
+    """Split `Annotated[T, Param(...), ...]` into the annotation without Param, and the Param."""
+    if get_origin(annotation) is not Annotated:
+        return annotation, None
+    base, *extras = get_args(annotation)
+    params = [m for m in extras if isinstance(m, Param)]
+    others = [m for m in extras if not isinstance(m, Param)]
+    stripped = Annotated[(base, *others)] if others else base  # type: ignore[valid-type]
+    return stripped, (params[-1] if params else None)
+
+
+def _is_context(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+def _field_description(annotation: Any) -> str | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    for meta in reversed(get_args(annotation)[1:]):
+        if isinstance(meta, FieldInfo) and meta.description:
+            return meta.description
+    return None
+
+
+def describe_function(fn: Callable[..., Any]) -> Signature:
+    """Inspect `fn` into a `Signature`.
+
+    Raises:
+        ToolDefinitionError: for a parameter a client could not fill (see the module rules).
+    """
+    name = _qualname(fn)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"cannot inspect the signature of {name}: {exc}") from exc
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot resolve the annotations of {name}: {exc}. Make every type in the "
+            "signature importable from the function's module."
+        ) from exc
+    doc = parse_docstring(inspect.getdoc(fn))
+    params: list[ParamSpec] = []
+    context_param: str | None = None
+    for p in sig.parameters.values():
+        where = f"parameter {p.name!r} of {name}"
+        if p.kind is p.VAR_POSITIONAL or p.kind is p.VAR_KEYWORD:
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise ToolDefinitionError(
+                f"{where}: {star}{p.name} cannot be described by a JSON Schema; "
+                "declare each argument as a named, annotated parameter"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            raise ToolDefinitionError(
+                f"{where} is positional-only; MCP arguments are passed by name, so remove the '/'"
+            )
+        if p.name not in hints:
+            raise ToolDefinitionError(
+                f"{where} has no type annotation; annotate it (e.g. `{p.name}: str`) so the "
+                "schema can describe it"
+            )
+        annotation = hints[p.name]
+        if _is_context(annotation):
+            if context_param is not None:
+                raise ToolDefinitionError(f"{where}: a tool takes at most one Context parameter")
+            context_param = p.name
+            continue
+        stripped, marker = _strip_params(annotation)
+        description = (
+            (marker.description if marker else None)
+            or _field_description(annotation)
+            or doc.params.get(p.name)
+        )
+        params.append(
+            ParamSpec(
+                name=p.name,
+                annotation=stripped,
+                default=p.default,
+                description=description,
+                examples=marker.examples if marker else None,
+            )
+        )
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an async callable object counts too
+    )
+    return Signature(
+        params=tuple(params),
+        context_param=context_param,
+        return_annotation=hints.get("return", inspect.Signature.empty),
+        is_async=is_async,
+        summary=doc.summary,
+        description=doc.description,
+    )
+
+
+# -- docstrings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Docstring:
+    """The parts of a docstring that a tool definition uses."""
+
+    summary: str | None
+    description: str | None  # everything before the first section, paragraphs kept
+    params: dict[str, str]
+
+
+_GOOGLE_ARGS = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
+_GOOGLE_SECTION = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
+_NUMPY_UNDERLINE = re.compile(r"^-{3,}\s*$")
+_REST_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+_REST_FIELD = re.compile(r"^:\w+")
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Read the summary and per-parameter descriptions of a Google, NumPy or reST docstring."""
+    if not doc:
+        return Docstring(None, None, {})
+    lines = textwrap.dedent(doc).strip().splitlines()
+    body_end = len(lines)
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        is_numpy = i + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[i + 1].strip() or "x")
+        if _GOOGLE_SECTION.match(stripped) or _REST_FIELD.match(stripped) or is_numpy:
+            body_end = i
+            break
+    body = "\n".join(lines[:body_end]).strip()
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if p.strip()]
+    summary = paragraphs[0] if paragraphs else None
+    description = "\n\n".join(paragraphs) if paragraphs else None
+    params = _google_params(lines) or _numpy_params(lines) or _rest_params(lines)
+    return Docstring(summary, description, params)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _google_params(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    i = next((k for k, ln in enumerate(lines) if _GOOGLE_ARGS.match(ln.strip())), None)
+    if i is None:
+        return out
+    base = _indent(lines[i])
+    current: str | None = None
+    for line in lines[i + 1 :]:
+        if not line.strip():
+            continue
+        if _indent(line) <= base:
+            break
+        m = re.match(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
+        if m and (current is None or _indent(line) <= item_indent):
+            current, item_indent = m.group(1), _indent(line)
+            out[current] = m.group(2).strip()
+        elif current is not None:
+            out[current] = (out[current] + " " + line.strip()).strip()
+    return out
+
+
+def _numpy_params(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines[:-1]):
+        if line.strip().lower() in ("parameters", "params", "arguments") and _NUMPY_UNDERLINE.match(
+            lines[i + 1].strip()
+        ):
+            base = _indent(line)
+            current: str | None = None
+            for item in lines[i + 2 :]:
+                if not item.strip():
+                    continue
+                if _indent(item) <= base:
+                    if current is not None and _NUMPY_UNDERLINE.match(item.strip()):
+                        out.pop(current, None)  # that "parameter" was the next section's title
+                        break
+                    m = re.match(r"^\s*(\w+)\s*(?::.*)?$", item)
+                    if not m:
+                        break
+                    current = m.group(1)
+                    out[current] = ""
+                elif current is not None:
+                    out[current] = (out[current] + " " + item.strip()).strip()
+            break
+    return {k: v for k, v in out.items() if v}
+
+
+def _rest_params(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current: str | None = None
+    for line in lines:
+        m = _REST_PARAM.match(line.strip())
+        if m:
+            current = m.group(1)
+            out[current] = m.group(2).strip()
+        elif current is not None and line.strip() and not _REST_FIELD.match(line.strip()) and _indent(line) > 0:
+            out[current] = (out[current] + " " + line.strip()).strip()
+        else:
+            current = None
+    return out

@@ -1,0 +1,423 @@
+"""Tool records, the `@tool` marker, discovery by reflection, and the registry.
+
+Rule 1: `@tool` only attaches a `ToolMeta` to the function (like a C# attribute) and returns the
+        function unchanged: a decorated function is still an ordinary, callable function.
+Rule 2: everything that can be wrong with a tool is found at registration and raised as a
+        `ToolDefinitionError` naming the function, the parameter and the fix.
+Rule 3: the registry keeps registration order; `tools/list` pages through it in that order.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import re
+import types
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar, overload
+
+from ._exceptions import RemoteProtocolError, ToolDefinitionError
+from ._jsonrpc import INVALID_PARAMS
+from ._schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
+from ._signature import describe_function
+from ._types import ToolAnnotations
+
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "RawHandler",
+    "Tool",
+    "ToolMeta",
+    "ToolRegistry",
+    "discover_tools",
+    "make_raw_tool",
+    "make_tool",
+    "tool",
+]
+
+#: Tool names accepted at registration (spec 2025-11-25, tools: "Tool names").
+TOOL_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_ATTR: Final = "__mcp_tool__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+RawHandler = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMeta:
+    """What `@tool(...)` attached to a function."""
+
+    name: str | None = None
+    description: str | None = None
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
+    inline: bool = False
+    timeout: float | None = None
+
+
+@overload
+def tool(name: F, /) -> F: ...
+@overload
+def tool(
+    name: str | None = None,
+    description: str | None = None,
+    *,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    inline: bool = False,
+    timeout: float | None = None,
+) -> Callable[[F], F]: ...
+def tool(
+    name: Any = None,
+    description: str | None = None,
+    *,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    inline: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """Mark a function as an MCP tool. It is registered later by `Server.add_tools(...)`.
+
+    Usable bare (`@tool`) or with arguments (`@tool("calculator.add", "Add two numbers")`).
+
+    Args:
+        name: The tool's name; defaults to the function's name.
+        description: What the tool does; defaults to the docstring.
+        title: A human-readable display name.
+        annotations: Behaviour hints (read-only, destructive, ...).
+        inline: Declare a sync function fast and non-blocking, to run on the event loop
+            instead of in a worker thread.
+        timeout: Seconds after which the call is cancelled and reported as an error.
+
+    Returns:
+        The function itself, unchanged but for the attached metadata.
+    """
+    if callable(name) and not isinstance(name, str):
+        return tool()(name)
+    if timeout is not None and timeout <= 0:
+        raise ToolDefinitionError(f"tool timeout must be positive, got {timeout!r}")
+    meta = ToolMeta(name, description, title, annotations, inline, timeout)
+
+    def mark(fn: F) -> F:
+        target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
+        try:
+            setattr(target, _ATTR, meta)
+        except AttributeError:
+            raise ToolDefinitionError(
+                f"@tool cannot tag {fn!r}: it takes no attributes; wrap it in a function"
+            ) from None
+        return fn
+
+    return mark
+
+
+def tool_meta(obj: Any) -> ToolMeta | None:
+    """The metadata `@tool` attached to `obj`, if any."""
+    target = obj.__func__ if isinstance(obj, staticmethod | classmethod | types.MethodType) else obj
+    meta = getattr(target, _ATTR, None)
+    return meta if isinstance(meta, ToolMeta) else None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A registered tool: its wire definition and how to call it."""
+
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    fn: Callable[..., Any]
+    compiled: CompiledTool | None  # None for raw (hand-written schema) tools
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
+    context_param: str | None = None
+    is_async: bool = False
+    inline: bool = False
+    timeout: float | None = None
+    _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def definition(self, version: str) -> dict[str, Any]:
+        """The tool as listed by `tools/list` for a client speaking `version`.
+
+        Fields a revision does not know are left out: `annotations` came in 2025-03-26,
+        `title` and `outputSchema` in 2025-06-18.
+        """
+        cached = self._wire.get(version)
+        if cached is not None:
+            return cached
+        wire: dict[str, Any] = {"name": self.name}
+        if self.title and version >= "2025-06-18":
+            wire["title"] = self.title
+        if self.description:
+            wire["description"] = self.description
+        wire["inputSchema"] = self.input_schema
+        if self.output_schema is not None and version >= "2025-06-18":
+            wire["outputSchema"] = self.output_schema
+        if self.annotations is not None and version >= "2025-03-26":
+            hints = self.annotations.to_wire()
+            if hints:
+                wire["annotations"] = hints
+        self._wire[version] = wire
+        return wire
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate arguments (see `CompiledTool.validate`); raw tools get a light check.
+
+        Raises:
+            ArgumentsInvalid: one line per problem.
+        """
+        if self.compiled is not None:
+            return self.compiled.validate(arguments)
+        return _check_raw(self.input_schema, arguments)
+
+    def to_result(self, value: Any) -> dict[str, Any]:
+        """Turn a return value into a `CallToolResult` wire object."""
+        if self.compiled is not None:
+            return self.compiled.to_result(value)
+        return _RAW_RESULT.to_result(value)
+
+
+_RAW_RESULT = CompiledTool({}, None, "auto", (), None, None)
+
+
+def _check_raw(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The checks a hand-written schema gets: required keys, closed objects, top-level types."""
+    lines: list[str] = []
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    for name in schema.get("required") or ():
+        if name not in arguments:
+            lines.append(f"{name}: missing required argument")
+    if schema.get("additionalProperties") is False:
+        lines.extend(
+            f"{name}: unexpected argument (this tool takes: {', '.join(props) or 'no arguments'})"
+            for name in arguments
+            if name not in props
+        )
+    checks: dict[str, tuple[type, ...]] = {
+        "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+        "array": (list,), "object": (dict,),
+    }
+    for name, value in arguments.items():
+        expected = props.get(name, {}).get("type") if isinstance(props.get(name), dict) else None
+        if isinstance(expected, str) and expected in checks:
+            ok = isinstance(value, checks[expected]) and not (
+                expected in ("integer", "number") and isinstance(value, bool)
+            )
+            if not ok:
+                lines.append(f"{name}: expected {expected}; got {describe_json(value)}")
+    if lines:
+        raise ArgumentsInvalid(lines)
+    return arguments
+
+
+def _check_name(name: str, where: str) -> None:
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        raise ToolDefinitionError(
+            f"invalid tool name {name!r} for {where}: use 1-128 characters from A-Z, a-z, 0-9, "
+            "'_', '-' and '.'"
+        )
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    inline: bool | None = None,
+    timeout: float | None = None,
+) -> Tool:
+    """Introspect a function into a `Tool`; explicit arguments override `@tool` metadata.
+
+    Raises:
+        ToolDefinitionError: when the function cannot be a tool.
+    """
+    if not callable(fn):
+        raise ToolDefinitionError(f"{fn!r} is not callable")
+    meta = tool_meta(fn) or ToolMeta()
+    qualname = getattr(fn, "__qualname__", repr(fn))
+    tool_name = name or meta.name or getattr(fn, "__name__", None)
+    if tool_name is None:
+        raise ToolDefinitionError(f"{fn!r} has no __name__; pass name=...")
+    _check_name(tool_name, qualname)
+    sig = describe_function(fn)
+    compiled = compile_signature(qualname, sig)
+    is_inline = meta.inline if inline is None else inline
+    if is_inline and sig.is_async:
+        raise ToolDefinitionError(
+            f"{qualname} is async: inline=True is for sync functions (async tools always run "
+            "on the event loop)"
+        )
+    return Tool(
+        name=tool_name,
+        description=description or meta.description or sig.description,
+        input_schema=compiled.input_schema,
+        output_schema=compiled.output_schema,
+        fn=fn,
+        compiled=compiled,
+        title=title or meta.title,
+        annotations=annotations or meta.annotations,
+        context_param=sig.context_param,
+        is_async=sig.is_async,
+        inline=is_inline,
+        timeout=timeout if timeout is not None else meta.timeout,
+    )
+
+
+def make_raw_tool(
+    name: str,
+    input_schema: dict[str, Any],
+    handler: RawHandler | Callable[[dict[str, Any]], Awaitable[Any]],
+    *,
+    description: str | None = None,
+    title: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    annotations: ToolAnnotations | None = None,
+    inline: bool = False,
+    timeout: float | None = None,
+) -> Tool:
+    """A tool from a hand-written JSON Schema and a handler `(arguments: dict) -> result`.
+
+    Raises:
+        ToolDefinitionError: for a bad name or a schema that is not an object schema.
+    """
+    _check_name(name, f"handler {getattr(handler, '__qualname__', handler)!r}")
+    if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+        raise ToolDefinitionError(
+            f"input_schema of tool {name!r} must be a JSON Schema with \"type\": \"object\""
+        )
+    if output_schema is not None and output_schema.get("type") != "object":
+        raise ToolDefinitionError(
+            f"output_schema of tool {name!r} must be a JSON Schema with \"type\": \"object\""
+        )
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        fn=handler,
+        compiled=None,
+        title=title,
+        annotations=annotations,
+        is_async=inspect.iscoroutinefunction(handler),
+        inline=inline,
+        timeout=timeout,
+    )
+
+
+def discover_tools(obj: Any) -> list[Callable[..., Any]]:
+    """Find the functions tagged with `@tool` on a module, a class or an instance.
+
+    A module yields its tagged functions; a class its tagged static and class methods; an
+    instance its tagged methods, bound. Order is definition order.
+
+    Raises:
+        ToolDefinitionError: when a class is given whose tagged methods need an instance.
+    """
+    found: list[Callable[..., Any]] = []
+    if isinstance(obj, types.ModuleType):
+        found.extend(v for v in vars(obj).values() if callable(v) and tool_meta(v) is not None)
+        return _unique(found)
+    cls = obj if isinstance(obj, type) else type(obj)
+    for name, raw in _class_members(cls):
+        if tool_meta(raw) is None:
+            continue
+        if isinstance(obj, type) and not isinstance(raw, staticmethod | classmethod):
+            raise ToolDefinitionError(
+                f"{cls.__qualname__}.{name} is an instance method: pass an instance to "
+                f"add_tools (add_tools({cls.__qualname__}())), or make it a staticmethod"
+            )
+        found.append(getattr(obj, name))
+    return found
+
+
+def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
+    """Attributes of a class hierarchy, base classes first, each name once, undecorated."""
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # `object` itself is skipped
+        names.update(dict.fromkeys(vars(klass)))
+    for name in names:
+        yield name, inspect.getattr_static(cls, name)
+
+
+def _unique(fns: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
+    seen: set[int] = set()
+    out = []
+    for fn in fns:
+        if id(fn) not in seen:
+            seen.add(id(fn))
+            out.append(fn)
+    return out
+
+
+class ToolRegistry:
+    """Tools by name, in registration order."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._order: list[Tool] | None = None
+
+    def add(self, new: Tool) -> None:
+        """Register a tool.
+
+        Raises:
+            ToolDefinitionError: when a tool with the same name exists.
+        """
+        existing = self._tools.get(new.name)
+        if existing is not None:
+            raise ToolDefinitionError(
+                f"duplicate tool name {new.name!r}: already registered by "
+                f"{getattr(existing.fn, '__qualname__', existing.fn)!r}; give one a different name"
+            )
+        self._tools[new.name] = new
+        self._order = None
+
+    def remove(self, name: str) -> None:
+        """Unregister a tool (KeyError if it is not registered)."""
+        del self._tools[name]
+        self._order = None
+
+    def get(self, name: str) -> Tool | None:
+        """The tool with this name, or None."""
+        return self._tools.get(name)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def page(self, cursor: str | None, page_size: int | None) -> tuple[list[Tool], str | None]:
+        """One page of tools and the cursor of the next (None on the last page).
+
+        Raises:
+            RemoteProtocolError: -32602 for a cursor this registry did not issue.
+        """
+        if self._order is None:
+            self._order = list(self._tools.values())
+        tools = self._order
+        start = 0
+        if cursor is not None:
+            start = _decode_cursor(cursor)
+            if start > len(tools):
+                raise RemoteProtocolError(f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS)
+        if page_size is None:
+            return tools[start:], None
+        end = start + page_size
+        return tools[start:end], (_encode_cursor(end) if end < len(tools) else None)
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"tools:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(cursor: Any) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        prefix, _, number = text.partition(":")
+        if prefix == "tools" and number.isdigit():
+            return int(number)
+    except (ValueError, AttributeError, UnicodeError):
+        pass
+    raise RemoteProtocolError(f"Invalid params: unknown cursor {cursor!r}", INVALID_PARAMS)

@@ -1,0 +1,123 @@
+"""Test helpers: a raw JSON-RPC peer for in-memory connections and for subprocess servers.
+
+They speak bytes and dicts only (no trio-mcp client), so the tests check the wire itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from trio_mcp import Server
+from trio_mcp.transports import memory_channel_pair
+
+LATEST = "2025-11-25"
+
+
+def init_params(version: str = LATEST) -> dict[str, Any]:
+    return {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "tests", "version": "0"},
+    }
+
+
+class RawPeer:
+    """Sends frames, receives decoded messages; every received message is also kept in `log`."""
+
+    def __init__(
+        self, send: trio.abc.SendChannel[bytes], receive: trio.abc.ReceiveChannel[bytes]
+    ) -> None:
+        self._send = send
+        self._receive = receive
+        self._ids = itertools.count(1)
+        self.log: list[Any] = []
+
+    async def send_raw(self, frame: bytes) -> None:
+        await self._send.send(frame)
+
+    async def send(self, message: Any) -> None:
+        await self._send.send(json.dumps(message).encode())
+
+    async def receive(self) -> Any:
+        message = json.loads(await self._receive.receive())
+        self.log.append(message)
+        return message
+
+    async def start_request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        request_id = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        return request_id
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request and return its response, skipping notifications."""
+        request_id = await self.start_request(method, params)
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    async def initialize(self, version: str = LATEST) -> Any:
+        response = await self.request("initialize", init_params(version))
+        await self.notify("notifications/initialized")
+        return response
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> Any:
+        return await self.request("tools/call", {"name": name, "arguments": arguments or {}, **params})
+
+    async def close(self) -> None:
+        await self._send.aclose()
+
+
+@asynccontextmanager
+async def open_memory_peer(server: Server, *, initialize: bool = True) -> AsyncIterator[RawPeer]:
+    """Serve `server` in-process and yield a raw peer connected to it."""
+    client, server_end = memory_channel_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+        peer = RawPeer(client.send, client.receive)
+        if initialize:
+            await peer.initialize()
+        yield peer
+        nursery.cancel_scope.cancel()
+
+
+def demo_command() -> list[str]:
+    return [sys.executable, "-m", "demo_tools"]
+
+
+def spawn_demo(*extra_env: tuple[str, str]) -> subprocess.Popen[bytes]:
+    """Start the demo server as a real subprocess over stdio (blocking pipes, for sync tests)."""
+    env = dict(os.environ, TRIO_MCP_DEMO_SEED="40000", **dict(extra_env))
+    return subprocess.Popen(
+        demo_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def exchange(lines: list[bytes], *, timeout: float = 30) -> tuple[list[Any], bytes, int]:
+    """Send lines to a fresh demo server, close stdin, return (messages, stderr, exit code)."""
+    proc = spawn_demo()
+    out, err = proc.communicate(b"".join(line + b"\n" for line in lines), timeout=timeout)
+    messages = [json.loads(line) for line in out.splitlines()]
+    return messages, err, proc.returncode
