@@ -35,9 +35,19 @@ _ORDOS = {
     "Ordo Malleus": "stands against the daemons of the warp",
     "Ordo Xenos": "guards the Imperium from alien threats",
 }
-_IMPERIAL_FORCES = ("Ultramarines", "Space Wolves", "Cadian 8th", "Adepta Sororitas", "Grey Knights")
+_IMPERIAL_FORCES = (
+    "Ultramarines",
+    "Space Wolves",
+    "Cadian 8th",
+    "Adepta Sororitas",
+    "Grey Knights",
+)
 _ENEMY_FORCES = ("Orks of the Goff clan", "Black Legion", "Hive Fleet Leviathan", "Necron Dynasty")
-_BATTLEFIELDS = ("the ash wastes of Armageddon", "a shattered hive spire", "the ice fields of Fenris")
+_BATTLEFIELDS = (
+    "the ash wastes of Armageddon",
+    "a shattered hive spire",
+    "the ice fields of Fenris",
+)
 _FLAVOR_TEXT = {
     "hit": "The guns of the faithful roar",
     "wound": "Blades bite into the foe",
@@ -85,7 +95,9 @@ class BattleReport:
 
 @tool("wh40k.inquisitor_name", "Generate a Warhammer 40k Inquisitor name")
 def inquisitor_name(
-    include_title: Annotated[bool, Param("Prefix the name with a rank such as Lord Inquisitor")] = True,
+    include_title: Annotated[
+        bool, Param("Prefix the name with a rank such as Lord Inquisitor")
+    ] = True,
 ) -> Inquisitor:
     """Generate a random Inquisitor with an ordo and a short description."""
     name = f"{rng.choice(_FIRST_NAMES)} {rng.choice(_SURNAMES)}"
@@ -129,4 +141,6 @@ async def battle_simulation(
     victory = enemy_losses >= imperial_losses
     outcome = "triumphed over" if victory else "was driven back by"
     report = f"On {battlefield}, the {imperial} {outcome} the {enemy}."
-    return BattleReport(imperial, enemy, battlefield, victory, imperial_losses, enemy_losses, report)
+    return BattleReport(
+        imperial, enemy, battlefield, victory, imperial_losses, enemy_losses, report
+    )

@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 usage or loading error)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     try:
         server = load_server(args.target)

@@ -207,7 +207,9 @@ class Dispatcher:
                 request_id=request.id, tool_name=tool.name, scope=scope, send=notify
             )
         try:
-            with trio.move_on_after(tool.timeout if tool.timeout is not None else float("inf")) as cs:
+            with trio.move_on_after(
+                tool.timeout if tool.timeout is not None else float("inf")
+            ) as cs:
                 value = await self._invoke(tool, kwargs)
         except Exception as exc:
             return self._tool_failed(tool, exc)
@@ -248,7 +250,9 @@ class Dispatcher:
         try:
             return tool.to_result(value)
         except Exception as exc:
-            logger.error("tool %s returned a value that cannot be serialized", tool.name, exc_info=exc)
+            logger.error(
+                "tool %s returned a value that cannot be serialized", tool.name, exc_info=exc
+            )
             return _error_result(
                 f"Tool {tool.name} returned a value that does not match its declared result "
                 f"type: {type(exc).__name__}"

@@ -136,7 +136,9 @@ def _valid_id(value: Any) -> bool:
     return (type(value) is int) or isinstance(value, str)
 
 
-def _invalid(request_id: RequestId | None, message: str, code: int = INVALID_REQUEST) -> InvalidMessage:
+def _invalid(
+    request_id: RequestId | None, message: str, code: int = INVALID_REQUEST
+) -> InvalidMessage:
     return InvalidMessage(ErrorResponse(request_id, code, message))
 
 
@@ -160,9 +162,7 @@ def classify(obj: Any) -> Message | InvalidMessage:
         params = obj.get("params")
         if params is not None and not isinstance(params, dict):
             # MCP params are always objects; by-position arrays are not part of MCP.
-            return _invalid(
-                echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS
-            )
+            return _invalid(echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS)
         if not has_id:
             return Notification(method, params)
         if not _valid_id(raw_id):

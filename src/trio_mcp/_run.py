@@ -61,9 +61,13 @@ async def serve_stdio(
     with _blocking_restored(0, 1), stdout_guard() as out_fd:
         reader = trio.lowlevel.FdStream(os.dup(0))
         writer = trio.lowlevel.FdStream(out_fd)
-        async with reader, writer, open_stdio_frames(
-            reader, writer, max_line_bytes=server.max_line_bytes, on_overflow=overflow
-        ) as frames:
+        async with (
+            reader,
+            writer,
+            open_stdio_frames(
+                reader, writer, max_line_bytes=server.max_line_bytes, on_overflow=overflow
+            ) as frames,
+        ):
             await server.serve_connection(frames.receive, frames.send, task_status=task_status)
 
 

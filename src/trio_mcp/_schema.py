@@ -90,7 +90,11 @@ class CompiledTool:
         if mode == "none":
             return {"content": []}
         if mode == "text":
-            return {"content": [{"type": "text", "text": value if isinstance(value, str) else str(value)}]}
+            return {
+                "content": [
+                    {"type": "text", "text": value if isinstance(value, str) else str(value)}
+                ]
+            }
         if mode == "content":
             return _content_result(value)
         if self._result_adapter is not None:
@@ -117,8 +121,10 @@ def _auto_mode(value: Any) -> ResultMode:
 def _is_content(value: Any) -> bool:
     if isinstance(value, CallToolResult | CONTENT_BLOCK_TYPES):
         return True
-    return isinstance(value, list | tuple) and bool(value) and all(
-        isinstance(v, CONTENT_BLOCK_TYPES) for v in value
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(isinstance(v, CONTENT_BLOCK_TYPES) for v in value)
     )
 
 
@@ -222,7 +228,10 @@ def _result_mode(annotation: Any) -> ResultMode | None:
     origin = get_origin(base)
     if origin in (list, tuple, typing.Sequence) and get_args(base):
         candidates = [a for a in get_args(base) if a is not Ellipsis]
-    if all(isinstance(c, type) and issubclass(c, (CallToolResult, *CONTENT_BLOCK_TYPES)) for c in candidates):
+    if all(
+        isinstance(c, type) and issubclass(c, (CallToolResult, *CONTENT_BLOCK_TYPES))
+        for c in candidates
+    ):
         return "content"
     return None
 
@@ -274,7 +283,9 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
 
 # Keywords whose value is a map from *names* to schemas: a "title" key there is a property name,
 # not the title keyword.
-_NAME_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+_NAME_MAPS = frozenset(
+    {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+)
 
 
 def _strip_titles(node: Any, in_name_map: bool = False) -> Any:
@@ -367,7 +378,11 @@ def _explain(exc: ValidationError, names: tuple[str, ...]) -> list[str]:
     lines: list[str] = []
     for err in exc.errors(include_url=False, include_context=True):
         # pydantic puts a tagged-union or function name into loc at times; keep data keys only.
-        loc = tuple(part for part in err["loc"] if isinstance(part, int) or not str(part).startswith(("function-", "tagged-union[")))
+        loc = tuple(
+            part
+            for part in err["loc"]
+            if isinstance(part, int) or not str(part).startswith(("function-", "tagged-union["))
+        )
         kind = err["type"]
         path = _path(loc)
         if kind == "missing":

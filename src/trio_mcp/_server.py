@@ -404,5 +404,3 @@ def _package_version() -> str:
         return version("trio-mcp")
     except PackageNotFoundError:
         return "0+unknown"
-
-

@@ -150,7 +150,9 @@ class ServerSession:
                 'Invalid params: "clientInfo" must be an object', INVALID_PARAMS
             )
         # spec, lifecycle: echo the client's version if supported, else offer our latest.
-        version = requested if requested in self._handshake_versions else self._handshake_versions[0]
+        version = (
+            requested if requested in self._handshake_versions else self._handshake_versions[0]
+        )
         self.protocol_version = version
         self.client_info = client_info
         self.client_capabilities = capabilities
@@ -211,7 +213,10 @@ class ServerSession:
             if method in _BEFORE_INIT or method == "server/discover":
                 return RequestScope(
                     self._handshake_versions[0] if self._handshake_versions else self.versions[0],
-                    None, {}, None, _progress_token(params),
+                    None,
+                    {},
+                    None,
+                    _progress_token(params),
                 )
             raise RemoteProtocolError(
                 f"Invalid Request: {method!r} before initialize; send initialize first"

@@ -268,7 +268,12 @@ def _rest_params(lines: list[str]) -> dict[str, str]:
         if m:
             current = m.group(1)
             out[current] = m.group(2).strip()
-        elif current is not None and line.strip() and not _REST_FIELD.match(line.strip()) and _indent(line) > 0:
+        elif (
+            current is not None
+            and line.strip()
+            and not _REST_FIELD.match(line.strip())
+            and _indent(line) > 0
+        ):
             out[current] = (out[current] + " " + line.strip()).strip()
         else:
             current = None

@@ -194,8 +194,12 @@ def _check_raw(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str
             if name not in props
         )
     checks: dict[str, tuple[type, ...]] = {
-        "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-        "array": (list,), "object": (dict,),
+        "string": (str,),
+        "integer": (int,),
+        "number": (int, float),
+        "boolean": (bool,),
+        "array": (list,),
+        "object": (dict,),
     }
     for name, value in arguments.items():
         expected = props.get(name, {}).get("type") if isinstance(props.get(name), dict) else None
@@ -285,11 +289,11 @@ def make_raw_tool(
     _check_name(name, f"handler {getattr(handler, '__qualname__', handler)!r}")
     if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
         raise ToolDefinitionError(
-            f"input_schema of tool {name!r} must be a JSON Schema with \"type\": \"object\""
+            f'input_schema of tool {name!r} must be a JSON Schema with "type": "object"'
         )
     if output_schema is not None and output_schema.get("type") != "object":
         raise ToolDefinitionError(
-            f"output_schema of tool {name!r} must be a JSON Schema with \"type\": \"object\""
+            f'output_schema of tool {name!r} must be a JSON Schema with "type": "object"'
         )
     return Tool(
         name=name,
@@ -401,7 +405,9 @@ class ToolRegistry:
         if cursor is not None:
             start = _decode_cursor(cursor)
             if start > len(tools):
-                raise RemoteProtocolError(f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS)
+                raise RemoteProtocolError(
+                    f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS
+                )
         if page_size is None:
             return tools[start:], None
         end = start + page_size

@@ -27,7 +27,9 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-def _with_meta(wire: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+def _with_meta(
+    wire: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+) -> dict[str, Any]:
     if annotations:
         wire["annotations"] = annotations
     if meta:
@@ -182,5 +184,12 @@ class ToolAnnotations:
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 LOG_LEVELS: tuple[LogLevel, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )

@@ -30,4 +30,6 @@ def memory_channel_pair(buffer: int = DEFAULT_BUFFER) -> tuple[MemoryEnd, Memory
     """
     to_server_send, to_server_receive = trio.open_memory_channel[bytes](buffer)
     to_client_send, to_client_receive = trio.open_memory_channel[bytes](buffer)
-    return MemoryEnd(to_server_send, to_client_receive), MemoryEnd(to_client_send, to_server_receive)
+    return MemoryEnd(to_server_send, to_client_receive), MemoryEnd(
+        to_client_send, to_server_receive
+    )
