@@ -1,0 +1,372 @@
+"""End to end over an in-memory connection: concurrency, cancellation, progress, shutdown."""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any
+
+import pytest
+import trio
+import trio.testing
+
+import demo_tools
+from demo_tools import wh40k
+from tests.helpers import RawPeer, open_memory_peer
+from trio_mcp import Context, Param, Server, ToolError
+from trio_mcp.transports import memory_channel_pair
+
+BATTLE = "wh40k.battle_simulation"
+
+
+def responses(log: list[Any]) -> dict[Any, Any]:
+    return {m["id"]: m for m in log if "id" in m and "method" not in m}
+
+
+async def test_hundred_concurrent_battles_take_about_one_delay(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        start = trio.current_time()
+        ids = [await peer.start_request("tools/call", {"name": BATTLE}) for _ in range(100)]
+        got = {}
+        while len(got) < 100:
+            message = await peer.receive()
+            got[message["id"]] = message
+        elapsed = trio.current_time() - start
+    assert sorted(got) == sorted(ids)
+    assert all("structuredContent" in m["result"] for m in got.values())
+    assert wh40k.BATTLE_SECONDS <= elapsed < wh40k.BATTLE_SECONDS * 1.2
+
+
+async def test_slow_call_does_not_delay_ping(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        battle = await peer.start_request("tools/call", {"name": BATTLE})
+        start = trio.current_time()
+        pong = await peer.request("ping")
+        assert pong["result"] == {}
+        assert trio.current_time() - start < 0.01
+        while battle not in responses(peer.log):
+            await peer.receive()
+
+
+async def test_cancelled_call_is_freed_and_never_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    cancelled = trio.Event()
+    server = Server()
+
+    @server.tool()
+    async def wait_forever() -> str:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "unreachable"
+
+    async with open_memory_peer(server) as peer:
+        call = await peer.start_request("tools/call", {"name": "wait_forever"})
+        await peer.notify("notifications/cancelled", {"requestId": call, "reason": "test"})
+        with trio.fail_after(1):
+            await cancelled.wait()
+        await trio.sleep(10)
+        pong = await peer.request("ping")
+        assert pong["result"] == {}
+        # The id is free again: a new request may reuse it and is answered.
+        await peer.send({"jsonrpc": "2.0", "id": call, "method": "ping"})
+        again = await peer.receive()
+    assert again == {"jsonrpc": "2.0", "id": call, "result": {}}
+    assert [m for m in peer.log if m.get("id") == call] == [again]
+
+
+async def test_progress_arrives_before_result(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        response = await peer.call(
+            BATTLE,
+            {"imperial_force": "Space Marines", "enemy_force": "Orks"},
+            _meta={"progressToken": "tok"},
+        )
+    progress = [m for m in peer.log if m.get("method") == "notifications/progress"]
+    assert [p["params"]["progress"] for p in progress] == [1, 2, 3]
+    assert all(p["params"]["progressToken"] == "tok" and p["params"]["total"] == 3 for p in progress)
+    assert peer.log.index(response) > peer.log.index(progress[-1])
+    assert response["result"]["structuredContent"]["imperial_force"] == "Space Marines"
+
+
+async def test_no_progress_without_token(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        response = await peer.call(BATTLE)
+    assert "result" in response
+    assert not [m for m in peer.log if "method" in m]
+
+
+async def test_tool_timeout_is_an_error_result(autojump_clock: trio.testing.MockClock) -> None:
+    server = Server()
+
+    @server.tool(timeout=2)
+    async def slow() -> str:
+        await trio.sleep(5)
+        return "done"
+
+    async with open_memory_peer(server) as peer:
+        start = trio.current_time()
+        response = await peer.call("slow")
+        elapsed = trio.current_time() - start
+    assert response["result"]["isError"] is True
+    assert "timed out after 2 s" in response["result"]["content"][0]["text"]
+    assert 2 <= elapsed < 2.1
+
+
+async def test_sync_tools_run_in_a_thread_unless_inline() -> None:
+    server = Server()
+    loop_thread = threading.current_thread()
+
+    @server.tool()
+    def where() -> bool:
+        return threading.current_thread() is loop_thread
+
+    @server.tool(inline=True)
+    def where_inline() -> bool:
+        return threading.current_thread() is loop_thread
+
+    async with open_memory_peer(server) as peer:
+        threaded = await peer.call("where")
+        inline = await peer.call("where_inline")
+    assert threaded["result"]["structuredContent"] == {"result": False}
+    assert inline["result"]["structuredContent"] == {"result": True}
+
+
+async def test_exceptions_become_error_results() -> None:
+    server = Server()
+
+    @server.tool()
+    async def boom(kind: str) -> str:
+        if kind == "tool":
+            raise ToolError("exactly this text")
+        raise ValueError("bad value")
+
+    async with open_memory_peer(server) as peer:
+        tool_error = await peer.call("boom", {"kind": "tool"})
+        other = await peer.call("boom", {"kind": "other"})
+    assert tool_error["result"] == {
+        "content": [{"type": "text", "text": "exactly this text"}],
+        "isError": True,
+    }
+    assert other["result"]["content"][0]["text"] == "ValueError: bad value"
+    assert other["result"]["isError"] is True
+
+
+async def test_masked_error_details() -> None:
+    server = Server(mask_error_details=True)
+
+    @server.tool()
+    def secret() -> str:
+        raise RuntimeError("password=hunter2")
+
+    async with open_memory_peer(server) as peer:
+        response = await peer.call("secret")
+    text = response["result"]["content"][0]["text"]
+    assert "hunter2" not in text
+    assert text == "Internal error in tool secret"
+
+
+async def test_log_notifications_follow_set_level() -> None:
+    server = Server()
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        await ctx.debug("d")
+        await ctx.info("i")
+        await ctx.error("e")
+        return "ok"
+
+    async with open_memory_peer(server) as peer:
+        await peer.call("chatty")
+        default_levels = [m["params"]["level"] for m in peer.log if m.get("method")]
+        peer.log.clear()
+        assert (await peer.request("logging/setLevel", {"level": "error"}))["result"] == {}
+        await peer.call("chatty")
+        error_only = [m["params"]["level"] for m in peer.log if m.get("method")]
+        bad = await peer.request("logging/setLevel", {"level": "loud"})
+    assert default_levels == ["info", "error"]
+    assert error_only == ["error"]
+    assert bad["error"]["code"] == -32602
+
+
+async def test_context_exposes_request_and_client() -> None:
+    server = Server()
+
+    @server.tool()
+    async def whoami(ctx: Context) -> dict[str, Any]:
+        return {
+            "id": ctx.request_id,
+            "client": ctx.client_info,
+            "version": ctx.protocol_version,
+            "tool": ctx.tool_name,
+        }
+
+    async with open_memory_peer(server) as peer:
+        response = await peer.call("whoami")
+    assert response["result"]["structuredContent"] == {
+        "id": response["id"],
+        "client": {"name": "tests", "version": "0"},
+        "version": "2025-11-25",
+        "tool": "whoami",
+    }
+
+
+async def test_batch_in_memory_mixes_answers_and_skips_notifications() -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        await peer.send(
+            [
+                {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+                 "params": {"name": "calculator.add", "arguments": {"a": 1, "b": 2}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 7, "method": "no/such"},
+                42,
+            ]
+        )
+        batch = await peer.receive()
+        await peer.send([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
+        pong = await peer.request("ping")  # nothing was sent for the notification-only batch
+    assert isinstance(batch, list)
+    by_id = {m["id"]: m for m in batch}
+    assert by_id["a"]["result"]["structuredContent"] == {"result": 3.0}
+    assert by_id[7]["error"]["code"] == -32601
+    assert by_id[None]["error"]["code"] == -32600
+    assert len(batch) == 3
+    assert pong["result"] == {}
+
+
+async def test_back_pressure_runs_everything_with_a_small_in_flight_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server(max_in_flight=2)
+    running = 0
+    peak = 0
+
+    @server.tool()
+    async def nap(n: int) -> int:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await trio.sleep(1)
+        running -= 1
+        return n
+
+    async with open_memory_peer(server) as peer:
+        ids = [await peer.start_request("tools/call", {"name": "nap", "arguments": {"n": i}}) for i in range(6)]
+        got = {}
+        while len(got) < 6:
+            message = await peer.receive()
+            got[message["id"]] = message["result"]["structuredContent"]["result"]
+    assert sorted(got) == sorted(ids)
+    assert sorted(got.values()) == list(range(6))
+    assert peak == 2
+
+
+
+
+async def test_end_of_input_lets_calls_in_flight_finish(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = demo_tools.build_server()
+    client, server_end = memory_channel_pair()
+    peer = RawPeer(client.send, client.receive)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+        await peer.initialize()
+        call = await peer.start_request("tools/call", {"name": BATTLE})
+        await peer.close()
+        response = await peer.receive()
+    assert response["id"] == call
+    assert "structuredContent" in response["result"]
+
+
+async def test_end_of_input_cancels_calls_after_the_grace_period(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server(shutdown_grace=3)
+    cancelled = False
+
+    @server.tool()
+    async def forever() -> str:
+        nonlocal cancelled
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled = True
+        return "never"
+
+    client, server_end = memory_channel_pair()
+    peer = RawPeer(client.send, client.receive)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+        await peer.initialize()
+        call = await peer.start_request("tools/call", {"name": "forever"})
+        await trio.sleep(0.1)
+        start = trio.current_time()
+        await peer.close()
+    # The nursery exited: serve_connection returned after the grace period, answering nothing.
+    assert 3 <= trio.current_time() - start < 3.5
+    assert cancelled
+    assert [m for m in peer.log if m.get("id") == call] == []
+
+
+async def test_list_tools_pages_with_cursor() -> None:
+    server = Server(page_size=3)
+    for i in range(7):
+
+        def fn(x: Annotated[int, Param("a number")]) -> int:
+            return x
+
+        server.add_tool(fn, name=f"t{i}")
+    async with open_memory_peer(server) as peer:
+        names: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            params = {"cursor": cursor} if cursor else {}
+            result = (await peer.request("tools/list", params))["result"]
+            names += [t["name"] for t in result["tools"]]
+            pages += 1
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                break
+        bad = await peer.request("tools/list", {"cursor": "not-a-cursor"})
+    assert names == [f"t{i}" for i in range(7)]
+    assert pages == 3
+    assert bad["error"]["code"] == -32602
+
+
+async def test_modern_request_without_initialize() -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    async with open_memory_peer(demo_tools.build_server(), initialize=False) as peer:
+        discover = await peer.request("server/discover", {"_meta": meta})
+        listed = await peer.request("tools/list", {"_meta": meta})
+        called = await peer.call("calculator.multiply", {"a": 6, "b": 7}, _meta=meta)
+        old = await peer.request("tools/list", {})
+        bad = await peer.request(
+            "tools/list",
+            {"_meta": {**meta, "io.modelcontextprotocol/protocolVersion": "1900-01-01"}},
+        )
+    assert "2026-07-28" in discover["result"]["supportedVersions"]
+    assert listed["result"]["resultType"] == "complete"
+    assert len(listed["result"]["tools"]) == 8
+    assert called["result"]["structuredContent"] == {"result": 42.0}
+    assert called["result"]["resultType"] == "complete"
+    assert old["error"]["code"] == -32600  # handshake-era request before initialize
+    assert bad["error"]["code"] == -32022
+    assert bad["error"]["data"]["requested"] == "1900-01-01"
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+async def test_old_revisions_get_no_structured_content(version: str) -> None:
+    async with open_memory_peer(demo_tools.build_server(), initialize=False) as peer:
+        await peer.initialize(version)
+        listed = await peer.request("tools/list")
+        called = await peer.call("calculator.add", {"a": 1, "b": 1})
+    assert all("outputSchema" not in t for t in listed["result"]["tools"])
+    assert called["result"] == {"content": [{"type": "text", "text": "2.0"}]}
