@@ -370,3 +370,29 @@ async def test_old_revisions_get_no_structured_content(version: str) -> None:
         called = await peer.call("calculator.add", {"a": 1, "b": 1})
     assert all("outputSchema" not in t for t in listed["result"]["tools"])
     assert called["result"] == {"content": [{"type": "text", "text": "2.0"}]}
+
+
+def test_add_tools_is_all_or_nothing() -> None:
+    import types
+
+    from trio_mcp import ToolDefinitionError, tool
+
+    module = types.ModuleType("clashing")
+
+    @tool("same")
+    def first() -> int:
+        return 1
+
+    @tool("same")
+    def second() -> int:
+        return 2
+
+    @tool("other")
+    def third() -> int:
+        return 3
+
+    module.first, module.third, module.second = first, third, second  # type: ignore[attr-defined]
+    server = Server()
+    with pytest.raises(ToolDefinitionError, match="duplicate tool name 'same'"):
+        server.add_tools(module)
+    assert server.tools == []

@@ -15,13 +15,13 @@ Rule 4: at most `max_in_flight` requests run at once per connection; past that t
 from __future__ import annotations
 
 import logging
-
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import trio
 
 from ._dispatch import Dispatcher
+from ._exceptions import RemoteProtocolError
 from ._framing import DEFAULT_MAX_LINE_BYTES
 from ._jsonrpc import (
     ErrorResponse,
@@ -34,7 +34,6 @@ from ._jsonrpc import (
     error_response,
     parse,
 )
-from ._exceptions import RemoteProtocolError
 from ._session import SUPPORTED_VERSIONS, ServerSession
 from ._tools import (
     RawHandler,
@@ -178,10 +177,13 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         tools = [make_tool(fn) for fn in discover_tools(obj)]
-        names = [t.name for t in tools]
-        for name in names:
-            if names.count(name) > 1 or self.registry.get(name) is not None:
-                self.registry.add(next(t for t in tools if t.name == name))  # raises duplicate
+        # Register into a scratch registry first: a clash (within `obj` or with a tool already
+        # registered) then raises before this server's registry has changed at all.
+        trial = ToolRegistry()
+        for existing in self.registry:
+            trial.add(existing)
+        for new in tools:
+            trial.add(new)
         for new in tools:
             self.registry.add(new)
         return tools
@@ -310,7 +312,7 @@ class _Connection:
                 if response is None:
                     self._start(nursery, self._request, message)
                     return
-                self.session.end(message.id)
+                self._release(message.id)
             await self.send(response)
         elif isinstance(message, InvalidMessage):
             await self.send(_wire_error(message.error))
@@ -318,12 +320,22 @@ class _Connection:
             self._incoming(message)
 
     def _admit(self, request: Request) -> dict[str, Any] | None:
-        """Mark the id in flight; an error response if it is already in use."""
+        """Mark the id in flight; an error response if it is already in use.
+
+        The request's cancel scope exists from here on, before its task starts, so that a
+        `notifications/cancelled` read right after the request still finds it.
+        """
         try:
             self.session.begin(request.id)
         except RemoteProtocolError as exc:
             return error_response(request.id, exc.code, exc.message)
+        self._scopes[request.id] = trio.CancelScope()
         return None
+
+    def _release(self, request_id: RequestId) -> None:
+        """Forget a request admitted by `_admit`; its id may be used again."""
+        del self._scopes[request_id]
+        self.session.end(request_id)
 
     def _start(self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any) -> None:
         self._tasks += 1
@@ -337,27 +349,27 @@ class _Connection:
             self._changed.set()
 
     async def _request(self, request: Request) -> None:
-        response = await self._respond(request)
-        if response is not None:
-            await self.send(response)
-        self.session.end(request.id)
+        try:
+            response = await self._respond(request)
+            if response is not None:
+                await self.send(response)
+        finally:
+            self._release(request.id)
 
     async def _respond(self, request: Request) -> dict[str, Any] | None:
         """Run a request in its own cancel scope; None when the client cancelled it."""
-        with trio.CancelScope() as scope:
-            self._scopes[request.id] = scope
-            try:
-                return await self.dispatcher.respond(self.session, request, self.notify)
-            finally:
-                del self._scopes[request.id]
+        with self._scopes[request.id]:
+            return await self.dispatcher.respond(self.session, request, self.notify)
         return None
 
     async def _batch(self, messages: list[Any]) -> None:
         responses: list[Any] = [None] * len(messages)
 
         async def one(i: int, request: Request) -> None:
-            responses[i] = await self._respond(request)
-            self.session.end(request.id)
+            try:
+                responses[i] = await self._respond(request)
+            finally:
+                self._release(request.id)
 
         async with trio.open_nursery() as nursery:
             for i, message in enumerate(messages):
@@ -379,7 +391,10 @@ class _Connection:
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 request_id = (message.params or {}).get("requestId")
-                scope = self._scopes.get(request_id) if request_id is not None else None
+                # Only an int or str can name a request: an object would crash the lookup
+                # (unhashable) and True / 1.0 would hit the request with id 1.
+                named = type(request_id) is int or isinstance(request_id, str)
+                scope = self._scopes.get(request_id) if named else None
                 if scope is not None:
                     scope.cancel()
                 else:
