@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
-from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 from typing_extensions import TypedDict
 
@@ -76,7 +77,7 @@ class CompiledTool:
         try:
             return self._adapter.validate_python(arguments)  # type: ignore[no-any-return]
         except ValidationError as exc:
-            raise ArgumentsInvalid(_explain(exc, self.param_names)) from None
+            raise ArgumentsInvalid(_explain(exc, self.param_names, arguments)) from None
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what the function returned into a `CallToolResult` wire object.
@@ -119,7 +120,7 @@ def _auto_mode(value: Any) -> ResultMode:
 
 
 def _is_content(value: Any) -> bool:
-    if isinstance(value, CallToolResult | CONTENT_BLOCK_TYPES):
+    if isinstance(value, (CallToolResult, *CONTENT_BLOCK_TYPES)):
         return True
     return (
         isinstance(value, list | tuple)
@@ -169,11 +170,11 @@ def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[An
     arguments.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
     try:
         return TypeAdapter(arguments)
-    except PydanticSchemaGenerationError:
+    except PydanticUserError:
         for p in params:  # find the parameter at fault, to name it
             try:
                 TypeAdapter(p.annotation)
-            except PydanticSchemaGenerationError as exc:
+            except PydanticUserError as exc:
                 raise ToolDefinitionError(
                     f"parameter {p.name!r} of {qualname}: pydantic cannot validate type "
                     f"{p.annotation!r} ({exc}). Use a JSON-compatible type (str, int, float, "
@@ -228,6 +229,12 @@ def _result_mode(annotation: Any) -> ResultMode | None:
     origin = get_origin(base)
     if origin in (list, tuple, typing.Sequence) and get_args(base):
         candidates = [a for a in get_args(base) if a is not Ellipsis]
+        # list[TextContent | ImageContent]: the item type may itself be a union.
+        candidates = [
+            m
+            for a in candidates
+            for m in (get_args(a) if get_origin(a) in (Union, types.UnionType) else (a,))
+        ]
     if all(
         isinstance(c, type) and issubclass(c, (CallToolResult, *CONTENT_BLOCK_TYPES))
         for c in candidates
@@ -261,7 +268,7 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     try:
         result_adapter: TypeAdapter[Any] = TypeAdapter(ret)
         schema = inline_refs(_strip_titles(result_adapter.json_schema(mode="serialization")))
-    except PydanticSchemaGenerationError as exc:
+    except PydanticUserError as exc:
         raise ToolDefinitionError(
             f"return type of {qualname}: pydantic cannot serialize {ret!r} ({exc}); "
             "return a JSON-compatible type or leave the return unannotated"
@@ -374,20 +381,37 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return out or "(arguments)"
 
 
-def _explain(exc: ValidationError, names: tuple[str, ...]) -> list[str]:
+def _data_loc(loc: tuple[int | str, ...], arguments: Any, kind: str) -> tuple[int | str, ...]:
+    """Keep the parts of a pydantic `loc` that address the data itself.
+
+    pydantic also puts union members (`int`, a model's class name) and validator names into
+    `loc`; walking the arguments tells them apart from real keys and indexes.
+    """
+    out: list[int | str] = []
+    node = arguments
+    for i, part in enumerate(loc):
+        in_map = isinstance(node, Mapping) and part in node
+        in_seq = isinstance(node, list | tuple) and type(part) is int and 0 <= part < len(node)
+        if in_map or in_seq:
+            node = node[part]
+        elif not (i == len(loc) - 1 and kind.startswith("missing")):
+            continue  # a union member or validator name, not a key of the data
+        out.append(part)
+    return tuple(out)
+
+
+_INSTANCE_OF = re.compile(r" or (?:an )?instance of \w+")
+
+
+def _explain(exc: ValidationError, names: tuple[str, ...], arguments: Any) -> list[str]:
     lines: list[str] = []
     for err in exc.errors(include_url=False, include_context=True):
-        # pydantic puts a tagged-union or function name into loc at times; keep data keys only.
-        loc = tuple(
-            part
-            for part in err["loc"]
-            if isinstance(part, int) or not str(part).startswith(("function-", "tagged-union["))
-        )
         kind = err["type"]
+        loc = _data_loc(tuple(err["loc"]), arguments, kind)
         path = _path(loc)
         if kind == "missing":
             lines.append(f"{path}: missing required argument")
-        elif kind == "extra_forbidden":
+        elif kind in ("extra_forbidden", "unexpected_keyword_argument"):
             if len(loc) == 1:
                 takes = ", ".join(names) if names else "no arguments"
                 lines.append(f"{path}: unexpected argument (this tool takes: {takes})")
@@ -399,5 +423,7 @@ def _explain(exc: ValidationError, names: tuple[str, ...]) -> list[str]:
                 msg = "expected " + msg[len("Input should be ") :]
             elif msg.startswith("Value error, "):
                 msg = msg[len("Value error, ") :]
+            # "a valid dictionary or instance of Point": class names mean nothing to the model.
+            msg = _INSTANCE_OF.sub("", msg)
             lines.append(f"{path}: {msg}; got {describe_json(err.get('input'))}")
     return lines

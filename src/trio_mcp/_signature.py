@@ -110,7 +110,10 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(f"cannot inspect the signature of {name}: {exc}") from exc
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        # A callable object's annotations live on its __call__ (get_type_hints rejects instances).
+        routine = inspect.isroutine(fn) or isinstance(fn, type)
+        annotated = fn if routine else getattr(type(fn), "__call__", fn)  # noqa: B004
+        hints = typing.get_type_hints(annotated, include_extras=True)
     except Exception as exc:
         raise ToolDefinitionError(
             f"cannot resolve the annotations of {name}: {exc}. Make every type in the "

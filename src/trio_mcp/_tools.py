@@ -215,7 +215,8 @@ def _check_raw(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str
 
 
 def _check_name(name: str, where: str) -> None:
-    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+    # fullmatch, not match: "$" also matches before a trailing newline.
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
         raise ToolDefinitionError(
             f"invalid tool name {name!r} for {where}: use 1-128 characters from A-Z, a-z, 0-9, "
             "'_', '-' and '.'"
