@@ -676,7 +676,7 @@ def test_validate_ok(fn: Callable[..., Any], arguments: dict[str, Any], expected
                 "pair": {"key": "k", "value": 1},
             },
             [
-                "items[1].name: missing required argument",
+                "items[1].name: missing required field",
                 "items[1].qty: expected a valid integer, unable to parse string as an integer; "
                 'got "z" (string)',
             ],
@@ -726,7 +726,7 @@ def test_union_member_names_stay_out_of_paths() -> None:
     lines = problems(union_of_models, {"u": {"x": "a"}})
     assert lines == [
         'u.x: expected a valid integer, unable to parse string as an integer; got "a" (string)',
-        "u.name: missing required argument",
+        "u.name: missing required field",
         "u.x: unexpected field",
     ]
     assert problems(union_of_scalars, {"u": []}) == [

@@ -396,3 +396,40 @@ def test_add_tools_is_all_or_nothing() -> None:
     with pytest.raises(ToolDefinitionError, match="duplicate tool name 'same'"):
         server.add_tools(module)
     assert server.tools == []
+
+
+async def test_unencodable_result_is_answered_with_an_error() -> None:
+    server = Server()
+
+    @server.tool()
+    async def surrogate() -> str:
+        return "\ud800"
+
+    async with open_memory_peer(server) as peer:
+        response = await peer.call("surrogate")
+        await peer.send(
+            [{"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "surrogate"}},
+             {"jsonrpc": "2.0", "id": "p", "method": "ping"}]
+        )
+        batch = await peer.receive()
+    assert response["error"]["code"] == -32603
+    assert "could not be encoded" in response["error"]["message"]
+    assert {m["id"]: ("error" in m) for m in batch} == {"b": True, "p": False}
+
+
+async def test_malformed_notification_is_not_answered() -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]})
+        pong = await peer.request("ping")
+    assert pong["result"] == {}
+    assert peer.log[1:] == [pong]  # after the initialize response, only the pong
+
+
+async def test_second_initialize_is_refused_and_version_kept() -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        again = await peer.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}})
+        called = await peer.call("calculator.add", {"a": 1, "b": 2})
+    assert again["error"]["code"] == -32600
+    assert "already initialized" in again["error"]["message"]
+    # Still 2025-11-25: structuredContent is sent (it would not be under 2024-11-05).
+    assert called["result"]["structuredContent"] == {"result": 3.0}

@@ -99,7 +99,8 @@ def documented(x: Annotated[int, Param("An x")]) -> int:
 def test_defaults_name_and_description() -> None:
     t = make_tool(documented)
     assert t.name == "documented"
-    assert t.description == "Double a number.\n\nWorks for any integer."
+    # The issue asks for the docstring's summary: the first paragraph only.
+    assert t.description == "Double a number."
     assert t.fn is documented
     assert t.title is None
     assert t.annotations is None

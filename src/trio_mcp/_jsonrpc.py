@@ -14,7 +14,7 @@ The codec is pydantic-core's Rust JSON (already a dependency through pydantic); 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from pydantic_core import from_json, to_json
 
@@ -87,9 +87,14 @@ class ErrorResponse:
 
 @dataclass(frozen=True, slots=True)
 class InvalidMessage:
-    """Something that arrived but is not a valid message; it is answered with `error`."""
+    """Something that arrived but is not a valid message; it is answered with `error`.
+
+    `answer` is False for a malformed *notification* (a method and no id): JSON-RPC forbids
+    answering notifications, so the receiver logs it instead.
+    """
 
     error: ErrorResponse
+    answer: bool = True
 
 
 Message = Request | Notification | Response | ErrorResponse
@@ -130,7 +135,7 @@ def error_response(
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def _valid_id(value: Any) -> bool:
+def _valid_id(value: Any) -> TypeGuard[RequestId]:
     # bool is a subclass of int but is not a JSON-RPC id; floats are discouraged by the
     # JSON-RPC spec and forbidden by MCP (ids are string | integer).
     return (type(value) is int) or isinstance(value, str)
@@ -155,23 +160,41 @@ def classify(obj: Any) -> Message | InvalidMessage:
     echo_id: RequestId | None = raw_id if has_id and _valid_id(raw_id) else None
     if obj.get("jsonrpc") != "2.0":
         return _invalid(echo_id, 'Invalid Request: "jsonrpc" must be exactly "2.0"')
+    if obj.get("method") is not None or ("result" not in obj and "error" not in obj):
+        return _classify_call(obj, echo_id)
+    return _classify_response(obj, echo_id)
+
+
+def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
+    # A request or a notification: anything with a method, or with neither result nor error.
     method = obj.get("method")
-    if method is not None or ("result" not in obj and "error" not in obj):
-        if not isinstance(method, str):
-            return _invalid(echo_id, 'Invalid Request: "method" must be a string')
-        params = obj.get("params")
-        if params is not None and not isinstance(params, dict):
-            # MCP params are always objects; by-position arrays are not part of MCP.
-            return _invalid(echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS)
-        if not has_id:
-            return Notification(method, params)
-        if not _valid_id(raw_id):
-            return _invalid(
-                None,
-                f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
-            )
-        return Request(raw_id, method, params)
+    if not isinstance(method, str):
+        return _invalid(echo_id, 'Invalid Request: "method" must be a string')
+    params = obj.get("params")
+    if params is not None and not isinstance(params, dict):
+        # MCP params are always objects; by-position arrays are not part of MCP. Without a
+        # valid id (a notification, a bad id) an answer must carry id null, which JSON-RPC 2.0
+        # keeps for unreadable requests: -32600, never -32602 with a null id.
+        if "id" not in obj:
+            error = ErrorResponse(None, INVALID_PARAMS, f'Notification {method!r}: "params" must be an object')
+            return InvalidMessage(error, answer=False)
+        if echo_id is None:
+            return _invalid(None, 'Invalid Request: "params" must be an object')
+        return _invalid(echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS)
+    if "id" not in obj:
+        return Notification(method, params)
+    raw_id = obj["id"]
+    if not _valid_id(raw_id):
+        return _invalid(
+            None,
+            f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
+        )
+    return Request(raw_id, method, params)
+
+
+def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
     # A response from the peer (the server sends no requests yet, but a client does).
+    raw_id = obj.get("id")
     if "result" in obj and "error" not in obj and _valid_id(raw_id):
         return Response(raw_id, obj["result"])
     error = obj.get("error")

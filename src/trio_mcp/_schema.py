@@ -11,6 +11,7 @@ Rule 3: validation failures become `ArgumentsInvalid` holding one line per field
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import re
@@ -102,9 +103,9 @@ class CompiledTool:
             data = self._result_adapter.dump_python(value, mode="json", warnings="error")
         else:
             data = to_jsonable_python(value)
-        structured = {"result": data} if mode == "wrapped" else data
-        if mode == "structured" and not isinstance(structured, dict):
-            structured = {"result": data}
+        # An unannotated tool returning a dataclass or model is structured like an annotated
+        # one: what decides is whether its JSON form is an object.
+        structured = data if isinstance(data, dict) else {"result": data}
         text = data if isinstance(data, str) else to_json(data, inf_nan_mode="null").decode()
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
@@ -116,7 +117,7 @@ def _auto_mode(value: Any) -> ResultMode:
         return "text"
     if _is_content(value):
         return "content"
-    return "structured" if isinstance(value, dict) else "wrapped"
+    return "structured"
 
 
 def _is_content(value: Any) -> bool:
@@ -166,7 +167,7 @@ def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[An
     fields = {p.name: _field_annotation(p) for p in params}
     # A TypedDict rather than a model: validation returns a plain dict of only the keys given,
     # so the function's own defaults apply to what was left out.
-    arguments = TypedDict("arguments", fields)  # type: ignore[operator]
+    arguments = TypedDict("arguments", fields)  # type: ignore[misc]
     arguments.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
     try:
         return TypeAdapter(arguments)
@@ -199,10 +200,9 @@ def _input_schema(adapter: TypeAdapter[Any], params: tuple[ParamSpec, ...]) -> d
                 prop = {**(branches[0] if len(branches) == 1 else {"anyOf": branches}), **rest}
                 props[p.name] = prop
             elif default is not None:
-                try:
+                # A default with no JSON form is simply not shown.
+                with contextlib.suppress(PydanticSerializationError):
                     prop["default"] = to_jsonable_python(default)
-                except PydanticSerializationError:
-                    pass  # a default with no JSON form is simply not shown
     out: dict[str, Any] = {"type": "object", "properties": props}
     if schema.get("required"):
         out["required"] = schema["required"]
@@ -223,9 +223,7 @@ def _result_mode(annotation: Any) -> ResultMode | None:
     if annotation is str:
         return "text"
     base = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
-    candidates = (
-        [a for a in get_args(base)] if get_origin(base) in (Union, types.UnionType) else [base]
-    )
+    candidates = list(get_args(base)) if get_origin(base) in (Union, types.UnionType) else [base]
     origin = get_origin(base)
     if origin in (list, tuple, typing.Sequence) and get_args(base):
         candidates = [a for a in get_args(base) if a is not Ellipsis]
@@ -257,7 +255,13 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     if sig.params:
         adapter: TypeAdapter[Any] | None = _adapter_for(qualname, sig.params)
         assert adapter is not None
-        input_schema = _input_schema(adapter, sig.params)
+        try:
+            input_schema = _input_schema(adapter, sig.params)
+        except PydanticUserError as exc:  # validatable, but with no JSON Schema (a Callable...)
+            raise ToolDefinitionError(
+                f"parameters of {qualname}: pydantic cannot describe them as JSON Schema "
+                f"({exc}); use JSON-compatible types"
+            ) from None
     else:
         adapter = None
         input_schema = {"type": "object", "additionalProperties": False}
@@ -286,7 +290,7 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     return CompiledTool(input_schema, wrapped, "wrapped", names, adapter, result_adapter)
 
 
-# -- schema clean-up --------------------------------------------------------------------------------
+# -- schema clean-up -------------------------------------------------------------------------------
 
 # Keywords whose value is a map from *names* to schemas: a "title" key there is a property name,
 # not the title keyword.
@@ -355,20 +359,19 @@ def describe_json(value: Any, limit: int = 60) -> str:
     return f"{text} ({_json_type(value)})"
 
 
+# Tried in order: bool before int, since bool is a subclass of int.
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    ((list, tuple), "array"),
+)
+
+
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object"
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "object")
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -410,7 +413,8 @@ def _explain(exc: ValidationError, names: tuple[str, ...], arguments: Any) -> li
         loc = _data_loc(tuple(err["loc"]), arguments, kind)
         path = _path(loc)
         if kind == "missing":
-            lines.append(f"{path}: missing required argument")
+            what = "argument" if len(loc) == 1 else "field"
+            lines.append(f"{path}: missing required {what}")
         elif kind in ("extra_forbidden", "unexpected_keyword_argument"):
             if len(loc) == 1:
                 takes = ", ".join(names) if names else "no arguments"

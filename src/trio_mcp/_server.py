@@ -24,6 +24,7 @@ from ._dispatch import Dispatcher
 from ._exceptions import RemoteProtocolError
 from ._framing import DEFAULT_MAX_LINE_BYTES
 from ._jsonrpc import (
+    INTERNAL_ERROR,
     ErrorResponse,
     InvalidMessage,
     Notification,
@@ -292,7 +293,17 @@ class _Connection:
 
     async def send(self, message: Any) -> None:
         try:
-            await self._send_channel.send(dumps(message))
+            frame = dumps(message)
+        except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
+            if isinstance(message, list):
+                frame = dumps([_encodable(m) for m in message])
+            else:
+                replaced = _encodable(message)
+                if replaced is None:
+                    return
+                frame = dumps(replaced)
+        try:
+            await self._send_channel.send(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             logger.debug("peer gone; dropped an outgoing message")
 
@@ -315,7 +326,10 @@ class _Connection:
                 self._release(message.id)
             await self.send(response)
         elif isinstance(message, InvalidMessage):
-            await self.send(_wire_error(message.error))
+            if message.answer:
+                await self.send(_wire_error(message.error))
+            else:
+                logger.warning("ignored a malformed notification: %s", message.error.message)
         else:
             self._incoming(message)
 
@@ -380,7 +394,10 @@ class _Connection:
                     else:
                         nursery.start_soon(one, i, message)
                 elif isinstance(message, InvalidMessage):
-                    responses[i] = _wire_error(message.error)
+                    if message.answer:
+                        responses[i] = _wire_error(message.error)
+                    else:
+                        logger.warning("ignored a malformed notification: %s", message.error.message)
                 else:
                     self._incoming(message)
         answered = [r for r in responses if r is not None]
@@ -406,6 +423,25 @@ class _Connection:
         else:
             # This server sends no requests, so no response can be expected.
             logger.warning("ignored a response to unknown request id %r", message.id)
+
+
+def _encodable(message: dict[str, Any]) -> dict[str, Any] | None:
+    """`message` if it encodes; for a response that does not, an error response in its place.
+
+    A notification that cannot be encoded is logged and dropped (None).
+    """
+    try:
+        dumps(message)
+    except ValueError as exc:
+        logger.error("cannot encode an outgoing message as JSON: %s", exc)
+        if "id" not in message:
+            return None
+        return error_response(
+            message["id"],
+            INTERNAL_ERROR,
+            f"Internal error: the response could not be encoded as JSON ({exc})",
+        )
+    return message
 
 
 def _wire_error(error: ErrorResponse) -> dict[str, Any]:

@@ -69,7 +69,7 @@ class RequestScope:
 
 
 def _log_rank(level: str) -> int:
-    return LOG_LEVELS.index(level)  # type: ignore[arg-type]
+    return LOG_LEVELS.index(level)
 
 
 def _progress_token(params: dict[str, Any] | None) -> int | str | None:
@@ -125,8 +125,14 @@ class ServerSession:
         """Handle `initialize`: negotiate a version and return the result object.
 
         Raises:
-            RemoteProtocolError: -32602 when params are malformed.
+            RemoteProtocolError: -32602 when params are malformed; -32600 when the session is
+                already initialized (a version, once negotiated, holds for the connection).
         """
+        if self.protocol_version is not None:
+            raise RemoteProtocolError(
+                f"Invalid Request: already initialized with protocol {self.protocol_version}",
+                INVALID_REQUEST,
+            )
         if not self._handshake_versions:
             raise RemoteProtocolError(
                 "This server speaks only per-request protocol versions; call server/discover",

@@ -79,7 +79,7 @@ def _strip_params(annotation: Any) -> tuple[Any, Param | None]:
     base, *extras = get_args(annotation)
     params = [m for m in extras if isinstance(m, Param)]
     others = [m for m in extras if not isinstance(m, Param)]
-    stripped = Annotated[(base, *others)] if others else base  # type: ignore[valid-type]
+    stripped = Annotated[(base, *others)] if others else base
     return stripped, (params[-1] if params else None)
 
 
@@ -116,7 +116,7 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
         hints = typing.get_type_hints(annotated, include_extras=True)
     except Exception as exc:
         raise ToolDefinitionError(
-            f"cannot resolve the annotations of {name}: {exc}. Make every type in the "
+            f"cannot resolve the annotations of {name}: {str(exc).rstrip('.')}. Make every type in the "
             "signature importable from the function's module."
         ) from exc
     doc = parse_docstring(inspect.getdoc(fn))
@@ -223,6 +223,7 @@ def _google_params(lines: list[str]) -> dict[str, str]:
         return out
     base = _indent(lines[i])
     current: str | None = None
+    item_indent = base  # read only once `current` is set, which sets it too
     for line in lines[i + 1 :]:
         if not line.strip():
             continue

@@ -94,8 +94,7 @@ def tool(
     """
     if callable(name) and not isinstance(name, str):
         return tool()(name)
-    if timeout is not None and timeout <= 0:
-        raise ToolDefinitionError(f"tool timeout must be positive, got {timeout!r}")
+    _check_timeout(timeout, "@tool")
     meta = ToolMeta(name, description, title, annotations, inline, timeout)
 
     def mark(fn: F) -> F:
@@ -214,6 +213,12 @@ def _check_raw(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str
     return arguments
 
 
+def _check_timeout(timeout: float | None, where: str) -> float | None:
+    if timeout is not None and not timeout > 0:  # `not >` also refuses NaN
+        raise ToolDefinitionError(f"timeout of {where} must be positive seconds, got {timeout!r}")
+    return timeout
+
+
 def _check_name(name: str, where: str) -> None:
     # fullmatch, not match: "$" also matches before a trailing newline.
     if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
@@ -256,7 +261,7 @@ def make_tool(
         )
     return Tool(
         name=tool_name,
-        description=description or meta.description or sig.description,
+        description=description or meta.description or sig.summary,
         input_schema=compiled.input_schema,
         output_schema=compiled.output_schema,
         fn=fn,
@@ -266,7 +271,7 @@ def make_tool(
         context_param=sig.context_param,
         is_async=sig.is_async,
         inline=is_inline,
-        timeout=timeout if timeout is not None else meta.timeout,
+        timeout=_check_timeout(timeout, qualname) if timeout is not None else meta.timeout,
     )
 
 
@@ -307,7 +312,7 @@ def make_raw_tool(
         annotations=annotations,
         is_async=inspect.iscoroutinefunction(handler),
         inline=inline,
-        timeout=timeout,
+        timeout=_check_timeout(timeout, name),
     )
 
 
