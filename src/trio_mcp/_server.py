@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from ._context import NotificationSender
 from ._dispatch import Dispatcher
 from ._exceptions import RemoteProtocolError
 from ._framing import DEFAULT_MAX_LINE_BYTES
@@ -46,7 +47,7 @@ from ._tools import (
 )
 from ._types import ToolAnnotations
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server", "SessionRuntime", "encode"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -258,15 +259,148 @@ class Server:
         await conn.run(receive, task_status)
 
 
-class _Connection:
-    """The runtime of one client connection (see the module rules)."""
+class SessionRuntime:
+    """The live state of one MCP session, shared by all its requests, whatever the transport.
 
-    def __init__(self, server: Server, send: trio.abc.SendChannel[bytes]) -> None:
+    A channel transport (stdio, memory, legacy SSE) drives it through `_Connection`; a
+    per-request transport (Streamable HTTP) calls `handle` once per incoming message. It holds
+    the protocol session and one cancel scope per request in flight.
+    """
+
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self.session = server.new_session()
-        self._send_channel = send
         self._scopes: dict[RequestId, trio.CancelScope] = {}
+
+    @property
+    def in_flight(self) -> int:
+        """Requests admitted and not yet released."""
+        return len(self._scopes)
+
+    def admit(self, request: Request) -> dict[str, Any] | None:
+        """Mark the id in flight; an error response if it is already in use.
+
+        The request's cancel scope exists from here on, before any task runs it, so that a
+        `notifications/cancelled` read right after the request still finds it.
+        """
+        try:
+            self.session.begin(request.id)
+        except RemoteProtocolError as exc:
+            return error_response(request.id, exc.code, exc.message)
+        self._scopes[request.id] = trio.CancelScope()
+        return None
+
+    def release(self, request_id: RequestId) -> None:
+        """Forget a request admitted by `admit`; its id may be used again."""
+        del self._scopes[request_id]
+        self.session.end(request_id)
+
+    def answer_now(self, request: Request) -> dict[str, Any] | None:
+        """For an admitted request: its response if no waiting is needed (then released)."""
+        response = self.dispatcher.respond_now(self.session, request)
+        if response is not None:
+            self.release(request.id)
+        return response
+
+    async def answer(self, request: Request, notify: NotificationSender) -> dict[str, Any] | None:
+        """Run an admitted request in its own cancel scope; None when the client cancelled it.
+
+        The request stays admitted: the caller releases it once the response is delivered.
+        """
+        with self._scopes[request.id]:
+            return await self.dispatcher.respond(self.session, request, notify)
+        return None
+
+    async def handle(self, message: Any, notify: NotificationSender) -> Any:
+        """Handle one decoded message (or batch) completely; return what to answer, or None.
+
+        Args:
+            message: A `Message`, an `InvalidMessage`, or a list of them (a batch).
+            notify: Where notifications related to this message's requests go.
+        """
+        if isinstance(message, list):
+            return await self._batch(message, notify)
+        if isinstance(message, Request):
+            refused = self.admit(message)
+            if refused is not None:
+                return refused
+            try:
+                now = self.dispatcher.respond_now(self.session, message)
+                return now if now is not None else await self.answer(message, notify)
+            finally:
+                self.release(message.id)
+        if isinstance(message, InvalidMessage):
+            return self.invalid(message)
+        self.incoming(message)
+        return None
+
+    async def _batch(self, messages: list[Any], notify: NotificationSender) -> list[Any] | None:
+        responses: list[Any] = [None] * len(messages)
+
+        async def one(i: int, request: Request) -> None:
+            try:
+                responses[i] = await self.answer(request, notify)
+            finally:
+                self.release(request.id)
+
+        async with trio.open_nursery() as nursery:
+            for i, message in enumerate(messages):
+                if isinstance(message, Request):
+                    refused = self.admit(message)
+                    if refused is not None:
+                        responses[i] = refused
+                    else:
+                        nursery.start_soon(one, i, message)
+                elif isinstance(message, InvalidMessage):
+                    responses[i] = self.invalid(message)
+                else:
+                    self.incoming(message)
+        answered = [r for r in responses if r is not None]
+        return answered or None  # a batch of notifications only gets no response at all
+
+    @staticmethod
+    def invalid(message: InvalidMessage) -> dict[str, Any] | None:
+        """The error response for an invalid message (None for a malformed notification)."""
+        if message.answer:
+            return _wire_error(message.error)
+        logger.warning("ignored a malformed notification: %s", message.error.message)
+        return None
+
+    def cancel_all(self) -> None:
+        """Cancel every request in flight (the session is ending)."""
+        for scope in self._scopes.values():
+            scope.cancel()
+
+    def incoming(self, message: Notification | Response | ErrorResponse) -> None:
+        """Take a notification or a response from the client."""
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                request_id = (message.params or {}).get("requestId")
+                # Only an int or str can name a request: an object would crash the lookup
+                # (unhashable) and True / 1.0 would hit the request with id 1.
+                named = type(request_id) is int or isinstance(request_id, str)
+                scope = self._scopes.get(request_id) if named else None
+                if scope is not None:
+                    scope.cancel()
+                else:
+                    logger.debug("cancellation for unknown or finished request %r", request_id)
+            elif message.method == "notifications/initialized":
+                self.session.notify_initialized()
+            else:
+                logger.debug("ignored notification %s", message.method)
+        else:
+            # This server sends no requests, so no response can be expected.
+            logger.warning("ignored a response to unknown request id %r", message.id)
+
+
+class _Connection:
+    """A session served over a pair of frame channels (see the module rules)."""
+
+    def __init__(self, server: Server, send: trio.abc.SendChannel[bytes]) -> None:
+        self.server = server
+        self.runtime = SessionRuntime(server)
+        self._send_channel = send
         self._tasks = 0  # running request and batch tasks
         self._changed = trio.Event()  # set whenever `_tasks` drops
 
@@ -292,16 +426,9 @@ class _Connection:
         self._changed = trio.Event()
 
     async def send(self, message: Any) -> None:
-        try:
-            frame = dumps(message)
-        except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
-            if isinstance(message, list):
-                frame = dumps([_encodable(m) for m in message])
-            else:
-                replaced = _encodable(message)
-                if replaced is None:
-                    return
-                frame = dumps(replaced)
+        frame = encode(message)
+        if frame is None:
+            return
         try:
             await self._send_channel.send(frame)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -316,40 +443,20 @@ class _Connection:
             self._start(nursery, self._batch, messages)
             return
         message = messages[0]
+        runtime = self.runtime
         if isinstance(message, Request):
-            response = self._admit(message)
+            # The fast path: answer on the reader's task when no waiting is needed.
+            response = runtime.admit(message) or runtime.answer_now(message)
             if response is None:
-                response = self.dispatcher.respond_now(self.session, message)
-                if response is None:
-                    self._start(nursery, self._request, message)
-                    return
-                self._release(message.id)
+                self._start(nursery, self._request, message)
+                return
             await self.send(response)
         elif isinstance(message, InvalidMessage):
-            if message.answer:
-                await self.send(_wire_error(message.error))
-            else:
-                logger.warning("ignored a malformed notification: %s", message.error.message)
+            error = runtime.invalid(message)
+            if error is not None:
+                await self.send(error)
         else:
-            self._incoming(message)
-
-    def _admit(self, request: Request) -> dict[str, Any] | None:
-        """Mark the id in flight; an error response if it is already in use.
-
-        The request's cancel scope exists from here on, before its task starts, so that a
-        `notifications/cancelled` read right after the request still finds it.
-        """
-        try:
-            self.session.begin(request.id)
-        except RemoteProtocolError as exc:
-            return error_response(request.id, exc.code, exc.message)
-        self._scopes[request.id] = trio.CancelScope()
-        return None
-
-    def _release(self, request_id: RequestId) -> None:
-        """Forget a request admitted by `_admit`; its id may be used again."""
-        del self._scopes[request_id]
-        self.session.end(request_id)
+            runtime.incoming(message)
 
     def _start(self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any) -> None:
         self._tasks += 1
@@ -364,65 +471,31 @@ class _Connection:
 
     async def _request(self, request: Request) -> None:
         try:
-            response = await self._respond(request)
+            response = await self.runtime.answer(request, self.notify)
             if response is not None:
                 await self.send(response)
         finally:
-            self._release(request.id)
-
-    async def _respond(self, request: Request) -> dict[str, Any] | None:
-        """Run a request in its own cancel scope; None when the client cancelled it."""
-        with self._scopes[request.id]:
-            return await self.dispatcher.respond(self.session, request, self.notify)
-        return None
+            self.runtime.release(request.id)
 
     async def _batch(self, messages: list[Any]) -> None:
-        responses: list[Any] = [None] * len(messages)
-
-        async def one(i: int, request: Request) -> None:
-            try:
-                responses[i] = await self._respond(request)
-            finally:
-                self._release(request.id)
-
-        async with trio.open_nursery() as nursery:
-            for i, message in enumerate(messages):
-                if isinstance(message, Request):
-                    refused = self._admit(message)
-                    if refused is not None:
-                        responses[i] = refused
-                    else:
-                        nursery.start_soon(one, i, message)
-                elif isinstance(message, InvalidMessage):
-                    if message.answer:
-                        responses[i] = _wire_error(message.error)
-                    else:
-                        logger.warning("ignored a malformed notification: %s", message.error.message)
-                else:
-                    self._incoming(message)
-        answered = [r for r in responses if r is not None]
-        if answered:  # a batch of notifications only gets no response at all
+        answered = await self.runtime.handle(messages, self.notify)
+        if answered is not None:
             await self.send(answered)
 
-    def _incoming(self, message: Notification | Response | ErrorResponse) -> None:
-        if isinstance(message, Notification):
-            if message.method == "notifications/cancelled":
-                request_id = (message.params or {}).get("requestId")
-                # Only an int or str can name a request: an object would crash the lookup
-                # (unhashable) and True / 1.0 would hit the request with id 1.
-                named = type(request_id) is int or isinstance(request_id, str)
-                scope = self._scopes.get(request_id) if named else None
-                if scope is not None:
-                    scope.cancel()
-                else:
-                    logger.debug("cancellation for unknown or finished request %r", request_id)
-            elif message.method == "notifications/initialized":
-                self.session.notify_initialized()
-            else:
-                logger.debug("ignored notification %s", message.method)
-        else:
-            # This server sends no requests, so no response can be expected.
-            logger.warning("ignored a response to unknown request id %r", message.id)
+
+def encode(message: Any) -> bytes | None:
+    """Encode an outgoing message; a response that cannot be encoded becomes a -32603 error.
+
+    Returns None for a notification that cannot be encoded (it is logged). Never raises for
+    messages built by this package.
+    """
+    try:
+        return dumps(message)
+    except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
+        if isinstance(message, list):
+            return dumps([m for m in map(_encodable, message) if m is not None])
+        replaced = _encodable(message)
+        return dumps(replaced) if replaced is not None else None
 
 
 def _encodable(message: dict[str, Any]) -> dict[str, Any] | None:
