@@ -1,6 +1,9 @@
 """The `trio-mcp` command line.
 
-    trio-mcp run TARGET [--log-level LEVEL]
+    trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
+                        [--allow-origin ORIGIN]... [--no-legacy-sse] [--log-level LEVEL]
+
+Over HTTP, a bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
 
 TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
 attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
@@ -13,6 +16,7 @@ import argparse
 import importlib
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from typing import Any
 from ._exceptions import ToolDefinitionError
 from ._run import run
 from ._server import Server
+from .transports.http import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 
 __all__ = ["load_server", "main"]
 
@@ -64,12 +69,32 @@ def load_server(target: str) -> Server:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve MCP tools over stdio.")
+    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve MCP tools.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio")
+    run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio or HTTP")
     run_cmd.add_argument("target", help="module path, module:attribute, or file.py")
     run_cmd.add_argument(
-        "--transport", default="stdio", choices=["stdio"], help="how to serve (default: stdio)"
+        "--transport",
+        default="stdio",
+        choices=["stdio", "http"],
+        help="stdio (default) or http: Streamable HTTP at /mcp and legacy HTTP+SSE at /sse",
+    )
+    run_cmd.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    run_cmd.add_argument("--port", type=int, default=8000, help="HTTP: port to bind (8000)")
+    run_cmd.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: no sessions, every request stands alone (for several workers)",
+    )
+    run_cmd.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: also accept browser requests from this origin (repeatable; '*' for any)",
+    )
+    run_cmd.add_argument(
+        "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
     )
     run_cmd.add_argument(
         "--log-level",
@@ -93,5 +118,18 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ToolDefinitionError) as exc:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
-    run(server, transport=args.transport)
+    options = None
+    if args.transport == "http":
+        options = HttpOptions(
+            allowed_origins=(*DEFAULT_ALLOWED_ORIGINS, *args.allow_origin),
+            # A token on the command line would show in `ps`; it comes from the environment.
+            bearer_token=os.environ.get("TRIO_MCP_BEARER_TOKEN") or None,
+            stateless=args.stateless,
+            legacy_sse=not args.no_legacy_sse,
+        )
+    try:
+        run(server, transport=args.transport, host=args.host, port=args.port, options=options)
+    except (RuntimeError, OSError) as exc:  # Hypercorn missing, port taken, ...
+        print(f"trio-mcp: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -7,19 +7,23 @@ Rule: everything that spawns tasks is an `async def` that returns when its tasks
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final
 
 import trio
 
 from ._jsonrpc import INVALID_REQUEST, dumps, error_response
-from ._server import Server
+from ._server import Server, SessionRuntime
+from ._session import HANDSHAKE_VERSIONS
+from .transports.http import HttpOptions, McpHttpApp
 from .transports.stdio import open_stdio_frames, stdout_guard
 
-__all__ = ["run", "serve_stdio"]
+__all__ = ["http_app", "run", "serve_http", "serve_stdio"]
 
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
@@ -71,19 +75,138 @@ async def serve_stdio(
             await server.serve_connection(frames.receive, frames.send, task_status=task_status)
 
 
-def run(server: Server, transport: str = "stdio") -> None:
-    """Serve `server` until its input ends or SIGINT/SIGTERM arrives; returns normally then.
+class _HttpBackend:
+    """Adapts a `Server` to what the HTTP transport needs (`HttpBackend`)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.versions = server.versions
+
+    def new_session(self, assumed_version: str | None = None) -> SessionRuntime:
+        runtime = SessionRuntime(self.server)
+        if assumed_version in HANDSHAKE_VERSIONS:
+            runtime.session.adopt(assumed_version)
+        return runtime
+
+    async def serve_channels(
+        self,
+        receive: trio.MemoryReceiveChannel[bytes],
+        send: trio.MemorySendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self.server.serve_connection(receive, send, task_status=task_status)
+
+
+def http_app(server: Server, options: HttpOptions | None = None) -> McpHttpApp:
+    """The ASGI application serving `server` over Streamable HTTP and legacy HTTP+SSE.
+
+    For use under any ASGI server that runs on trio; run `await app.run()` beside it so that
+    idle sessions expire. `serve_http` does all of that with Hypercorn.
+    """
+    return McpHttpApp(_HttpBackend(server), options)
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    options: HttpOptions | None = None,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `server` over HTTP with Hypercorn until `shutdown_trigger` returns or cancelled.
+
+    On shutdown, Hypercorn stops accepting connections and gives requests in flight
+    `server.shutdown_grace` seconds to finish.
+
+    Args:
+        server: The server to serve.
+        host: Address to bind; the default keeps the server local to this machine.
+        port: Port to bind; 0 picks a free one.
+        options: Limits and security settings (`HttpOptions`).
+        shutdown_trigger: Awaited; when it returns, the server shuts down gracefully.
+        task_status: Reports the bound URLs (e.g. ["http://127.0.0.1:8000"]).
+
+    Raises:
+        RuntimeError: when Hypercorn is not installed (pip install "trio-mcp[http]").
+    """
+    try:
+        from hypercorn.config import Config  # noqa: PLC0415 - HTTP code loads only when used
+        from hypercorn.trio import serve  # noqa: PLC0415
+    except ImportError as exc:
+        raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
+    app = http_app(server, options)
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = server.shutdown_grace
+    config.accesslog = None
+    config.errorlog = logging.getLogger("trio_mcp.hypercorn")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+
+        async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
+            await serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)  # type: ignore[arg-type]
+            nursery.cancel_scope.cancel()  # served to the end: stop the session reaper too
+
+        task_status.started(await nursery.start(serve_then_stop))
+
+
+def run(
+    server: Server,
+    transport: str = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    options: HttpOptions | None = None,
+) -> None:
+    """Serve `server` until its input ends (stdio) or SIGINT/SIGTERM arrives.
 
     Args:
         server: The server to run.
-        transport: Only "stdio" for now.
+        transport: "stdio" or "http" (Streamable HTTP at /mcp plus legacy SSE at /sse).
+        host: For "http": the address to bind.
+        port: For "http": the port to bind.
+        options: For "http": limits and security settings.
 
     Raises:
         ValueError: for an unknown transport.
     """
-    if transport != "stdio":
-        raise ValueError(f"unknown transport {transport!r}; this version serves 'stdio'")
-    trio.run(_run_stdio, server)
+    if transport == "stdio":
+        trio.run(_run_stdio, server)
+    elif transport == "http":
+        trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
+    else:
+        raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
+
+
+async def _run_http(server: Server, *, host: str, port: int, options: HttpOptions | None) -> None:
+    stop = trio.Event()
+    with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def stop_on_signal() -> None:
+                async for signum in signals:
+                    print(f"trio-mcp: {signal.Signals(signum).name}, stopping", file=sys.stderr)
+                    stop.set()
+
+            nursery.start_soon(stop_on_signal)
+            async with trio.open_nursery() as serving:
+                binds = await serving.start(
+                    functools.partial(
+                        serve_http,
+                        server,
+                        host=host,
+                        port=port,
+                        options=options,
+                        shutdown_trigger=stop.wait,
+                    )
+                )
+                path = (options or HttpOptions()).path
+                urls = ", ".join(bind + path for bind in binds)
+                print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
+            nursery.cancel_scope.cancel()  # served to the end: stop watching for signals
 
 
 async def _run_stdio(server: Server) -> None:

@@ -171,6 +171,20 @@ class ServerSession:
             result["instructions"] = self.instructions
         return result
 
+    def adopt(self, version: str) -> None:
+        """Act as if `initialize` had negotiated `version` (stateless HTTP: no handshake).
+
+        Raises:
+            RemoteProtocolError: -32022 when the version is not a supported handshake version.
+        """
+        if version not in self._handshake_versions:
+            raise RemoteProtocolError(
+                "Unsupported protocol version",
+                UNSUPPORTED_PROTOCOL_VERSION,
+                {"supported": list(self.versions), "requested": version},
+            )
+        self.protocol_version = version
+
     def notify_initialized(self) -> None:
         """Handle `notifications/initialized`."""
         self.initialized_notified = True

@@ -1,0 +1,535 @@
+"""HTTP transports as one ASGI application: Streamable HTTP at `/mcp`, legacy HTTP+SSE at
+`/sse` + `/messages`. Served by any ASGI server that runs under trio (we use Hypercorn).
+
+Rule 1: this module moves messages and knows HTTP; it never sees tools or schemas. It talks to
+        the MCP side through `HttpBackend`: sessions that `handle` one decoded message, and a
+        channel server for the legacy transport.
+Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
+        path (404), method (405), Origin (403), bearer token (401), Content-Type (415), Accept
+        (406), body size (413), protocol version header (400), session (400 missing / 404
+        unknown), limits (429 / 503). A refused request never reaches a session.
+Rule 3: a request's answer is `application/json` when the response is the first thing it
+        produces, and an SSE stream when a notification (progress, log) comes first: then the
+        notifications and finally the response go on that stream, in order.
+Rule 4: a client that disconnects while its request runs cancels that request. (The spec says a
+        disconnection SHOULD NOT be read as cancellation, for servers that can redeliver; this
+        one keeps no event log to resume from, so the result could never be delivered.)
+Rule 5: sessions are bounded (count, in-flight requests, idle time); an idle session expires
+        and a later request naming it gets 404, as the spec prescribes, so the client
+        re-initializes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+import trio
+
+from .._jsonrpc import (
+    INVALID_REQUEST,
+    InvalidMessage,
+    Request,
+    dumps,
+    error_response,
+    parse,
+)
+
+__all__ = [
+    "DEFAULT_ALLOWED_ORIGINS",
+    "HttpBackend",
+    "HttpOptions",
+    "HttpSession",
+    "McpHttpApp",
+]
+
+logger = logging.getLogger("trio_mcp.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+#: Browser origins accepted by default: pages served from this machine only (DNS-rebinding
+#: guard). Requests without an Origin header (non-browser clients) are always accepted.
+DEFAULT_ALLOWED_ORIGINS: Final = (
+    "http://localhost",
+    "http://127.0.0.1",
+    "http://[::1]",
+    "https://localhost",
+    "https://127.0.0.1",
+    "https://[::1]",
+)
+
+
+class HttpSession(Protocol):
+    """One MCP session as the HTTP transport sees it."""
+
+    @property
+    def in_flight(self) -> int:
+        """Requests running in this session."""
+
+    async def handle(self, message: Any, notify: Notify) -> Any:
+        """Handle a decoded message or batch; return the answer (None when nothing is owed)."""
+
+    def cancel_all(self) -> None:
+        """Cancel every request running in this session."""
+
+
+class HttpBackend(Protocol):
+    """What the HTTP transport needs from the MCP side."""
+
+    versions: tuple[str, ...]
+
+    def new_session(self, assumed_version: str | None = None) -> HttpSession:
+        """A new session; with `assumed_version`, one that needs no `initialize` (stateless)."""
+
+    async def serve_channels(
+        self,
+        receive: trio.MemoryReceiveChannel[bytes],
+        send: trio.MemorySendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[None] = ...,
+    ) -> None:
+        """Serve one legacy-SSE session over frame channels until `receive` ends."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Limits and security settings of the HTTP transport.
+
+    Attributes:
+        path: The Streamable HTTP endpoint.
+        allowed_origins: Browser origins accepted (scheme://host, any port); "*" allows all.
+        bearer_token: When set, every request must carry `Authorization: Bearer <token>`.
+        stateless: No sessions: every request stands alone (for many workers behind a load
+            balancer). Handshake-era clients are served under their MCP-Protocol-Version.
+        legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
+        max_body_bytes: Largest request body.
+        max_sessions: Sessions open at once (Streamable HTTP and legacy SSE together).
+        max_in_flight_per_session: Requests running at once in one session.
+        session_idle_timeout: Seconds after which a session with nothing running expires.
+    """
+
+    path: str = "/mcp"
+    allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
+    bearer_token: str | None = None
+    stateless: bool = False
+    legacy_sse: bool = True
+    # 16 MiB, as for a stdio line: room for base64 images and embedded resources.
+    max_body_bytes: int = 16 * 1024 * 1024
+    # 1,000 sessions: each costs a few KiB when idle; the bound keeps a flood of initialize
+    # requests from growing memory without end.
+    max_sessions: int = 1000
+    # As the stdio transport's max_in_flight (see _server.DEFAULT_MAX_IN_FLIGHT).
+    max_in_flight_per_session: int = 1024
+    # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
+    # that comes back later is told 404 and re-initializes (spec: session management).
+    session_idle_timeout: float = 1800.0
+
+
+@dataclass
+class _Entry:
+    session: HttpSession | None  # None for a legacy SSE session
+    last_seen: float
+    legacy_inbox: trio.MemorySendChannel[bytes] | None = None
+
+
+class _Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer with
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        code: int = INVALID_REQUEST,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = list(headers)
+        self.code = code
+
+
+_JSON: Final = (b"content-type", b"application/json")
+_SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),  # ask reverse proxies not to buffer the stream
+]
+
+
+class McpHttpApp:
+    """The ASGI application. Run `reaper()` beside it to expire idle sessions.
+
+    Args:
+        backend: The MCP side (sessions and the legacy channel server).
+        options: Limits and security settings.
+    """
+
+    def __init__(self, backend: HttpBackend, options: HttpOptions | None = None) -> None:
+        self.backend = backend
+        self.options = options or HttpOptions()
+        self._sessions: dict[str, _Entry] = {}
+
+    @property
+    def session_count(self) -> int:
+        """Sessions open now."""
+        return len(self._sessions)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Expire idle sessions until cancelled."""
+        task_status.started()
+        timeout = self.options.session_idle_timeout
+        while True:
+            await trio.sleep(min(timeout / 4, 60))
+            now = trio.current_time()
+            for sid, entry in list(self._sessions.items()):
+                busy = entry.session is not None and entry.session.in_flight
+                if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
+                    logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
+                    self._end(sid)
+
+    def _end(self, sid: str) -> None:
+        entry = self._sessions.pop(sid, None)
+        if entry is None:
+            return
+        if entry.session is not None:
+            entry.session.cancel_all()
+        if entry.legacy_inbox is not None:
+            entry.legacy_inbox.close()
+
+    # -- ASGI entry ---------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI 3 entry point."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            await self._route(scope, receive, send)
+        except _Refused as refused:
+            await _refuse(send, refused)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"]
+        method = scope["method"]
+        opts = self.options
+        if path == opts.path:
+            allowed = ("POST", "DELETE", "GET")
+        elif opts.legacy_sse and path == "/sse":
+            allowed = ("GET",)
+        elif opts.legacy_sse and path == "/messages":
+            allowed = ("POST",)
+        else:
+            raise _Refused(404, f"Not found: {path}")
+        if method not in allowed:
+            raise _Refused(405, f"Method {method} not allowed on {path}", _allow(allowed))
+        headers = _headers(scope)
+        self._check_origin(headers)
+        self._check_auth(headers)
+        if path == "/sse":
+            await self._legacy_stream(headers, receive, send)
+        elif path == "/messages":
+            await self._legacy_post(scope, headers, receive, send)
+        elif method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "DELETE":
+            self._delete(headers)
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            # No server-initiated messages are ever sent, so no GET stream is offered
+            # (spec: the server MUST return an SSE stream or 405).
+            raise _Refused(405, "This server offers no server-to-client stream", _allow(["POST", "DELETE"]))
+
+    # -- checks -------------------------------------------------------------------------------
+
+    def _check_origin(self, headers: dict[bytes, bytes]) -> None:
+        origin = headers.get(b"origin")
+        if origin is None:
+            return
+        allowed = self.options.allowed_origins
+        text = origin.decode("latin-1")
+        if "*" in allowed:
+            return
+        parts = urlsplit(text)
+        bare = f"{parts.scheme}://{parts.hostname}" if parts.hostname else text
+        if parts.hostname and ":" in parts.hostname:
+            bare = f"{parts.scheme}://[{parts.hostname}]"
+        if text not in allowed and bare not in allowed:
+            raise _Refused(403, f"Origin {text!r} is not allowed")
+
+    def _check_auth(self, headers: dict[bytes, bytes]) -> None:
+        token = self.options.bearer_token
+        if token is None:
+            return
+        given = headers.get(b"authorization", b"")
+        expected = b"Bearer " + token.encode()
+        if not hmac.compare_digest(given, expected):
+            raise _Refused(
+                401,
+                "Missing or invalid bearer token",
+                [(b"www-authenticate", b'Bearer realm="mcp"')],
+            )
+
+    # -- Streamable HTTP ----------------------------------------------------------------------
+
+    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        _check_content_type(headers)
+        accept = headers.get(b"accept", b"").lower()
+        wildcard = b"*/*" in accept
+        if not wildcard and not (b"application/json" in accept and b"text/event-stream" in accept):
+            raise _Refused(406, "Accept must list both application/json and text/event-stream")
+        version = headers.get(b"mcp-protocol-version")
+        if version is not None and version.decode("latin-1") not in self.backend.versions:
+            raise _Refused(
+                400,
+                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+                f"supported: {', '.join(self.backend.versions)}",
+            )
+        body = await _read_body(receive, headers, self.options.max_body_bytes)
+        messages, is_batch = parse(body)
+        if not is_batch and isinstance(messages[0], InvalidMessage):
+            # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
+            error = messages[0].error
+            raise _Refused(400, error.message, code=error.code)
+        message: Any = messages if is_batch else messages[0]
+        is_init = isinstance(message, Request) and message.method == "initialize"
+        sid, session = self._session_for(headers, is_init, version)
+        has_request = any(isinstance(m, Request) for m in messages)
+        if not has_request:
+            await session.handle(message, _no_notify)
+            await send({"type": "http.response.start", "status": 202, "headers": _sid(sid)})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if session.in_flight >= self.options.max_in_flight_per_session:
+            raise _Refused(429, "Too many requests in flight in this session", [(b"retry-after", b"1")])
+        await self._answer(session, message, sid if is_init else None, receive, send)
+
+    def _session_for(
+        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None
+    ) -> tuple[str | None, HttpSession]:
+        if self.options.stateless:
+            # No session: a handshake-era client is served under its header's version (the
+            # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
+            assumed = None if is_init else (version.decode("latin-1") if version else "2025-03-26")
+            return None, self.backend.new_session(assumed)
+        if is_init:
+            if len(self._sessions) >= self.options.max_sessions:
+                raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
+            sid = secrets.token_urlsafe(32)  # 256 bits; URL-safe base64 is visible ASCII
+            session = self.backend.new_session()
+            self._sessions[sid] = _Entry(session, trio.current_time())
+            return sid, session
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            raise _Refused(400, "Missing Mcp-Session-Id header; send initialize first")
+        entry = self._sessions.get(raw.decode("latin-1"))
+        if entry is None or entry.session is None:
+            raise _Refused(404, "Unknown or expired session; initialize a new one")
+        entry.last_seen = trio.current_time()
+        return None, entry.session
+
+    def _delete(self, headers: dict[bytes, bytes]) -> None:
+        if self.options.stateless:
+            raise _Refused(405, "Stateless server: there is no session to end", _allow(["POST"]))
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            raise _Refused(400, "Missing Mcp-Session-Id header")
+        sid = raw.decode("latin-1")
+        if sid not in self._sessions or self._sessions[sid].session is None:
+            raise _Refused(404, "Unknown or expired session")
+        self._end(sid)
+
+    async def _answer(
+        self, session: HttpSession, message: Any, new_sid: str | None, receive: Receive, send: Send
+    ) -> None:
+        out_send, out_receive = trio.open_memory_channel[Any](64)
+        done = object()
+
+        async def notify(method: str, params: dict[str, Any]) -> None:
+            await out_send.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+        async def run() -> None:
+            async with out_send:
+                answer = await session.handle(message, notify)
+                await out_send.send(answer if answer is not None else done)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(run)
+            headers = _sid(new_sid)
+            first = await _next(out_receive)
+            if first is None or first is done:
+                # Cancelled (notifications/cancelled from another POST): nothing to answer.
+                await send({"type": "http.response.start", "status": 202, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+            elif not _is_notification(first):
+                body = _encode(first)
+                await send({"type": "http.response.start", "status": 200, "headers": [_JSON, *headers]})
+                await send({"type": "http.response.body", "body": body})
+            else:
+                await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *headers]})
+                item = first
+                while item is not None and item is not done:
+                    await send({"type": "http.response.body", "body": _event(item), "more_body": True})
+                    item = await _next(out_receive)
+                await send({"type": "http.response.body", "body": b""})
+            nursery.cancel_scope.cancel()
+
+    # -- legacy HTTP+SSE (2024-11-05) ---------------------------------------------------------
+
+    async def _legacy_stream(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        if len(self._sessions) >= self.options.max_sessions:
+            raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
+        sid = secrets.token_hex(16)
+        inbox_send, inbox_receive = trio.open_memory_channel[bytes](self.options.max_in_flight_per_session)
+        outbox_send, outbox_receive = trio.open_memory_channel[bytes](256)
+        entry = _Entry(None, trio.current_time(), legacy_inbox=inbox_send)
+        self._sessions[sid] = entry
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
+            endpoint = f"/messages?sessionId={sid}".encode()
+            await send({"type": "http.response.body", "body": b"event: endpoint\ndata: " + endpoint + b"\n\n", "more_body": True})
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+
+                async def serve() -> None:
+                    await self.backend.serve_channels(inbox_receive, outbox_send)
+                    await outbox_send.aclose()
+
+                nursery.start_soon(serve)
+                async with outbox_receive:
+                    async for frame in outbox_receive:
+                        await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n", "more_body": True})
+                nursery.cancel_scope.cancel()
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            self._end(sid)
+
+    async def _legacy_post(self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
+        if not sid:
+            raise _Refused(400, "Missing sessionId query parameter")
+        entry = self._sessions.get(sid)
+        if entry is None or entry.legacy_inbox is None:
+            raise _Refused(404, "Unknown or closed session")
+        _check_content_type(headers)
+        body = await _read_body(receive, headers, self.options.max_body_bytes)
+        entry.last_seen = trio.current_time()
+        try:
+            entry.legacy_inbox.send_nowait(body)
+        except trio.WouldBlock:
+            raise _Refused(429, "Too many messages queued for this session", [(b"retry-after", b"1")]) from None
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise _Refused(404, "Session closed") from None
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b"Accepted"})
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+async def _no_notify(method: str, params: dict[str, Any]) -> None:
+    # Notifications from the client produce no server notifications; nothing to route.
+    logger.debug("dropped notification %s with no request to carry it", method)
+
+
+async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
+    try:
+        return await channel.receive()
+    except trio.EndOfChannel:
+        return None
+
+
+def _is_notification(item: Any) -> bool:
+    return isinstance(item, dict) and "method" in item and "id" not in item
+
+
+def _encode(message: Any) -> bytes:
+    try:
+        return dumps(message)
+    except ValueError as exc:
+        logger.error("cannot encode a response as JSON: %s", exc)
+        request_id = message.get("id") if isinstance(message, dict) else None
+        return dumps(error_response(request_id, -32603, "Internal error: unencodable response"))
+
+
+def _event(message: Any) -> bytes:
+    return b"event: message\ndata: " + _encode(message) + b"\n\n"
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    return {name.lower(): value for name, value in scope["headers"]}
+
+
+def _allow(methods: Iterable[str]) -> list[tuple[bytes, bytes]]:
+    return [(b"allow", ", ".join(methods).encode())]
+
+
+def _sid(sid: str | None) -> list[tuple[bytes, bytes]]:
+    return [(b"mcp-session-id", sid.encode())] if sid else []
+
+
+def _check_content_type(headers: dict[bytes, bytes]) -> None:
+    content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    if content_type != b"application/json":
+        raise _Refused(415, "Content-Type must be application/json")
+
+
+async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:
+    declared = headers.get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _Refused(413, f"Request body larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Refused(400, "Client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _Refused(413, f"Request body larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _refuse(send: Send, refused: _Refused) -> None:
+    body = dumps(error_response(None, refused.code, refused.message))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": refused.status,
+            "headers": [_JSON, *refused.headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
