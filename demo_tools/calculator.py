@@ -52,7 +52,7 @@ def power(
 ) -> float:
     """Return base ** exponent; results that are not real numbers are tool errors."""
     try:
-        result = base**exponent
+        result: float | complex = base**exponent
     except (OverflowError, ZeroDivisionError) as exc:
         raise ToolError(f"Cannot compute {base} ** {exponent}: {exc}") from None
     if isinstance(result, complex):

@@ -5,7 +5,10 @@ from typing import Annotated
 from trio_mcp import Param, Server, tool
 
 @tool("calculator.add", "Add two numbers", inline=True)
-def add(a: Annotated[float, Param("First number")], b: Annotated[float, Param("Second number")]) -> float:
+def add(
+    a: Annotated[float, Param("First number")],
+    b: Annotated[float, Param("Second number")],
+) -> float:
     return a + b
 ```
 """

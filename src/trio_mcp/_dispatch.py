@@ -250,9 +250,7 @@ class Dispatcher:
         try:
             return tool.to_result(value)
         except Exception as exc:
-            logger.error(
-                "tool %s returned a value that cannot be serialized", tool.name, exc_info=exc
-            )
+            logger.exception("tool %s returned a value that cannot be serialized", tool.name)
             return _error_result(
                 f"Tool {tool.name} returned a value that does not match its declared result "
                 f"type: {type(exc).__name__}"

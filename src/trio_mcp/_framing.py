@@ -1,6 +1,6 @@
-"""Newline-delimited JSON framing, sans-IO.
+r"""Newline-delimited JSON framing, sans-IO.
 
-Rule 1: a frame is the bytes between two b"\\n" (a trailing b"\\r" is dropped; blank lines are
+Rule 1: a frame is the bytes between two b"\n" (a trailing b"\r" is dropped; blank lines are
         skipped). Frames are never split or merged, whatever chunk sizes arrive.
 Rule 2: memory is bounded. A line longer than `max_line_bytes` is reported once as `LineTooLong`
         and its bytes are discarded up to the next newline, so the stream stays in sync.
@@ -43,7 +43,7 @@ class LineBuffer:
         self._scan_from = 0
         self._discarding = False
 
-    def feed(self, data: bytes) -> list[bytes | LineTooLong]:
+    def feed(self, data: bytes | bytearray) -> list[bytes | LineTooLong]:
         """Add a chunk; return the lines (or overflow events) it completes, in order."""
         out: list[bytes | LineTooLong] = []
         buf = self._buf

@@ -1,9 +1,9 @@
-"""stdio transport: NDJSON frames over a pair of file descriptors.
+r"""stdio transport: NDJSON frames over a pair of file descriptors.
 
 Rule 1: fd 0 is read in large chunks and split by a bounded `LineBuffer`; an over-long line is
         reported as `LineTooLong` and skipped, and the stream stays in sync.
 Rule 2: one writer task owns the output. It takes every frame that is ready and writes them in
-        one `send_all` (coalescing), each frame one line ending in b"\\n".
+        one `send_all` (coalescing), each frame one line ending in b"\n".
 Rule 3: while serving, only protocol lines reach the real stdout. `stdout_guard` moves the
         original fd 1 aside for our writer and points fd 1 (and `sys.stdout`) at stderr, so a
         stray `print()` in a tool, or a C extension writing to fd 1, cannot corrupt the stream.
