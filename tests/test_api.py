@@ -1,0 +1,271 @@
+"""The public surface: `__all__`, docstrings, annotations, `py.typed`, and the sans-IO rule.
+
+DESIGN.md section 2: names live in private modules behind `__init__`'s sorted `__all__`, every
+export is documented and typed, `py.typed` ships, and layers L0-L4 never import trio or other
+I/O libraries. import-linter checks direct imports between modules; the checks here also catch
+an import hidden inside a function body and one pulled in through a third-party package.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trio_mcp
+
+PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# L0-L4 of DESIGN.md section 2, plus _context (between _signature and _session).
+SANS_IO_MODULES = (
+    "_exceptions",
+    "_jsonrpc",
+    "_framing",
+    "_types",
+    "_session",
+    "_context",
+    "_signature",
+    "_schema",
+    "_tools",
+)
+# Event loops, network clients and servers, and the stdlib's own I/O multiplexing.
+FORBIDDEN = frozenset(
+    {
+        "trio",
+        "anyio",
+        "sniffio",
+        "asyncio",
+        "httpx",
+        "httpcore",
+        "hypercorn",
+        "h11",
+        "h2",
+        "socket",
+        "selectors",
+        "ssl",
+        "subprocess",
+    }
+)
+
+
+def _exports() -> list[tuple[str, Any]]:
+    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__]
+
+
+def _members(cls: type) -> list[tuple[str, Any]]:
+    """What a class itself defines, with static and class methods unwrapped to functions."""
+    out: list[tuple[str, Any]] = []
+    for attr, member in vars(cls).items():
+        if isinstance(member, staticmethod | classmethod):
+            out.append((attr, member.__func__))
+        elif inspect.isfunction(member) or isinstance(member, property):
+            out.append((attr, member))
+    return out
+
+
+def _documented_objects() -> list[tuple[str, Any]]:
+    """Exported classes and functions, and the public methods and properties of those classes."""
+    out: list[tuple[str, Any]] = []
+    for name, obj in _exports():
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            out.append((name, obj))
+        if inspect.isclass(obj):
+            out += [(f"{name}.{a}", m) for a, m in _members(obj) if not a.startswith("_")]
+    return out
+
+
+def _callables() -> list[tuple[str, Callable[..., Any]]]:
+    """Exported functions, and the public functions an exported class defines (``__init__`` too)."""
+    out: list[tuple[str, Callable[..., Any]]] = []
+    for name, obj in _exports():
+        if inspect.isfunction(obj):
+            out.append((name, obj))
+        if inspect.isclass(obj):
+            for attr, member in _members(obj):
+                if attr.startswith("_") and attr != "__init__":
+                    continue
+                fn = member.fget if isinstance(member, property) else member
+                if fn is not None:
+                    out.append((f"{name}.{attr}", fn))
+    return out
+
+
+def _isort_key(name: str) -> tuple[int, list[Any]]:
+    # The order of ruff's RUF022 ("isort-style"): SCREAMING_CASE, then CamelCase, then the rest,
+    # each group in natural order.
+    if name.upper() == name and len(name) > 1:
+        group = 0
+    elif name[0].isupper():
+        group = 1
+    else:
+        group = 2
+    natural = [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return group, natural
+
+
+# -- __all__ ---------------------------------------------------------------------------------------
+
+
+def test_every_name_in_all_exists() -> None:
+    missing = [name for name in trio_mcp.__all__ if not hasattr(trio_mcp, name)]
+    assert missing == []
+
+
+def test_all_has_no_duplicates() -> None:
+    assert len(set(trio_mcp.__all__)) == len(trio_mcp.__all__)
+
+
+def test_all_is_sorted() -> None:
+    assert list(trio_mcp.__all__) == sorted(trio_mcp.__all__, key=_isort_key)
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from trio_mcp import *", namespace)
+    assert sorted(set(namespace) - {"__builtins__"}) == sorted(trio_mcp.__all__)
+
+
+def test_exports_come_from_the_package() -> None:
+    foreign = [
+        name
+        for name, obj in _exports()
+        if (inspect.isclass(obj) or inspect.isfunction(obj))
+        and not obj.__module__.startswith("trio_mcp.")
+    ]
+    assert foreign == []
+
+
+# -- documented and typed -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"), [pytest.param(*item, id=item[0]) for item in _documented_objects()]
+)
+def test_public_object_has_a_docstring(name: str, obj: Any) -> None:
+    doc = obj.__doc__  # its own: inspect.getdoc would borrow a base class's docstring
+    assert doc is not None, f"{name} has no docstring"
+    assert doc.strip(), f"{name} has an empty docstring"
+    if inspect.isclass(obj) and dataclasses.is_dataclass(obj):
+        # @dataclass fills a missing docstring with the signature, "Name(field: type, ...)".
+        assert not doc.startswith(f"{obj.__name__}("), f"{name} has no docstring of its own"
+
+
+@pytest.mark.parametrize(("name", "fn"), [pytest.param(*item, id=item[0]) for item in _callables()])
+def test_public_callable_is_fully_annotated(name: str, fn: Callable[..., Any]) -> None:
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    if params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    unannotated = [p.name for p in params if p.annotation is inspect.Parameter.empty]
+    assert unannotated == [], f"{name}: parameters without annotations: {unannotated}"
+    assert sig.return_annotation is not inspect.Signature.empty, f"{name}: no return annotation"
+
+
+def test_version_is_a_string() -> None:
+    assert isinstance(trio_mcp.__version__, str)
+    assert trio_mcp.__version__
+
+
+# -- py.typed -------------------------------------------------------------------------------------
+
+
+def test_py_typed_is_in_the_package() -> None:
+    assert (PACKAGE_DIR / "py.typed").is_file()
+
+
+def test_py_typed_ships_in_the_wheel(tmp_path: Path) -> None:
+    builders = pytest.importorskip(
+        "hatchling.builders.wheel", reason="hatchling (the build backend) is not installed"
+    )
+    if not (REPO_ROOT / "pyproject.toml").is_file():
+        pytest.skip("not running from a source checkout")
+    wheels = list(
+        builders.WheelBuilder(str(REPO_ROOT)).build(directory=str(tmp_path), versions=["standard"])
+    )
+    assert len(wheels) == 1
+    names = set(zipfile.ZipFile(wheels[0]).namelist())
+    assert "trio_mcp/py.typed" in names
+    assert "trio_mcp/__init__.py" in names
+    assert "demo_tools/__init__.py" in names
+
+
+# -- sans-IO core ---------------------------------------------------------------------------------
+
+
+def _imported_modules(tree: ast.AST) -> set[str]:
+    """Top-level names of absolute imports anywhere in a module, function bodies included."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+@pytest.mark.parametrize("module", SANS_IO_MODULES)
+def test_sans_io_module_has_no_io_import_in_its_source(module: str) -> None:
+    path = PACKAGE_DIR / f"{module}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    assert _imported_modules(tree) & FORBIDDEN == set()
+
+
+# Imports each sans-IO module in turn without running trio_mcp/__init__.py (which wires in the
+# trio runtime), and reports which forbidden top-level modules each one newly brought in.
+_PROBE = """
+import importlib, importlib.util, json, sys, types
+spec = importlib.util.find_spec("trio_mcp")
+package = types.ModuleType("trio_mcp")
+package.__path__ = list(spec.submodule_search_locations)
+sys.modules["trio_mcp"] = package
+forbidden = set(json.loads(sys.argv[1]))
+report = {}
+for name in json.loads(sys.argv[2]):
+    before = set(sys.modules)
+    importlib.import_module("trio_mcp." + name)
+    report[name] = sorted({m.split(".")[0] for m in set(sys.modules) - before} & forbidden)
+already = sorted({m.split(".")[0] for m in sys.modules} & forbidden)
+print(json.dumps({"report": report, "loaded": already}))
+"""
+
+
+def test_sans_io_modules_do_not_load_io_libraries() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _PROBE,
+            json.dumps(sorted(FORBIDDEN)),
+            json.dumps(SANS_IO_MODULES),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    result = json.loads(proc.stdout)
+    assert result["report"] == {name: [] for name in SANS_IO_MODULES}
+    assert result["loaded"] == []
+
+
+def test_the_probe_would_see_trio() -> None:
+    # The probe above is only worth something if it notices an I/O library when one is loaded.
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(["trio"]), json.dumps(["_run"])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(proc.stdout)["report"] == {"_run": ["trio"]}
