@@ -172,15 +172,7 @@ def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | 
         return _invalid(echo_id, 'Invalid Request: "method" must be a string')
     params = obj.get("params")
     if params is not None and not isinstance(params, dict):
-        # MCP params are always objects; by-position arrays are not part of MCP. Without a
-        # valid id (a notification, a bad id) an answer must carry id null, which JSON-RPC 2.0
-        # keeps for unreadable requests: -32600, never -32602 with a null id.
-        if "id" not in obj:
-            error = ErrorResponse(None, INVALID_PARAMS, f'Notification {method!r}: "params" must be an object')
-            return InvalidMessage(error, answer=False)
-        if echo_id is None:
-            return _invalid(None, 'Invalid Request: "params" must be an object')
-        return _invalid(echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS)
+        return _bad_params(method, "id" in obj, echo_id)
     if "id" not in obj:
         return Notification(method, params)
     raw_id = obj["id"]
@@ -190,6 +182,20 @@ def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | 
             f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
         )
     return Request(raw_id, method, params)
+
+
+def _bad_params(method: str, has_id: bool, echo_id: RequestId | None) -> InvalidMessage:
+    # MCP params are always objects; by-position arrays are not part of MCP. A notification is
+    # never answered (JSON-RPC), so it is only marked; without a valid id an answer must carry
+    # id null, which JSON-RPC 2.0 keeps for unreadable requests: -32600, never -32602.
+    if not has_id:
+        error = ErrorResponse(
+            None, INVALID_PARAMS, f'Notification {method!r}: "params" must be an object'
+        )
+        return InvalidMessage(error, answer=False)
+    if echo_id is None:
+        return _invalid(None, 'Invalid Request: "params" must be an object')
+    return _invalid(echo_id, 'Invalid params: "params" must be an object', INVALID_PARAMS)
 
 
 def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:

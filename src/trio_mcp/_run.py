@@ -17,7 +17,6 @@ from typing import Final
 
 import trio
 
-from ._jsonrpc import INVALID_REQUEST, dumps, error_response
 from ._server import Server, SessionRuntime
 from ._session import HANDSHAKE_VERSIONS
 from .transports.http import HttpOptions, McpHttpApp
@@ -55,22 +54,13 @@ async def serve_stdio(
         server: The server to serve.
         task_status: Reports when the server reads.
     """
-    overflow = dumps(
-        error_response(
-            None,
-            INVALID_REQUEST,
-            f"Invalid Request: message longer than {server.max_line_bytes} bytes; skipped",
-        )
-    )
     with _blocking_restored(0, 1), stdout_guard() as out_fd:
         reader = trio.lowlevel.FdStream(os.dup(0))
         writer = trio.lowlevel.FdStream(out_fd)
         async with (
             reader,
             writer,
-            open_stdio_frames(
-                reader, writer, max_line_bytes=server.max_line_bytes, on_overflow=overflow
-            ) as frames,
+            open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
         ):
             await server.serve_connection(frames.receive, frames.send, task_status=task_status)
 

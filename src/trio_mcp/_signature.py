@@ -116,8 +116,8 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
         hints = typing.get_type_hints(annotated, include_extras=True)
     except Exception as exc:
         raise ToolDefinitionError(
-            f"cannot resolve the annotations of {name}: {str(exc).rstrip('.')}. Make every type in the "
-            "signature importable from the function's module."
+            f"cannot resolve the annotations of {name}: {str(exc).rstrip('.')}. Make every "
+            "type in the signature importable from the function's module."
         ) from exc
     doc = parse_docstring(inspect.getdoc(fn))
     params: list[ParamSpec] = []

@@ -1,5 +1,6 @@
-"""HTTP transports as one ASGI application: Streamable HTTP at `/mcp`, legacy HTTP+SSE at
-`/sse` + `/messages`. Served by any ASGI server that runs under trio (we use Hypercorn).
+"""HTTP transports as one ASGI application, for any ASGI server that runs under trio.
+
+Streamable HTTP is served at `/mcp`, the legacy HTTP+SSE transport at `/sse` + `/messages`.
 
 Rule 1: this module moves messages and knows HTTP; it never sees tools or schemas. It talks to
         the MCP side through `HttpBackend`: sessions that `handle` one decoded message, and a
@@ -222,6 +223,7 @@ class McpHttpApp:
         path = scope["path"]
         method = scope["method"]
         opts = self.options
+        allowed: tuple[str, ...]
         if path == opts.path:
             allowed = ("POST", "DELETE", "GET")
         elif opts.legacy_sse and path == "/sse":
@@ -248,7 +250,9 @@ class McpHttpApp:
         else:
             # No server-initiated messages are ever sent, so no GET stream is offered
             # (spec: the server MUST return an SSE stream or 405).
-            raise _Refused(405, "This server offers no server-to-client stream", _allow(["POST", "DELETE"]))
+            raise _Refused(
+                405, "This server offers no server-to-client stream", _allow(["POST", "DELETE"])
+            )
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -311,7 +315,9 @@ class McpHttpApp:
             await send({"type": "http.response.body", "body": b""})
             return
         if session.in_flight >= self.options.max_in_flight_per_session:
-            raise _Refused(429, "Too many requests in flight in this session", [(b"retry-after", b"1")])
+            raise _Refused(
+                429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
+            )
         await self._answer(session, message, sid if is_init else None, receive, send)
 
     def _session_for(
@@ -374,31 +380,53 @@ class McpHttpApp:
                 await send({"type": "http.response.body", "body": b""})
             elif not _is_notification(first):
                 body = _encode(first)
-                await send({"type": "http.response.start", "status": 200, "headers": [_JSON, *headers]})
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": [_JSON, *headers]}
+                )
                 await send({"type": "http.response.body", "body": body})
             else:
-                await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *headers]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*_SSE_HEADERS, *headers],
+                    }
+                )
                 item = first
                 while item is not None and item is not done:
-                    await send({"type": "http.response.body", "body": _event(item), "more_body": True})
+                    await send(
+                        {"type": "http.response.body", "body": _event(item), "more_body": True}
+                    )
                     item = await _next(out_receive)
                 await send({"type": "http.response.body", "body": b""})
             nursery.cancel_scope.cancel()
 
     # -- legacy HTTP+SSE (2024-11-05) ---------------------------------------------------------
 
-    async def _legacy_stream(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def _legacy_stream(
+        self, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
         if len(self._sessions) >= self.options.max_sessions:
             raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
         sid = secrets.token_hex(16)
-        inbox_send, inbox_receive = trio.open_memory_channel[bytes](self.options.max_in_flight_per_session)
+        inbox_send, inbox_receive = trio.open_memory_channel[bytes](
+            self.options.max_in_flight_per_session
+        )
         outbox_send, outbox_receive = trio.open_memory_channel[bytes](256)
         entry = _Entry(None, trio.current_time(), legacy_inbox=inbox_send)
         self._sessions[sid] = entry
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)})
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": list(_SSE_HEADERS)}
+            )
             endpoint = f"/messages?sessionId={sid}".encode()
-            await send({"type": "http.response.body", "body": b"event: endpoint\ndata: " + endpoint + b"\n\n", "more_body": True})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"event: endpoint\ndata: " + endpoint + b"\n\n",
+                    "more_body": True,
+                }
+            )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
 
@@ -409,13 +437,21 @@ class McpHttpApp:
                 nursery.start_soon(serve)
                 async with outbox_receive:
                     async for frame in outbox_receive:
-                        await send({"type": "http.response.body", "body": b"event: message\ndata: " + frame + b"\n\n", "more_body": True})
+                        await send(
+                            {
+                                "type": "http.response.body",
+                                "body": b"event: message\ndata: " + frame + b"\n\n",
+                                "more_body": True,
+                            }
+                        )
                 nursery.cancel_scope.cancel()
             await send({"type": "http.response.body", "body": b""})
         finally:
             self._end(sid)
 
-    async def _legacy_post(self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def _legacy_post(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
         if not sid:
@@ -429,7 +465,9 @@ class McpHttpApp:
         try:
             entry.legacy_inbox.send_nowait(body)
         except trio.WouldBlock:
-            raise _Refused(429, "Too many messages queued for this session", [(b"retry-after", b"1")]) from None
+            raise _Refused(
+                429, "Too many messages queued for this session", [(b"retry-after", b"1")]
+            ) from None
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise _Refused(404, "Session closed") from None
         await send({"type": "http.response.start", "status": 202, "headers": []})
@@ -459,7 +497,7 @@ def _encode(message: Any) -> bytes:
     try:
         return dumps(message)
     except ValueError as exc:
-        logger.error("cannot encode a response as JSON: %s", exc)
+        logger.error("cannot encode a response as JSON: %s", exc)  # noqa: TRY400 - no traceback needed
         request_id = message.get("id") if isinstance(message, dict) else None
         return dumps(error_response(request_id, -32603, "Internal error: unencodable response"))
 

@@ -1,7 +1,8 @@
 r"""stdio transport: NDJSON frames over a pair of file descriptors.
 
-Rule 1: fd 0 is read in large chunks and split by a bounded `LineBuffer`; an over-long line is
-        reported as `LineTooLong` and skipped, and the stream stays in sync.
+Rule 1: fd 0 is read in large chunks and split by a bounded `LineBuffer`; each read's lines
+        travel on as one batch, in which an over-long line stands as a `LineTooLong` marker
+        (its bytes skipped; the stream stays in sync), so the receiver answers it in order.
 Rule 2: one writer task owns the output. It takes every frame that is ready and writes them in
         one `send_all` (coalescing), each frame one line ending in b"\n".
 Rule 3: while serving, only protocol lines reach the real stdout. `stdout_guard` moves the
@@ -58,7 +59,7 @@ class StdioFrames:
 
     def __init__(
         self,
-        receive: trio.MemoryReceiveChannel[bytes],
+        receive: trio.MemoryReceiveChannel[list[bytes | LineTooLong]],
         send: trio.MemorySendChannel[bytes],
         overflows: list[int],
     ) -> None:
@@ -73,7 +74,6 @@ async def open_stdio_frames(
     write_stream: trio.abc.SendStream,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    on_overflow: bytes | None = None,
 ) -> AsyncIterator[StdioFrames]:
     """Run a reader and a writer task over two byte streams for the `async with` block.
 
@@ -81,13 +81,15 @@ async def open_stdio_frames(
         read_stream: Where frames come from (for a server, its stdin).
         write_stream: Where frames go (for a server, the guarded stdout).
         max_line_bytes: Longest line accepted.
-        on_overflow: A frame to write back for each over-long line (a server's -32600 error);
-            None just drops the line.
 
     Yields:
-        `StdioFrames` with `receive` (ends at EOF) and `send` channels of frames.
+        `StdioFrames` with `receive`, a channel of line batches (ends at EOF), and `send`, a
+        channel of frames.
     """
-    in_send, in_receive = trio.open_memory_channel[bytes](0)
+    # Lines travel in batches, one per read: handing each line over on its own would cost a
+    # trip through the scheduler per message. One batch may wait while the next is read, so
+    # at most two reads' worth of lines (each line bounded by max_line_bytes) are held.
+    in_send, in_receive = trio.open_memory_channel[list[bytes | LineTooLong]](1)
     out_send, out_receive = trio.open_memory_channel[bytes](OUT_BUFFER)
     overflows: list[int] = []
 
@@ -101,13 +103,10 @@ async def open_stdio_frames(
                     chunk = b""
                 if not chunk:
                     return
-                for line in buffer.feed(chunk):
-                    if isinstance(line, LineTooLong):
-                        overflows.append(line.limit)
-                        if on_overflow is not None:
-                            await out_send.send(on_overflow)
-                    else:
-                        await in_send.send(line)
+                batch = buffer.feed(chunk)
+                if batch:
+                    overflows.extend(item.limit for item in batch if isinstance(item, LineTooLong))
+                    await in_send.send(batch)
 
     async def writer() -> None:
         async with out_receive:
