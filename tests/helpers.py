@@ -80,7 +80,9 @@ class RawPeer:
         return response
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> Any:
-        return await self.request("tools/call", {"name": name, "arguments": arguments or {}, **params})
+        return await self.request(
+            "tools/call", {"name": name, "arguments": arguments or {}, **params}
+        )
 
     async def close(self) -> None:
         await self._send.aclose()

@@ -21,13 +21,28 @@ def quick_start_source() -> str:
 def test_quick_start_serves_its_tool(tmp_path: Path) -> None:
     (tmp_path / "tools.py").write_text(quick_start_source())
     lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "readme", "version": "0"}}},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "calculator.divide", "arguments": {"a": 9, "b": 3}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "calculator.divide", "arguments": {"a": 1, "b": 0}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "readme", "version": "0"},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "calculator.divide", "arguments": {"a": 9, "b": 3}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "calculator.divide", "arguments": {"a": 1, "b": 0}},
+        },
     ]
     proc = subprocess.run(
         [sys.executable, "-m", "trio_mcp", "run", "tools.py"],

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import pytest
-from demo_tools import server
 from pydantic import BaseModel, Field
 from pydantic_core import PydanticSerializationError
 from typing_extensions import TypedDict
 
+from demo_tools import server
 from trio_mcp import (
     AudioContent,
     CallToolResult,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import types
 from typing import Annotated, Any
 
 import pytest
@@ -12,7 +13,7 @@ import trio.testing
 import demo_tools
 from demo_tools import wh40k
 from tests.helpers import RawPeer, open_memory_peer
-from trio_mcp import Context, Param, Server, ToolError
+from trio_mcp import Context, Param, Server, ToolDefinitionError, ToolError, tool
 from trio_mcp.transports import memory_channel_pair
 
 BATTLE = "wh40k.battle_simulation"
@@ -28,7 +29,7 @@ async def test_hundred_concurrent_battles_take_about_one_delay(
     async with open_memory_peer(demo_tools.build_server()) as peer:
         start = trio.current_time()
         ids = [await peer.start_request("tools/call", {"name": BATTLE}) for _ in range(100)]
-        got = {}
+        got: dict[Any, Any] = {}
         while len(got) < 100:
             message = await peer.receive()
             got[message["id"]] = message
@@ -87,7 +88,9 @@ async def test_progress_arrives_before_result(autojump_clock: trio.testing.MockC
         )
     progress = [m for m in peer.log if m.get("method") == "notifications/progress"]
     assert [p["params"]["progress"] for p in progress] == [1, 2, 3]
-    assert all(p["params"]["progressToken"] == "tok" and p["params"]["total"] == 3 for p in progress)
+    assert all(
+        p["params"]["progressToken"] == "tok" and p["params"]["total"] == 3 for p in progress
+    )
     assert peer.log.index(response) > peer.log.index(progress[-1])
     assert response["result"]["structuredContent"]["imperial_force"] == "Space Marines"
 
@@ -218,8 +221,12 @@ async def test_batch_in_memory_mixes_answers_and_skips_notifications() -> None:
     async with open_memory_peer(demo_tools.build_server()) as peer:
         await peer.send(
             [
-                {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
-                 "params": {"name": "calculator.add", "arguments": {"a": 1, "b": 2}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": "a",
+                    "method": "tools/call",
+                    "params": {"name": "calculator.add", "arguments": {"a": 1, "b": 2}},
+                },
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 7, "method": "no/such"},
                 42,
@@ -254,16 +261,17 @@ async def test_back_pressure_runs_everything_with_a_small_in_flight_limit(
         return n
 
     async with open_memory_peer(server) as peer:
-        ids = [await peer.start_request("tools/call", {"name": "nap", "arguments": {"n": i}}) for i in range(6)]
-        got = {}
+        ids = [
+            await peer.start_request("tools/call", {"name": "nap", "arguments": {"n": i}})
+            for i in range(6)
+        ]
+        got: dict[Any, Any] = {}
         while len(got) < 6:
             message = await peer.receive()
             got[message["id"]] = message["result"]["structuredContent"]["result"]
     assert sorted(got) == sorted(ids)
     assert sorted(got.values()) == list(range(6))
     assert peak == 2
-
-
 
 
 async def test_end_of_input_lets_calls_in_flight_finish(
@@ -325,7 +333,7 @@ async def test_list_tools_pages_with_cursor() -> None:
         cursor = None
         pages = 0
         while True:
-            params = {"cursor": cursor} if cursor else {}
+            params: dict[str, Any] = {"cursor": cursor} if cursor else {}
             result = (await peer.request("tools/list", params))["result"]
             names += [t["name"] for t in result["tools"]]
             pages += 1
@@ -373,10 +381,6 @@ async def test_old_revisions_get_no_structured_content(version: str) -> None:
 
 
 def test_add_tools_is_all_or_nothing() -> None:
-    import types
-
-    from trio_mcp import ToolDefinitionError, tool
-
     module = types.ModuleType("clashing")
 
     @tool("same")
@@ -408,8 +412,15 @@ async def test_unencodable_result_is_answered_with_an_error() -> None:
     async with open_memory_peer(server) as peer:
         response = await peer.call("surrogate")
         await peer.send(
-            [{"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "surrogate"}},
-             {"jsonrpc": "2.0", "id": "p", "method": "ping"}]
+            [
+                {
+                    "jsonrpc": "2.0",
+                    "id": "b",
+                    "method": "tools/call",
+                    "params": {"name": "surrogate"},
+                },
+                {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+            ]
         )
         batch = await peer.receive()
     assert response["error"]["code"] == -32603
@@ -427,7 +438,9 @@ async def test_malformed_notification_is_not_answered() -> None:
 
 async def test_second_initialize_is_refused_and_version_kept() -> None:
     async with open_memory_peer(demo_tools.build_server()) as peer:
-        again = await peer.request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}})
+        again = await peer.request(
+            "initialize", {"protocolVersion": "2024-11-05", "capabilities": {}}
+        )
         called = await peer.call("calculator.add", {"a": 1, "b": 2})
     assert again["error"]["code"] == -32600
     assert "already initialized" in again["error"]["message"]
