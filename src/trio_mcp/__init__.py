@@ -23,7 +23,7 @@ from ._exceptions import (
     TransportError,
     TrioMCPError,
 )
-from ._run import run, serve_stdio
+from ._run import http_app, run, serve_http, serve_stdio
 from ._server import Server
 from ._session import SUPPORTED_VERSIONS
 from ._signature import Param
@@ -37,6 +37,7 @@ from ._types import (
     TextContent,
     ToolAnnotations,
 )
+from .transports.http import HttpOptions
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ __all__ = [
     "CallToolResult",
     "Context",
     "EmbeddedResource",
+    "HttpOptions",
     "ImageContent",
     "LocalProtocolError",
     "Param",
@@ -60,7 +62,9 @@ __all__ = [
     "ToolError",
     "TransportError",
     "TrioMCPError",
+    "http_app",
     "run",
+    "serve_http",
     "serve_stdio",
     "tool",
 ]
