@@ -18,7 +18,7 @@ from typing import Final
 import trio
 
 from ._server import Server, SessionRuntime
-from ._session import HANDSHAKE_VERSIONS
+from ._session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from .transports.http import HttpOptions, McpHttpApp
 from .transports.stdio import open_stdio_frames, stdout_guard
 
@@ -71,6 +71,7 @@ class _HttpBackend:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.versions = server.versions
+        self.sessionless_versions = tuple(v for v in server.versions if v in MODERN_VERSIONS)
 
     def new_session(self, assumed_version: str | None = None) -> SessionRuntime:
         runtime = SessionRuntime(self.server)
@@ -133,14 +134,24 @@ async def serve_http(
     config.graceful_timeout = server.shutdown_grace
     config.accesslog = None
     config.errorlog = logging.getLogger("trio_mcp.hypercorn")
+    trigger = None
+    if shutdown_trigger is not None:
+        trigger = functools.partial(_shut_down_app, shutdown_trigger, app)
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
 
         async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
-            await serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)  # type: ignore[arg-type]
+            await serve(app, config, shutdown_trigger=trigger, task_status=task_status)  # type: ignore[arg-type]
             nursery.cancel_scope.cancel()  # served to the end: stop the session reaper too
 
         task_status.started(await nursery.start(serve_then_stop))
+
+
+async def _shut_down_app(trigger: Callable[[], Awaitable[None]], app: McpHttpApp) -> None:
+    await trigger()
+    # Legacy SSE streams never end by themselves: without this, Hypercorn would hold them (and
+    # so the shutdown) open until its graceful_timeout.
+    app.begin_shutdown()
 
 
 def run(

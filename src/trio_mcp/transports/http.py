@@ -87,6 +87,8 @@ class HttpBackend(Protocol):
     """What the HTTP transport needs from the MCP side."""
 
     versions: tuple[str, ...]
+    #: Revisions without sessions (2026-07-28): their requests stand alone in every mode.
+    sessionless_versions: tuple[str, ...]
 
     def new_session(self, assumed_version: str | None = None) -> HttpSession:
         """A new session; with `assumed_version`, one that needs no `initialize` (stateless)."""
@@ -177,6 +179,7 @@ class McpHttpApp:
         self.backend = backend
         self.options = options or HttpOptions()
         self._sessions: dict[str, _Entry] = {}
+        self._closing = False
 
     @property
     def session_count(self) -> int:
@@ -195,6 +198,19 @@ class McpHttpApp:
                 if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
                     logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
                     self._end(sid)
+
+    def begin_shutdown(self) -> None:
+        """Close the input of every legacy SSE session and refuse new ones (503).
+
+        A legacy stream never ends by itself, so an ASGI server's graceful shutdown would wait
+        for it until its deadline. With its input closed, each session finishes the calls it
+        is running (within the server's shutdown grace), sends their answers, and its stream
+        ends. Streamable HTTP requests end with their answers and need nothing.
+        """
+        self._closing = True
+        for sid, entry in list(self._sessions.items()):
+            if entry.legacy_inbox is not None:
+                self._end(sid)
 
     def _end(self, sid: str) -> None:
         entry = self._sessions.pop(sid, None)
@@ -225,7 +241,10 @@ class McpHttpApp:
         opts = self.options
         allowed: tuple[str, ...]
         if path == opts.path:
-            allowed = ("POST", "DELETE", "GET")
+            # No GET: the server never starts a message of its own, so it offers no
+            # server-to-client stream (spec: 405 then). No DELETE without sessions. `Allow`
+            # lists exactly what is served (RFC 9110, 15.5.6).
+            allowed = ("POST",) if opts.stateless else ("POST", "DELETE")
         elif opts.legacy_sse and path == "/sse":
             allowed = ("GET",)
         elif opts.legacy_sse and path == "/messages":
@@ -233,7 +252,10 @@ class McpHttpApp:
         else:
             raise _Refused(404, f"Not found: {path}")
         if method not in allowed:
-            raise _Refused(405, f"Method {method} not allowed on {path}", _allow(allowed))
+            reason = f"Method {method} not allowed on {path}"
+            if method == "GET" and path == opts.path:
+                reason = "This server offers no server-to-client stream"
+            raise _Refused(405, reason, _allow(allowed))
         headers = _headers(scope)
         self._check_origin(headers)
         self._check_auth(headers)
@@ -243,16 +265,10 @@ class McpHttpApp:
             await self._legacy_post(scope, headers, receive, send)
         elif method == "POST":
             await self._post(headers, receive, send)
-        elif method == "DELETE":
+        else:  # DELETE
             self._delete(headers)
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
-        else:
-            # No server-initiated messages are ever sent, so no GET stream is offered
-            # (spec: the server MUST return an SSE stream or 405).
-            raise _Refused(
-                405, "This server offers no server-to-client stream", _allow(["POST", "DELETE"])
-            )
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -328,6 +344,11 @@ class McpHttpApp:
             # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
             assumed = None if is_init else (version.decode("latin-1") if version else "2025-03-26")
             return None, self.backend.new_session(assumed)
+        named = version.decode("latin-1") if version is not None else None
+        if named in self.backend.sessionless_versions:
+            # A revision without sessions is served as in stateless mode, and an Mcp-Session-Id
+            # header is ignored (spec 2026-07-28, Streamable HTTP: backward compatibility).
+            return None, self.backend.new_session(named)
         if is_init:
             if len(self._sessions) >= self.options.max_sessions:
                 raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
@@ -345,8 +366,6 @@ class McpHttpApp:
         return None, entry.session
 
     def _delete(self, headers: dict[bytes, bytes]) -> None:
-        if self.options.stateless:
-            raise _Refused(405, "Stateless server: there is no session to end", _allow(["POST"]))
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise _Refused(400, "Missing Mcp-Session-Id header")
@@ -406,6 +425,8 @@ class McpHttpApp:
     async def _legacy_stream(
         self, headers: dict[bytes, bytes], receive: Receive, send: Send
     ) -> None:
+        if self._closing:
+            raise _Refused(503, "Shutting down", [(b"retry-after", b"5")])
         if len(self._sessions) >= self.options.max_sessions:
             raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
         sid = secrets.token_hex(16)
