@@ -1,0 +1,248 @@
+"""Test helpers for the HTTP transports: a served app on a loopback port and a raw MCP client.
+
+`serve(...)` runs `serve_http` with port 0 in its own nursery and yields the bound URL with an
+httpx client; leaving it sets the shutdown trigger and waits for the server to end. `McpHttp`
+speaks Streamable HTTP with plain httpx (no trio-mcp client), decodes JSON and SSE answers,
+checks the SSE framing strictly, and keeps every message sent and received so a whole session
+can be validated against the official schema (`tests/schema_check.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import trio
+
+import demo_tools
+from tests.helpers import LATEST, init_params
+from trio_mcp import Context, Server
+from trio_mcp._run import serve_http
+from trio_mcp.transports.http import HttpOptions
+
+ACCEPT = "application/json, text/event-stream"
+POST_HEADERS = {"accept": ACCEPT, "content-type": "application/json"}
+#: Bounds starting a server, one test's requests and the server's shutdown, each.
+SERVE_TIMEOUT = 20
+
+
+@dataclass
+class Served:
+    """A running server: `base` is http://127.0.0.1:PORT, `url` its Streamable HTTP endpoint."""
+
+    base: str
+    url: str
+    http: httpx.AsyncClient
+    stop: trio.Event
+
+    def client(self, version: str = LATEST, **headers: str) -> McpHttp:
+        return McpHttp(self.http, self.url, version, headers)
+
+
+@asynccontextmanager
+async def serve(server: Server | None = None, **options: Any) -> AsyncIterator[Served]:
+    """Serve `server` (the demo tools by default) with `HttpOptions(**options)` on port 0."""
+    stop = trio.Event()
+    with trio.fail_after(SERVE_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(
+                functools.partial(
+                    serve_http,
+                    server or demo_tools.build_server(),
+                    host="127.0.0.1",
+                    port=0,
+                    options=HttpOptions(**options),
+                    shutdown_trigger=stop.wait,
+                )
+            )
+            base = binds[0]
+            limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+            async with httpx.AsyncClient(timeout=10, limits=limits) as http:
+                yield Served(base, base + options.get("path", "/mcp"), http, stop)
+            stop.set()
+
+
+def parse_sse(text: str) -> list[Any]:
+    """Decode an SSE body of `event: message` events, asserting the exact framing.
+
+    Each event is `event: message`, `data: <one line of JSON>` and a blank line.
+    """
+    assert text.endswith("\n\n"), repr(text[-100:])
+    messages = []
+    for block in text[:-2].split("\n\n"):
+        lines = block.split("\n")
+        assert len(lines) == 2, f"an event must be two lines: {block[:200]!r}"
+        assert lines[0] == "event: message", lines[0]
+        assert lines[1].startswith("data: "), lines[1][:100]
+        messages.append(json.loads(lines[1].removeprefix("data: ")))
+    return messages
+
+
+def decode(response: httpx.Response) -> list[Any]:
+    """The JSON-RPC messages an HTTP answer carries (none for an empty body)."""
+    content_type = response.headers.get("content-type", "")
+    if content_type.startswith("text/event-stream"):
+        return parse_sse(response.text)
+    if not response.content:
+        return []
+    assert content_type == "application/json", content_type
+    return [json.loads(response.content)]
+
+
+@dataclass
+class Reply:
+    """An HTTP answer and the JSON-RPC messages it carried, in order."""
+
+    response: httpx.Response
+    messages: list[Any]
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    @property
+    def kind(self) -> str:
+        return str(self.response.headers.get("content-type", "")).split(";")[0]
+
+    @property
+    def last(self) -> Any:
+        return self.messages[-1]
+
+    @property
+    def result(self) -> Any:
+        assert "result" in self.last, self.last
+        return self.last["result"]
+
+
+@dataclass
+class McpHttp:
+    """A raw Streamable HTTP client session; `sent` and `received` keep the JSON-RPC traffic."""
+
+    http: httpx.AsyncClient
+    url: str
+    version: str = LATEST
+    extra: dict[str, str] = field(default_factory=dict)
+    session_id: str | None = None
+    sent: list[Any] = field(default_factory=list)
+    received: list[Any] = field(default_factory=list)
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def headers(self, **more: str) -> dict[str, str]:
+        headers = {**POST_HEADERS, "mcp-protocol-version": self.version, **self.extra}
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        headers.update(more)
+        return headers
+
+    async def post(self, message: Any, **headers: str) -> Reply:
+        self.sent.append(message)
+        response = await self.http.post(self.url, headers=self.headers(**headers), json=message)
+        messages = decode(response)
+        self.received.extend(messages)
+        return Reply(response, messages)
+
+    async def initialize(self) -> Reply:
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "initialize",
+            "params": init_params(self.version),
+        }
+        self.sent.append(message)
+        # No MCP-Protocol-Version and no session yet on the initialize request.
+        headers = {**POST_HEADERS, **self.extra}
+        response = await self.http.post(self.url, headers=headers, json=message)
+        reply = Reply(response, decode(response))
+        self.received.extend(reply.messages)
+        self.session_id = response.headers.get("mcp-session-id")
+        if reply.status == 200:
+            initialized = await self.notify("notifications/initialized")
+            assert initialized.status == 202, initialized.response.text
+        return reply
+
+    def make_request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, **headers: str
+    ) -> Reply:
+        return await self.post(self.make_request(method, params), **headers)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None, **meta: Any) -> Reply:
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        return await self.request("tools/call", params)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> Reply:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return await self.post(message)
+
+    async def delete(self) -> httpx.Response:
+        return await self.http.delete(self.url, headers=self.headers())
+
+
+class Gate:
+    """Test tools that wait for the test: `test.wait` blocks until `release` is set.
+
+    `started` is set when a call enters, `cancelled` when one is cancelled; `entered` counts
+    calls, and `all_in` is set when `expected` calls are inside at once.
+    """
+
+    def __init__(self, expected: int = 1) -> None:
+        self.started = trio.Event()
+        self.release = trio.Event()
+        self.cancelled = trio.Event()
+        self.all_in = trio.Event()
+        self.expected = expected
+        self.entered = 0
+        self.inside = 0
+        self.flooded = 0
+
+    def server(self, **server_options: Any) -> Server:
+        """The demo tools plus `test.wait` and `test.flood`."""
+        server = demo_tools.build_server()
+        for name, value in server_options.items():
+            setattr(server, name, value)
+        gate = self
+
+        @server.tool("test.wait", "Wait until the test releases the gate")
+        async def wait() -> str:
+            gate.entered += 1
+            gate.inside += 1
+            gate.started.set()
+            if gate.inside >= gate.expected:
+                gate.all_in.set()
+            try:
+                await gate.release.wait()
+            except trio.Cancelled:
+                gate.cancelled.set()
+                raise
+            finally:
+                gate.inside -= 1
+            return "released"
+
+        @server.tool("test.flood", "Send 16 KiB progress notifications until cancelled")
+        async def flood(ctx: Context, limit: int = 5000) -> int:
+            chunk = "x" * 16384
+            try:
+                while gate.flooded < limit:
+                    gate.flooded += 1
+                    await ctx.report_progress(gate.flooded, message=chunk)
+            except trio.Cancelled:
+                gate.cancelled.set()
+                raise
+            return gate.flooded
+
+        return server
