@@ -1,0 +1,43 @@
+"""The benchmark tools served by trio-mcp over stdio.
+
+    python benchmarks/servers/trio_mcp_server.py [--inline]
+
+Tools: `calculator.add` (sync: in a worker thread by default, on the event loop with
+`--inline`), `calculator.add_async`, and `sleep` (async, 100 ms).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import trio
+
+import trio_mcp
+
+
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+async def add_async(a: float, b: float) -> float:
+    """Add two numbers (async)."""
+    return a + b
+
+
+async def sleep() -> str:
+    """Sleep 100 ms, then answer."""
+    await trio.sleep(0.1)
+    return "slept"
+
+
+def build(*, inline: bool) -> trio_mcp.Server:
+    server = trio_mcp.Server(name="bench-trio-mcp")
+    server.add_tool(add, name="calculator.add", inline=inline)
+    server.add_tool(add_async, name="calculator.add_async")
+    server.add_tool(sleep, name="sleep")
+    return server
+
+
+if __name__ == "__main__":
+    trio_mcp.run(build(inline="--inline" in sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""Smoke test of `benchmarks/run.py --quick`: the benchmark still runs and reports every workload.
+
+It asserts the shape of the JSON report and that every measurement is a positive number, never
+a speed: how fast things are is for people reading the full run, not for a test on a shared CI
+machine. Peers that are not installed (the official SDK, FastMCP) must be skipped, not fail.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+
+WORKLOADS = (
+    "cold_start",
+    "import",
+    "sequential",
+    "pipelined",
+    "concurrency",
+    "inprocess",
+    "registration",
+    "rss",
+    "codec",
+)
+TRIO_STDIO = ("trio-mcp inline (a)", "trio-mcp thread (b)", "trio-mcp async (c)", "baseline")
+
+
+def _stats(tree: Any, where: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """Every {median, min, max, n, samples} dict in the report, with its path."""
+    if isinstance(tree, dict) and "median" in tree:
+        return [(where, tree)]
+    if isinstance(tree, dict):
+        return [found for key, sub in tree.items() for found in _stats(sub, f"{where}/{key}")]
+    return []
+
+
+def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
+    out = tmp_path / "quick.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(RUN),
+            "--quick",
+            "--rounds",
+            "1",
+            "--json",
+            str(out),
+            "--png",
+            str(tmp_path / "quick.png"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+
+    assert result["quick"] is True
+    assert result["rounds"] == 1
+    assert {"nproc", "cpu_model", "python", "packages"} <= result["machine"].keys()
+    assert set(WORKLOADS) <= result["workloads"].keys()
+    workloads = result["workloads"]
+
+    for name in TRIO_STDIO:
+        assert name in workloads["sequential"]
+        assert name in workloads["pipelined"]
+        assert {"vs_sdk", "vs_baseline"} <= result["ratios"]["pipelined"][name].keys()
+    assert {"calls_per_s", "p50_us", "p99_us", "driver_cpu"} <= workloads["sequential"][
+        "baseline"
+    ].keys()
+    assert {"calls_per_s", "driver_cpu"} <= workloads["pipelined"]["baseline"].keys()
+    assert "trio-mcp" in workloads["concurrency"]
+    assert "trio-mcp inline" in workloads["inprocess"]
+    assert {"register_ms", "list_first_ms", "list_ms", "tools"} <= workloads["registration"][
+        "trio-mcp"
+    ].keys()
+    assert {"idle_mb", "load_mb"} <= workloads["rss"]["trio-mcp"].keys()
+    assert workloads["import"]["trio_mcp"]["ms"]["n"] == 1
+
+    sdk_rows = {"SDK sync (thread)", "SDK async"}
+    for peer, rows in (("SDK", sdk_rows), ("FastMCP", {"FastMCP sync (thread)"})):
+        if result["peers"][peer]["available"]:
+            assert rows <= workloads["pipelined"].keys()
+        else:
+            assert not rows & workloads["pipelined"].keys()
+            assert f"skip {peer}:" in done.stdout
+    if result["peers"]["SDK"]["available"]:
+        assert "SDK" in workloads["cold_start"]
+        assert "SDK" in workloads["registration"]
+
+    measured = _stats(workloads)
+    assert len(measured) > 40
+    for where, entry in measured:
+        assert entry["n"] == len(entry["samples"]) >= 1, where
+        assert 0 < entry["min"] <= entry["median"] <= entry["max"], where
+
+    assert len(result["targets"]) == 8
+    for target in result["targets"]:
+        assert target["met"] in (True, False, None)
+    assert "targets (issue 3)" in done.stdout
