@@ -177,11 +177,14 @@ async def test_bearer_token_is_required_when_set() -> None:
         anonymous = served.client()
         refused = await anonymous.initialize()
         wrong = await served.client(authorization="Bearer guess").initialize()
+        basic = await served.client(authorization="Basic s3cret").initialize()
+        lowercase = await served.client(authorization="bearer s3cret").initialize()
         right = served.client(authorization="Bearer s3cret")
         accepted = await right.initialize()
         called = await right.call("calculator.add", {"a": 1, "b": 1})
         get = await served.http.get(served.base + "/sse")
-    for reply in (refused, wrong):
+    assert lowercase.status == 200  # the scheme name is case-insensitive
+    for reply in (refused, wrong, basic):
         assert_refused(reply.response, 401)
         assert reply.response.headers["www-authenticate"].startswith("Bearer")
     assert get.status_code == 401  # the legacy transport is guarded too

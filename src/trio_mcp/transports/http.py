@@ -291,9 +291,11 @@ class McpHttpApp:
         token = self.options.bearer_token
         if token is None:
             return
-        given = headers.get(b"authorization", b"")
-        expected = b"Bearer " + token.encode()
-        if not hmac.compare_digest(given, expected):
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        # The scheme name is case-insensitive (RFC 9110, 11.1); the token is compared in
+        # constant time.
+        valid = hmac.compare_digest(given.strip(), token.encode())
+        if scheme.lower() != b"bearer" or not valid:
             raise _Refused(
                 401,
                 "Missing or invalid bearer token",
