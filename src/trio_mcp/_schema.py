@@ -59,6 +59,9 @@ class CompiledTool:
     param_names: tuple[str, ...]
     _adapter: TypeAdapter[Any] | None
     _result_adapter: TypeAdapter[Any] | None
+    #: For a return annotation of exactly int, float, bool or str: a value of exactly that type
+    #: is already its own JSON form, and skips the serializer.
+    _scalar: type | None = None
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and coerce arguments (lax mode: "3" becomes 3 for an int).
@@ -101,7 +104,9 @@ class CompiledTool:
             }
         if mode == "content":
             return _content_result(value)
-        if self._result_adapter is not None:
+        if type(value) is self._scalar:
+            data = value
+        elif self._result_adapter is not None:
             data = self._result_adapter.serializer.to_python(value, mode="json", warnings="error")
         else:
             data = to_jsonable_python(value)
@@ -289,7 +294,8 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     }
     if defs:
         wrapped["$defs"] = defs
-    return CompiledTool(input_schema, wrapped, "wrapped", names, adapter, result_adapter)
+    scalar = ret if ret in (int, float, bool, str) else None
+    return CompiledTool(input_schema, wrapped, "wrapped", names, adapter, result_adapter, scalar)
 
 
 # -- schema clean-up -------------------------------------------------------------------------------

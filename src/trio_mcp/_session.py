@@ -118,6 +118,9 @@ class ServerSession:
         self.log_level: LogLevel | None = "info"
         self.initialized_notified = False
         self._in_flight: set[RequestId] = set()
+        # The scope of a request with no `_meta`, shared while the session's state holds;
+        # every change of that state (initialize, adopt, setLevel) clears it.
+        self._plain_scope: RequestScope | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -160,6 +163,7 @@ class ServerSession:
             requested if requested in self._handshake_versions else self._handshake_versions[0]
         )
         self.protocol_version = version
+        self._plain_scope = None
         self.client_info = client_info
         self.client_capabilities = capabilities
         result: dict[str, Any] = {
@@ -184,6 +188,7 @@ class ServerSession:
                 {"supported": list(self.versions), "requested": version},
             )
         self.protocol_version = version
+        self._plain_scope = None
 
     def notify_initialized(self) -> None:
         """Handle `notifications/initialized`."""
@@ -215,6 +220,7 @@ class ServerSession:
                 INVALID_PARAMS,
             )
         self.log_level = level
+        self._plain_scope = None
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -226,6 +232,8 @@ class ServerSession:
                 handshake-era request before `initialize`.
         """
         meta = params.get("_meta") if params else None
+        if meta is None and self._plain_scope is not None:
+            return self._plain_scope  # the common case: nothing per-request to read
         requested = meta.get(_META_VERSION) if isinstance(meta, dict) else None
         if requested is not None:
             return self._modern_scope(requested, meta, params)  # type: ignore[arg-type]
@@ -243,13 +251,16 @@ class ServerSession:
                 " (or name a protocol version in params._meta)",
                 INVALID_REQUEST,
             )
-        return RequestScope(
+        scope = RequestScope(
             self.protocol_version,
             self.client_info,
             self.client_capabilities,
             self.log_level,
             _progress_token(params),
         )
+        if meta is None:
+            self._plain_scope = scope
+        return scope
 
     def _modern_scope(
         self, requested: Any, meta: dict[str, Any], params: dict[str, Any] | None
