@@ -108,7 +108,7 @@ def dumps(obj: Any) -> bytes:
     return to_json(obj, inf_nan_mode="null")
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | bytearray | str) -> Any:
     """Decode one JSON document strictly.
 
     Raises:
@@ -212,7 +212,7 @@ def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Messag
     return _invalid(echo_id, "Invalid Request: malformed response object")
 
 
-def parse(data: bytes | str) -> tuple[list[Message | InvalidMessage], bool]:
+def parse(data: bytes | bytearray | str) -> tuple[list[Message | InvalidMessage], bool]:
     """Decode one frame (a line) into messages.
 
     Returns:

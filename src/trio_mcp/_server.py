@@ -477,7 +477,7 @@ class _Connection:
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def _frame(self, frame: bytes, nursery: trio.Nursery) -> None:
+    async def _frame(self, frame: bytes | bytearray, nursery: trio.Nursery) -> None:
         messages, is_batch = parse(frame)
         if is_batch:
             self._start(nursery, self._batch, messages)
