@@ -19,11 +19,23 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+)
 
-from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+from pydantic_core import PydanticSerializationError, ValidationError, to_json, to_jsonable_python
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 from ._exceptions import ToolDefinitionError
 from ._signature import ParamSpec, Signature
@@ -166,11 +178,15 @@ def _field_annotation(p: ParamSpec) -> Any:
         extra["description"] = p.description
     if p.examples:
         extra["examples"] = list(p.examples)
+    from pydantic import Field  # noqa: PLC0415 - pydantic proper loads at registration only
+
     ann = Annotated[p.annotation, Field(**extra)] if extra else p.annotation
     return Required[ann] if p.required else NotRequired[ann]
 
 
 def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[Any]:
+    from pydantic import ConfigDict, PydanticUserError, TypeAdapter  # noqa: PLC0415 - see above
+
     fields = {p.name: _field_annotation(p) for p in params}
     # A TypedDict rather than a model: validation returns a plain dict of only the keys given,
     # so the function's own defaults apply to what was left out.
@@ -258,6 +274,8 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     Raises:
         ToolDefinitionError: when a parameter or the return type has no JSON Schema.
     """
+    from pydantic import PydanticUserError, TypeAdapter  # noqa: PLC0415 - see _field_annotation
+
     names = tuple(p.name for p in sig.params)
     if sig.params:
         adapter: TypeAdapter[Any] | None = _adapter_for(qualname, sig.params)

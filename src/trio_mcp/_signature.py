@@ -19,8 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
-from pydantic.fields import FieldInfo
-
 from ._context import Context
 from ._exceptions import ToolDefinitionError
 
@@ -90,6 +88,8 @@ def _is_context(annotation: Any) -> bool:
 
 
 def _field_description(annotation: Any) -> str | None:
+    from pydantic.fields import FieldInfo  # noqa: PLC0415 - pydantic loads at registration only
+
     if get_origin(annotation) is not Annotated:
         return None
     for meta in reversed(get_args(annotation)[1:]):
