@@ -13,11 +13,17 @@ def add(
 ```
 """
 
+from ._client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
+from ._connect import open_client
 from ._context import Context
 from ._exceptions import (
+    ConnectionClosed,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
+    RequestError,
+    SessionExpiredError,
+    ToolCallError,
     ToolDefinitionError,
     ToolError,
     TransportError,
@@ -38,6 +44,7 @@ from ._types import (
     ToolAnnotations,
 )
 from .transports.http import HttpOptions
+from .transports.http_client import RetryPolicy
 
 __version__ = "0.1.0"
 
@@ -45,24 +52,36 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "AudioContent",
     "CallToolResult",
+    "Client",
+    "ConnectionClosed",
     "Context",
     "EmbeddedResource",
     "HttpOptions",
     "ImageContent",
     "LocalProtocolError",
+    "LogMessage",
     "Param",
+    "Progress",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestError",
     "ResourceLink",
+    "RetryPolicy",
     "Server",
+    "SessionExpiredError",
     "TextContent",
     "Tool",
     "ToolAnnotations",
+    "ToolCallError",
     "ToolDefinitionError",
     "ToolError",
+    "ToolInfo",
+    "ToolParameter",
+    "ToolResult",
     "TransportError",
     "TrioMCPError",
     "http_app",
+    "open_client",
     "run",
     "serve_http",
     "serve_stdio",

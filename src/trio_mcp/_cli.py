@@ -2,6 +2,10 @@
 
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
                         [--allow-origin ORIGIN]... [--no-legacy-sse] [--log-level LEVEL]
+    trio-mcp tools SERVER | trio-mcp call SERVER TOOL [NAME=VALUE]... | trio-mcp demo [--http]
+
+The client commands (`tools`, `call`, `demo`) live in `_client_cli`; SERVER there is a TARGET,
+an http(s) URL, or a command after `--`.
 
 Over HTTP, a bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
 
@@ -21,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
 from ._run import run
 from ._server import Server
@@ -69,7 +74,7 @@ def load_server(target: str) -> Server:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve MCP tools.")
+    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve and call MCP tools.")
     commands = parser.add_subparsers(dest="command", required=True)
     run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio or HTTP")
     run_cmd.add_argument("target", help="module path, module:attribute, or file.py")
@@ -102,12 +107,19 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="level of the server's own log on stderr (default: WARNING)",
     )
+    add_client_commands(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 usage or loading error)."""
-    args = _parser().parse_args(argv)
+    """Run the command line; returns the exit code (0 ok, 1 tool error, 2 usage or other error)."""
+    argv, server_command = split_server_command(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command != "run":
+        return run_client_command(args, server_command)
+    if server_command:
+        parser.error("run takes no command after --")
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,

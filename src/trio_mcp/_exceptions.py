@@ -3,10 +3,14 @@
     TrioMCPError
     ├── ToolDefinitionError        a tool cannot be registered (raised at registration)
     ├── ToolError                  raised *by a tool* to report a failure to the model verbatim
+    ├── ToolCallError              client: a tool's result had `isError` (with raise_on_error)
+    ├── RequestError               client: the server answered a request with a JSON-RPC error
     ├── ProtocolError              a JSON-RPC / MCP rule was broken
     │   ├── LocalProtocolError     ... by us (a bug or misuse on this side)
     │   └── RemoteProtocolError    ... by the peer (carries the JSON-RPC error code to answer with)
     └── TransportError             the byte stream itself failed (line too long, closed)
+        ├── ConnectionClosed       client: the connection to the server ended (pending calls fail)
+        └── SessionExpiredError    client: the HTTP server no longer knows the session (404)
 
 Rule: `BaseException`s that are not `Exception`s (trio.Cancelled, KeyboardInterrupt) are never
 wrapped or caught by this library; they pass through untouched.
@@ -17,9 +21,13 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ConnectionClosed",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestError",
+    "SessionExpiredError",
+    "ToolCallError",
     "ToolDefinitionError",
     "ToolError",
     "TransportError",
@@ -71,3 +79,57 @@ class RemoteProtocolError(ProtocolError):
 
 class TransportError(TrioMCPError):
     """The byte stream failed: a message too large to frame, or a stream closed mid-message."""
+
+
+class ConnectionClosed(TransportError):  # noqa: N818 - the name the issue gives it
+    """The connection to the server ended; every call still waiting fails with this.
+
+    The message says why, as far as it is known: for a server run as a subprocess, its exit
+    code and the last lines it wrote to stderr; for HTTP, the network error after retries.
+    """
+
+
+class SessionExpiredError(TransportError):
+    """The HTTP server answered 404 for the session: it ended or forgot it.
+
+    The client re-initializes once and sends the request again (a 404 means the request never
+    reached a session, so sending it again cannot run it twice); this error reaches the caller
+    only when the new session is refused too.
+
+    Attributes:
+        session_id: The session the server no longer knows.
+    """
+
+    def __init__(self, message: str, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class RequestError(TrioMCPError):
+    """The server answered a request with a JSON-RPC error (for example, an unknown tool).
+
+    Attributes:
+        message: The error's message, as the server wrote it.
+        code: The JSON-RPC error code (-32602 invalid params, -32601 unknown method, ...).
+        data: The error's optional structured detail.
+    """
+
+    def __init__(self, message: str, code: int, data: Any = None) -> None:
+        super().__init__(f"{message} (JSON-RPC error {code})")
+        self.message = message
+        self.code = code
+        self.data = data
+
+
+class ToolCallError(TrioMCPError):
+    """A tool call's result was marked `isError` and the caller asked for it to raise.
+
+    Attributes:
+        tool: The tool's name.
+        result: The whole result (a `trio_mcp.ToolResult`), content blocks included.
+    """
+
+    def __init__(self, tool: str, message: str, result: Any) -> None:
+        super().__init__(f"tool {tool!r} failed: {message}")
+        self.tool = tool
+        self.result = result

@@ -1,0 +1,921 @@
+"""`Client`: the trio runtime of one connection to an MCP server, whatever carries it.
+
+Rule 1: the client never sees bytes of a transport, sockets or subprocesses. It talks to a
+        `Link` (see below), which sends one message and delivers incoming frames on a channel;
+        links live in `transports/` and the composition root (`_connect`) picks one.
+Rule 2: responses are matched to requests by id. A request's id is in `_pending` from the moment
+        it is sent until its caller returns, however it returns (answer, error, cancellation),
+        so many calls share one connection and a finished call frees its id.
+Rule 3: timeouts belong to the caller (`with trio.fail_after(...)` around a call). A call that
+        is cancelled after it was sent tells the server with `notifications/cancelled`, under a
+        short shielded scope, and its late response (if any) is dropped.
+Rule 4: when the incoming frames end, every waiting call fails with `ConnectionClosed`, whose
+        message is the link's account of why (exit code, last stderr lines, network error).
+Rule 5: a request is sent once. It is sent again only when it cannot have run: the link says so
+        (connection refused), the HTTP server refused the session (404, after which the client
+        initializes a new session), or the caller marked it `retry_safe`.
+Rule 6: the only task is the reader, started by `open_session` and ended with its `async with`;
+        a single error raised in the block comes out as itself, not as an ExceptionGroup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import trio
+
+from ._exceptions import (
+    ConnectionClosed,
+    RemoteProtocolError,
+    RequestError,
+    SessionExpiredError,
+    ToolCallError,
+)
+from ._framing import LineTooLong
+from ._jsonrpc import (
+    METHOD_NOT_FOUND,
+    ErrorResponse,
+    Notification,
+    Request,
+    Response,
+    error_response,
+    parse,
+    result_response,
+)
+from ._session import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
+from ._types import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+
+__all__ = [
+    "CLIENT_VERSIONS",
+    "Client",
+    "Link",
+    "LogMessage",
+    "Progress",
+    "ToolInfo",
+    "ToolParameter",
+    "ToolResult",
+    "lone_exception",
+    "open_session",
+]
+
+logger = logging.getLogger("trio_mcp.client")
+#: Where a server's log notifications go when no `log_handler` is given.
+server_logger = logging.getLogger("trio_mcp.client.server")
+
+#: Every revision this client speaks, newest first.
+CLIENT_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+
+# Seconds a cancelled call may spend telling the server (shielded from the cancellation that
+# caused it): long enough for a loopback or LAN round trip, short enough that a stalled peer
+# cannot hold a caller that asked to stop. The official SDKs send the notice without waiting.
+CANCEL_NOTICE_SECONDS: Final = 2.0
+# Seconds a failed send waits for the reader to learn why the connection ended (a subprocess's
+# exit code and stderr), so that the caller gets that account rather than "broken pipe".
+CLOSE_REASON_SECONDS: Final = 5.0
+# Pages `list_tools` follows before deciding the server's cursors go round in circles.
+MAX_PAGES: Final = 10_000
+
+_META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+_META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+_META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+_UNSUPPORTED_VERSION: Final = -32022
+
+_LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+#: What a link delivers: frames (one JSON text each), or batches of lines read at once in which
+#: a `LineTooLong` stands for a line that was too long to keep.
+Incoming = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[list[bytes | LineTooLong]]
+
+
+class Link(Protocol):
+    """A transport as the client sees it (implemented in `transports/`).
+
+    `send` sends one JSON-RPC message; whatever the server sends arrives on `incoming`, which
+    ends when the connection does. Per-request transports (Streamable HTTP) read the answer to
+    a request inside `send` and put it on `incoming` too.
+    """
+
+    @property
+    def incoming(self) -> Incoming:
+        """Frames from the server; the channel ends when the connection does."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The transport's session (HTTP), or None."""
+
+    async def send(self, message: dict[str, Any], *, retry_safe: bool = False) -> None:
+        """Send one message.
+
+        Raises:
+            ConnectionClosed: the connection is gone (with the reason).
+            SessionExpiredError: the HTTP server no longer knows the session.
+            RequestError: the HTTP server refused the request with a JSON-RPC error body.
+            trio.BrokenResourceError: the stream broke; `close_reason` says why.
+        """
+
+    def negotiated(self, version: str) -> None:
+        """Learn the protocol version in use (HTTP sends it in a header)."""
+
+    async def close_reason(self) -> str:
+        """Why `incoming` ended (may wait briefly, e.g. for a process's exit code)."""
+
+
+# -- records --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress notification for a call (`notifications/progress`).
+
+    Attributes:
+        progress: How far the call got; increases with each notification.
+        total: The value `progress` will reach, when the server knows it.
+        message: A human-readable description of the current step.
+    """
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """A log notification from the server (`notifications/message`).
+
+    Attributes:
+        level: The syslog level name ("debug" .. "emergency").
+        data: What was logged: usually a string, any JSON value is allowed.
+        logger: The name of the server-side logger, when given.
+    """
+
+    level: str
+    data: Any
+    logger: str | None = None
+
+
+_NO_DEFAULT: Final[Any] = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolParameter:
+    """One top-level parameter of a tool, read from its input schema.
+
+    Attributes:
+        name: The argument's name.
+        type: A short description of the JSON type ("number", "integer 1..100", "hit|wound").
+        required: Whether the call must give it.
+        description: What the parameter means, when the schema says.
+        default: The default value (see `has_default`).
+    """
+
+    name: str
+    type: str
+    required: bool
+    description: str | None = None
+    default: Any = _NO_DEFAULT
+
+    @property
+    def has_default(self) -> bool:
+        """Whether the schema names a default value."""
+        return self.default is not _NO_DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A tool as the server lists it (`tools/list`).
+
+    Attributes:
+        name: The name to call it by.
+        description: What it does, for the model.
+        input_schema: JSON Schema of its arguments object.
+        output_schema: JSON Schema of its `structuredContent`, when it declares one.
+        title: A display name.
+        annotations: Behaviour hints (readOnlyHint, ...), untrusted.
+        raw: The tool object exactly as the server sent it.
+    """
+
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def parameters(self) -> tuple[ToolParameter, ...]:
+        """The top-level parameters of `input_schema`, in schema order."""
+        properties = self.input_schema.get("properties")
+        if not isinstance(properties, dict):
+            return ()
+        required = self.input_schema.get("required")
+        required_names = set(required) if isinstance(required, list) else set()
+        out = []
+        for name, value in properties.items():
+            schema = value if isinstance(value, dict) else {}
+            description = schema.get("description")
+            out.append(
+                ToolParameter(
+                    name=str(name),
+                    type=describe_type(schema),
+                    required=name in required_names,
+                    description=description if isinstance(description, str) else None,
+                    default=schema.get("default", _NO_DEFAULT),
+                )
+            )
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of `tools/call`.
+
+    Attributes:
+        content: The content blocks: `TextContent`, `ImageContent`, `AudioContent`,
+            `EmbeddedResource`, `ResourceLink`, or the raw object of a block type this
+            client does not know.
+        structured: The `structuredContent` object, when the tool returned one.
+        is_error: Whether the tool reported a failure (the reason is in `content`).
+        meta: The result's `_meta`, when present.
+        raw: The result object exactly as the server sent it.
+    """
+
+    content: tuple[ContentBlock | dict[str, Any], ...]
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines ("" when there are none)."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+def describe_type(schema: Mapping[str, Any]) -> str:
+    """A short, human-readable form of a JSON Schema's type, for tables and messages."""
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return "|".join(str(value) for value in enum)
+    if "const" in schema:
+        return repr(schema["const"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        text = "|".join(str(k) for k in kind)
+    elif isinstance(kind, str):
+        text = kind
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            text = f"array[{describe_type(schema['items'])}]"
+    else:
+        variants = schema.get("anyOf") or schema.get("oneOf")
+        if isinstance(variants, list) and variants:
+            return "|".join(describe_type(v) for v in variants if isinstance(v, dict))
+        return "any"
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    high = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if low is not None or high is not None:
+        text += f" {'' if low is None else low}..{'' if high is None else high}"
+    return text
+
+
+def _content_block(wire: Any) -> ContentBlock | dict[str, Any]:
+    if not isinstance(wire, dict):
+        return {"type": "unknown", "value": wire}
+    kind = wire.get("type")
+    annotations = wire.get("annotations")
+    meta = wire.get("_meta")
+    try:
+        if kind == "text" and isinstance(wire.get("text"), str):
+            return TextContent(wire["text"], annotations, meta)
+        if kind in ("image", "audio") and isinstance(wire.get("data"), str):
+            cls = ImageContent if kind == "image" else AudioContent
+            return cls(wire["data"], str(wire.get("mimeType", "")), annotations, meta)
+        if kind == "resource" and isinstance(wire.get("resource"), dict):
+            resource = wire["resource"]
+            return EmbeddedResource(
+                str(resource.get("uri", "")),
+                text=resource.get("text"),
+                blob=resource.get("blob"),
+                mime_type=resource.get("mimeType"),
+                annotations=annotations,
+                meta=meta,
+            )
+        if kind == "resource_link" and isinstance(wire.get("uri"), str):
+            return ResourceLink(
+                wire["uri"],
+                str(wire.get("name", "")),
+                title=wire.get("title"),
+                description=wire.get("description"),
+                mime_type=wire.get("mimeType"),
+                size=wire.get("size"),
+                annotations=annotations,
+                meta=meta,
+            )
+    except ValueError:  # e.g. a resource with both text and blob
+        pass
+    return wire
+
+
+def _tool_result(result: Any) -> ToolResult:
+    if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
+        raise RemoteProtocolError(f"malformed tools/call result: {str(result)[:200]}")
+    structured = result.get("structuredContent")
+    meta = result.get("_meta")
+    return ToolResult(
+        content=tuple(_content_block(block) for block in result.get("content", [])),
+        structured=structured if isinstance(structured, dict) else None,
+        is_error=result.get("isError") is True,
+        meta=meta if isinstance(meta, dict) else None,
+        raw=result,
+    )
+
+
+def _tool_info(wire: Any) -> ToolInfo:
+    if not isinstance(wire, dict) or not isinstance(wire.get("name"), str):
+        raise RemoteProtocolError(f"malformed tool in tools/list: {str(wire)[:200]}")
+    schema = wire.get("inputSchema")
+    output = wire.get("outputSchema")
+    annotations = wire.get("annotations")
+    description = wire.get("description")
+    title = wire.get("title")
+    return ToolInfo(
+        name=wire["name"],
+        description=description if isinstance(description, str) else None,
+        input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+        output_schema=output if isinstance(output, dict) else None,
+        title=title if isinstance(title, str) else None,
+        annotations=annotations if isinstance(annotations, dict) else None,
+        raw=wire,
+    )
+
+
+# -- the runtime ----------------------------------------------------------------------------------
+
+ProgressHandler = Callable[[Progress], Awaitable[None] | None]
+LogHandler = Callable[[LogMessage], Awaitable[None] | None]
+
+
+class _Pending:
+    __slots__ = ("answer", "done", "progress")
+
+    def __init__(self, progress: ProgressHandler | None) -> None:
+        self.done = trio.Event()
+        self.answer: Response | ErrorResponse | None = None
+        self.progress = progress
+
+
+async def _call_handler(handler: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
+    # A handler's bug must not stop the reader (every other call would hang): log it instead.
+    try:
+        value = handler(arg)
+        if inspect.isawaitable(value):
+            await value
+    except Exception:
+        logger.exception("a progress or log handler failed")
+
+
+class Client:
+    """A connection to one MCP server; create it with `trio_mcp.open_client`.
+
+    Every method may be called from many tasks at once: calls share the connection and are
+    matched to their answers by id. Wrap a call in `trio.fail_after(...)` to bound it.
+
+    Attributes:
+        protocol_version: The revision in use.
+        server_info: The server's `{"name": ..., "version": ...}`.
+        server_capabilities: What the server said it can do.
+        instructions: The server's advice on how to use it, when given.
+    """
+
+    def __init__(
+        self,
+        link: Link,
+        *,
+        client_info: Mapping[str, Any] | None = None,
+        protocol_version: str = LATEST_HANDSHAKE_VERSION,
+        log_handler: LogHandler | None = None,
+        validate_output: bool = True,
+    ) -> None:
+        if protocol_version not in CLIENT_VERSIONS:
+            raise ValueError(
+                f"unsupported protocol version {protocol_version!r}; "
+                f"choose one of {', '.join(CLIENT_VERSIONS)}"
+            )
+        self._link = link
+        self._client_info = dict(client_info or {"name": "trio-mcp", "version": _version()})
+        self._wanted_version = protocol_version
+        self._log_handler = log_handler
+        self._validate_output = validate_output
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._closed: str | None = None
+        self._closed_event = trio.Event()
+        self._reinit_lock = trio.Lock()
+        self._tools: dict[str, ToolInfo] = {}
+        self._validators: dict[str, Any] = {}
+        self._modern = False
+        self.protocol_version: str = protocol_version
+        self.server_info: dict[str, Any] = {}
+        self.server_capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered (ids in use)."""
+        return len(self._pending)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended."""
+        return self._closed is not None
+
+    @property
+    def session_id(self) -> str | None:
+        """The HTTP session id, or None for transports without sessions."""
+        return self._link.session_id
+
+    async def ping(self) -> None:
+        """Check that the server answers (`ping`).
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+            RequestError: when the server answers with an error.
+        """
+        await self.request("ping", retry_safe=True)
+
+    async def list_tools(self) -> list[ToolInfo]:
+        """Every tool the server offers, following `nextCursor` through all pages.
+
+        The tools are remembered, so that `call_tool` can check results against their output
+        schemas.
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+            RequestError: when the server answers with an error.
+            RemoteProtocolError: when the answer is malformed or its cursors loop.
+        """
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            result = await self.request(
+                "tools/list", {"cursor": cursor} if cursor is not None else None, retry_safe=True
+            )
+            if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+                raise RemoteProtocolError(f"malformed tools/list result: {str(result)[:200]}")
+            tools.extend(_tool_info(tool) for tool in result["tools"])
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                break
+            if cursor in seen:
+                raise RemoteProtocolError(f"tools/list cursor {cursor!r} came back twice")
+            seen.add(cursor)
+        else:
+            raise RemoteProtocolError(f"tools/list went on for more than {MAX_PAGES} pages")
+        self._tools = {tool.name: tool for tool in tools}
+        self._validators.clear()
+        return tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressHandler | None = None,
+        raise_on_error: bool = False,
+        retry_safe: bool = False,
+    ) -> ToolResult:
+        """Call a tool and return its result.
+
+        When the tool was listed by `list_tools` with an output schema, its `structuredContent`
+        is checked against that schema (if the `jsonschema` package is installed; without it,
+        no check is made). Pass `validate_output=False` to `open_client` to skip the check.
+
+        Args:
+            name: The tool's name.
+            arguments: Its arguments (a JSON object).
+            progress: Called with each `Progress` the server reports for this call (may be
+                async; it runs on the connection's reader, so keep it quick).
+            raise_on_error: Raise `ToolCallError` when the result has `isError`.
+            retry_safe: The call may run twice without harm: a transport may send it again
+                after a network error that leaves unknown whether it arrived.
+
+        Returns:
+            The result; `is_error` tells whether the tool reported a failure.
+
+        Raises:
+            ToolCallError: when `raise_on_error` and the tool reported a failure.
+            RequestError: when the server refuses the call (unknown tool: -32602).
+            RemoteProtocolError: when the result is malformed or breaks its output schema.
+            ConnectionClosed: when the connection ends before the answer.
+        """
+        params = {"name": name, "arguments": dict(arguments or {})}
+        raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
+        result = _tool_result(raw)
+        if result.is_error:
+            if raise_on_error:
+                raise ToolCallError(name, result.text or "(no message)", result)
+        elif self._validate_output:
+            self._check_output(name, result)
+        return result
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask the server to send log notifications at `level` and above (`logging/setLevel`).
+
+        Raises:
+            RequestError: when the server refuses the level.
+        """
+        await self.request("logging/setLevel", {"level": level}, retry_safe=True)
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressHandler | None = None,
+        retry_safe: bool = False,
+    ) -> Any:
+        """Send any request and return its `result`.
+
+        Args:
+            method: The JSON-RPC method.
+            params: Its parameters.
+            progress: Called with each `Progress` the server reports for this request.
+            retry_safe: The request may be sent again after an ambiguous network error.
+
+        Returns:
+            The response's `result`.
+
+        Raises:
+            RequestError: when the server answers with a JSON-RPC error.
+            ConnectionClosed: when the connection ends before the answer.
+        """
+        if self._closed is not None:
+            raise ConnectionClosed(self._closed)
+        request_id = next(self._ids)
+        body = dict(params or {})
+        meta = dict(body.get("_meta") or {})
+        if progress is not None:
+            meta["progressToken"] = request_id
+        if self._modern:
+            meta.update(self._modern_meta())
+        if meta:
+            body["_meta"] = meta
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if body or params is not None:
+            message["params"] = body
+        pending = _Pending(progress)
+        self._pending[request_id] = pending
+        try:
+            try:
+                await self._send_request(message, retry_safe)
+                await pending.done.wait()
+            except trio.Cancelled:
+                if method != "initialize":  # spec, lifecycle: initialize is never cancelled
+                    await self._send_cancel(request_id)
+                raise
+        finally:
+            del self._pending[request_id]
+        answer = pending.answer
+        if answer is None:
+            raise ConnectionClosed(self._closed or "connection closed")
+        if isinstance(answer, ErrorResponse):
+            raise RequestError(answer.message, answer.code, answer.data)
+        return answer.result
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification (no answer is expected).
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+        """
+        if self._closed is not None:
+            raise ConnectionClosed(self._closed)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        await self._send(message, retry_safe=False)
+
+    # -- handshake ----------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        if self._wanted_version in MODERN_VERSIONS and await self._discover():
+            return
+        await self._initialize()
+
+    async def _discover(self) -> bool:
+        # spec 2026-07-28, versioning: probe with server/discover; a recognised modern error
+        # (-32022) names the versions to retry with; any other error means a handshake server.
+        self._modern = True
+        try:
+            result = await self.request("server/discover", retry_safe=True)
+        except RequestError as exc:
+            self._modern = False
+            if exc.code != _UNSUPPORTED_VERSION:
+                logger.info("server/discover failed (%s): falling back to initialize", exc)
+                return False
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            if not isinstance(supported, list) or not set(supported) & set(HANDSHAKE_VERSIONS):
+                raise
+            return False
+        if not isinstance(result, dict):
+            raise RemoteProtocolError(f"malformed server/discover result: {str(result)[:200]}")
+        supported = result.get("supportedVersions")
+        if isinstance(supported, list) and self._wanted_version not in supported:
+            self._modern = False
+            return False
+        meta = result.get("_meta")
+        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
+        self._adopt(self._wanted_version, info, result)
+        return True
+
+    async def _initialize(self) -> None:
+        wanted = (
+            self._wanted_version
+            if self._wanted_version in HANDSHAKE_VERSIONS
+            else LATEST_HANDSHAKE_VERSION
+        )
+        result = await self.request(
+            "initialize",
+            {"protocolVersion": wanted, "capabilities": {}, "clientInfo": self._client_info},
+            retry_safe=True,
+        )
+        if not isinstance(result, dict):
+            raise RemoteProtocolError(f"malformed initialize result: {str(result)[:200]}")
+        version = result.get("protocolVersion")
+        if version not in HANDSHAKE_VERSIONS:
+            raise RemoteProtocolError(
+                f"the server chose protocol version {version!r}, which this client does not "
+                f"speak (it speaks {', '.join(HANDSHAKE_VERSIONS)})"
+            )
+        self._adopt(version, result.get("serverInfo"), result)
+        await self.notify("notifications/initialized")
+
+    def _adopt(self, version: str, info: Any, result: dict[str, Any]) -> None:
+        self.protocol_version = version
+        self.server_info = info if isinstance(info, dict) else {}
+        capabilities = result.get("capabilities")
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self._link.negotiated(version)
+
+    def _modern_meta(self) -> dict[str, Any]:
+        return {
+            _META_VERSION: self._wanted_version,
+            _META_CAPABILITIES: {},
+            _META_CLIENT_INFO: self._client_info,
+        }
+
+    # -- sending ------------------------------------------------------------------------------
+
+    async def _send_request(self, message: dict[str, Any], retry_safe: bool) -> None:
+        try:
+            await self._send(message, retry_safe=retry_safe)
+        except SessionExpiredError as expired:
+            if message["method"] == "initialize" or self._modern:
+                raise
+            # The session is gone (server restarted, or the session ended or expired): start a
+            # new one, once for all the calls that learn of it together, then send again. The
+            # 404 came before the request reached a session, so it cannot run twice.
+            async with self._reinit_lock:
+                if self._link.session_id in (expired.session_id, None):
+                    logger.info("session %s expired; initializing a new one", expired.session_id)
+                    await self._initialize()
+            await self._send(message, retry_safe=retry_safe)
+
+    async def _send(self, message: dict[str, Any], *, retry_safe: bool) -> None:
+        try:
+            await self._link.send(message, retry_safe=retry_safe)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The stream broke under us: the reader is about to learn why; wait for its account.
+            with trio.move_on_after(CLOSE_REASON_SECONDS):
+                await self._closed_event.wait()
+            raise ConnectionClosed(self._closed or "connection closed") from None
+
+    async def _send_cancel(self, request_id: int) -> None:
+        if self._closed is not None:
+            return
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
+            notice = {"requestId": request_id, "reason": "cancelled by the client"}
+            try:
+                await self.notify("notifications/cancelled", notice)
+            except Exception as exc:
+                logger.debug("could not send the cancellation of request %s: %s", request_id, exc)
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    async def _read(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            async for item in self._link.incoming:
+                for frame in (item,) if isinstance(item, bytes | bytearray) else item:
+                    if isinstance(frame, LineTooLong):
+                        logger.warning("dropped a message longer than %d bytes", frame.limit)
+                    else:
+                        await self._frame(frame)
+            reason = await self._link.close_reason()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = await self._link.close_reason()
+        self._close(reason)
+
+    def _close(self, reason: str) -> None:
+        self._closed = reason
+        self._closed_event.set()
+        for pending in self._pending.values():
+            pending.done.set()  # no answer: the caller raises ConnectionClosed
+        if self._pending:
+            logger.warning("%s; %d call(s) failed", reason, len(self._pending))
+
+    async def _frame(self, frame: bytes) -> None:
+        messages, _ = parse(frame)
+        for message in messages:
+            if isinstance(message, Response | ErrorResponse):
+                self._answer(message)
+            elif isinstance(message, Notification):
+                await self._notification(message)
+            elif isinstance(message, Request):
+                await self._server_request(message)
+            else:
+                logger.warning("ignored an invalid message from the server: %s", message)
+
+    def _answer(self, answer: Response | ErrorResponse) -> None:
+        pending = self._pending.get(answer.id) if type(answer.id) is int else None
+        if pending is None or pending.done.is_set():
+            if isinstance(answer, ErrorResponse) and answer.id is None:
+                logger.warning("the server reported an error: %s", answer.message)
+            else:
+                logger.debug("dropped an answer to request %r, which no call awaits", answer.id)
+            return
+        pending.answer = answer
+        pending.done.set()
+
+    async def _notification(self, message: Notification) -> None:
+        params = message.params or {}
+        if message.method == "notifications/progress":
+            token = params.get("progressToken")
+            pending = self._pending.get(token) if type(token) is int else None
+            progress = params.get("progress")
+            if pending is None or pending.progress is None or not isinstance(progress, int | float):
+                return
+            total = params.get("total")
+            text = params.get("message")
+            update = Progress(
+                progress,
+                total if isinstance(total, int | float) else None,
+                text if isinstance(text, str) else None,
+            )
+            await _call_handler(pending.progress, update)
+        elif message.method == "notifications/message":
+            level = params.get("level")
+            name = params.get("logger")
+            record = LogMessage(
+                level if isinstance(level, str) else "info",
+                params.get("data"),
+                name if isinstance(name, str) else None,
+            )
+            if self._log_handler is not None:
+                await _call_handler(self._log_handler, record)
+            else:
+                server_logger.log(
+                    _LOG_LEVELS.get(record.level, logging.INFO),
+                    "%s%s",
+                    f"[{record.logger}] " if record.logger else "",
+                    record.data,
+                )
+        else:
+            logger.debug("ignored notification %s", message.method)
+
+    async def _server_request(self, request: Request) -> None:
+        # This client offers no capabilities (sampling, roots, elicitation): it answers ping
+        # and refuses the rest, as JSON-RPC requires an answer to every request.
+        if request.method == "ping":
+            answer = result_response(request.id, {})
+        else:
+            answer = error_response(
+                request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}"
+            )
+        with contextlib.suppress(Exception):
+            await self._link.send(answer)
+
+    # -- output schemas -----------------------------------------------------------------------
+
+    def _check_output(self, name: str, result: ToolResult) -> None:
+        tool = self._tools.get(name)
+        if tool is None or tool.output_schema is None:
+            return
+        if result.structured is None:
+            raise RemoteProtocolError(
+                f"tool {name!r} declares an output schema but returned no structuredContent"
+            )
+        validator = self._validators.get(name)
+        if validator is None:
+            try:
+                import jsonschema  # noqa: PLC0415 - optional: checks run only when installed
+            except ImportError:
+                self._validate_output = False
+                return
+            cls = jsonschema.validators.validator_for(tool.output_schema)
+            validator = self._validators[name] = cls(tool.output_schema)
+        error = next(iter(validator.iter_errors(result.structured)), None)
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+            raise RemoteProtocolError(
+                f"tool {name!r} returned structuredContent that breaks its output schema "
+                f"at {where}: {error.message}"
+            )
+
+
+def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The single exception inside nested one-member groups, or None when there are more."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc
+
+
+def reraise_lone(group: BaseExceptionGroup[BaseException]) -> None:
+    """Raise the lone exception of `group` as itself (traceback and context kept), else `group`."""
+    lone = lone_exception(group)
+    if lone is None:
+        raise group
+    context = lone.__context__
+    try:
+        raise lone
+    finally:
+        lone.__context__ = context  # not the group we unwrapped
+
+
+@contextlib.asynccontextmanager
+async def open_session(
+    link: Link,
+    *,
+    client_info: Mapping[str, Any] | None = None,
+    protocol_version: str = LATEST_HANDSHAKE_VERSION,
+    log_handler: LogHandler | None = None,
+    validate_output: bool = True,
+) -> AsyncIterator[Client]:
+    """Run a `Client` over `link` for the `async with` block, after the handshake.
+
+    Args:
+        link: The transport.
+        client_info: `{"name": ..., "version": ...}` sent to the server.
+        protocol_version: The revision to ask for (the server may answer with another).
+        log_handler: Receives the server's log notifications.
+        validate_output: Check structured results against the tools' output schemas.
+
+    Yields:
+        The connected client.
+    """
+    client = Client(
+        link,
+        client_info=client_info,
+        protocol_version=protocol_version,
+        log_handler=log_handler,
+        validate_output=validate_output,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(client._read)
+            await client._start()
+            yield client
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - once
+
+    try:
+        return version("trio-mcp")
+    except PackageNotFoundError:
+        return "0+unknown"

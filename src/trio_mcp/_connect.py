@@ -1,0 +1,157 @@
+"""Composition root, client side: `open_client` picks a link for a target and runs a `Client`.
+
+Rule 1: this module only wires. The runtime (`_client`) and the links (`transports/`) do not
+        know each other, and neither knows `Server`; an in-process server is served here, over
+        memory channels, in the client's own nursery.
+Rule 2: what `open_client` starts ends with its `async with`, and a single error comes out as
+        itself, however many nurseries it crossed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Literal
+from urllib.parse import urlsplit
+
+import trio
+
+from ._client import Client, Link, LogHandler, open_session, reraise_lone
+from ._framing import DEFAULT_MAX_LINE_BYTES
+from ._server import Server
+from ._session import LATEST_HANDSHAKE_VERSION
+from .transports.http_client import RetryPolicy, open_sse_link, open_streamable_http_link
+from .transports.links import (
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    ChannelLink,
+    open_process_link,
+)
+from .transports.memory import memory_channel_pair
+
+__all__ = ["open_client"]
+
+Transport = Literal["auto", "stdio", "streamable-http", "sse"]
+
+
+@contextlib.asynccontextmanager
+async def open_client(
+    target: str | Sequence[str] | Server,
+    *,
+    transport: Transport = "auto",
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    retry: RetryPolicy | None = None,
+    client_info: Mapping[str, str] | None = None,
+    protocol_version: str = LATEST_HANDSHAKE_VERSION,
+    log_handler: LogHandler | None = None,
+    validate_output: bool = True,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    echo_stderr: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server, initialize, and yield a `Client` for the `async with` block.
+
+    ```python
+    async with open_client(["python", "-m", "demo_tools"]) as client:
+        result = await client.call_tool("calculator.add", {"a": 5, "b": 3})
+    ```
+
+    Args:
+        target: What to connect to:
+            a command and its arguments (a list): run as a subprocess, spoken to over stdio;
+            an http(s) URL: Streamable HTTP, or the legacy HTTP+SSE transport when the path
+            ends in `/sse`;
+            a `Server`: served in this process over memory channels (for tests).
+        transport: Force "stdio", "streamable-http" or "sse" instead of guessing ("auto").
+        env: stdio: variables added to the environment the server inherits.
+        cwd: stdio: the server's working directory.
+        headers: HTTP: sent with every request (e.g. `{"Authorization": "Bearer ..."}`).
+        retry: HTTP: how transient network failures are retried (`RetryPolicy`).
+        client_info: `{"name": ..., "version": ...}` sent to the server.
+        protocol_version: The revision to ask for; the server may answer with an older one.
+            "2026-07-28" speaks per-request metadata (no handshake) when the server does, and
+            falls back to `initialize` when it does not.
+        log_handler: Receives each `LogMessage` the server sends (sync or async). Without one,
+            they go to the `trio_mcp.client.server` logger.
+        validate_output: Check a tool's `structuredContent` against its output schema (needs
+            the `jsonschema` package and a prior `list_tools()`).
+        shutdown_timeout: stdio: seconds the server gets to exit after its stdin closes, and
+            again after SIGTERM, before it is killed.
+        echo_stderr: stdio: copy the server's stderr to ours (it is always kept for errors).
+        max_line_bytes: stdio: the longest message accepted from the server.
+
+    Yields:
+        The connected, initialized client.
+
+    Raises:
+        ConnectionClosed: when the server cannot be reached or ends before answering.
+        TransportError: when the server cannot be started or refuses the connection.
+        RemoteProtocolError: when the server answers the handshake in a way this client
+            cannot speak.
+        ValueError: for a target that is neither a command, a URL nor a `Server`.
+    """
+    session = functools.partial(
+        open_session,
+        client_info=client_info,
+        protocol_version=protocol_version,
+        log_handler=log_handler,
+        validate_output=validate_output,
+    )
+    try:
+        if isinstance(target, Server):
+            async with _in_process(target, session) as client:
+                yield client
+            return
+        if isinstance(target, str):
+            if urlsplit(target).scheme not in ("http", "https"):
+                raise ValueError(
+                    f"{target!r} is not an http(s) URL; give a command as a list, e.g. "
+                    '["python", "-m", "demo_tools"]'
+                )
+            sse = transport == "sse" or (
+                transport == "auto" and urlsplit(target).path.rstrip("/").endswith("/sse")
+            )
+            if sse:
+                async with (
+                    open_sse_link(target, headers=headers, retry=retry) as sse_link,
+                    session(sse_link) as client,
+                ):
+                    yield client
+            else:
+                async with (
+                    open_streamable_http_link(target, headers=headers, retry=retry) as http_link,
+                    session(http_link) as client,
+                ):
+                    yield client
+            return
+        async with (
+            open_process_link(
+                list(target),
+                env=env,
+                cwd=cwd,
+                max_line_bytes=max_line_bytes,
+                shutdown_timeout=shutdown_timeout,
+                echo_stderr=echo_stderr,
+            ) as process_link,
+            session(process_link) as client,
+        ):
+            yield client
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
+
+
+@contextlib.asynccontextmanager
+async def _in_process(
+    server: Server, session: Callable[[Link], AbstractAsyncContextManager[Client]]
+) -> AsyncIterator[Client]:
+    client_end, server_end = memory_channel_pair()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+        link = ChannelLink(client_end.send, client_end.receive, f"in-process server {server.name}")
+        async with session(link) as client:
+            yield client
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,555 @@
+"""Client-side HTTP links (httpx): Streamable HTTP, and the legacy HTTP+SSE transport.
+
+Rule 1: Streamable HTTP is per request: `send` POSTs one message and, for a request, reads its
+        answer (`application/json`, or an SSE stream of notifications ending with the response)
+        onto `incoming` as it arrives, so progress shows live. The session id from the
+        `initialize` answer goes on every later request, with `MCP-Protocol-Version`; the
+        session is ended with DELETE when the link closes.
+Rule 2: a message is sent again only when it cannot have run: the connection was never made
+        (refused, connect timeout), or the server refused it before reading it (429, 503), or
+        the caller said it is safe (`retry_safe`). Waits between attempts grow exponentially
+        with full jitter and the attempts are bounded (`RetryPolicy`). A 404 naming our session
+        raises `SessionExpiredError`: the client decides to start a new session.
+Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `endpoint` event,
+        then every message from the server; each message to the server is POSTed to the
+        endpoint. When the stream ends, `incoming` ends and waiting calls fail.
+Rule 4: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
+        httpx is imported only when a link is opened, so trio-mcp imports without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urljoin, urlsplit
+
+import trio
+
+from .._exceptions import (
+    ConnectionClosed,
+    RemoteProtocolError,
+    RequestError,
+    SessionExpiredError,
+    TransportError,
+)
+from .._jsonrpc import dumps, loads
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "RetryPolicy",
+    "SseDecoder",
+    "SseEvent",
+    "SseLink",
+    "StreamableHttpLink",
+    "open_sse_link",
+    "open_streamable_http_link",
+]
+
+logger = logging.getLogger("trio_mcp.client.http")
+
+ACCEPT: Final = "application/json, text/event-stream"
+# Messages from the server queued for the client's reader before an HTTP read waits.
+INCOMING_BUFFER: Final = 256
+# Seconds to establish a connection: a transport concern (a refused or silent host is retried),
+# unlike reads, whose length is the caller's business. httpx's own default is 5 s.
+CONNECT_TIMEOUT: Final = 10.0
+# Seconds the DELETE that ends a session may take when the link closes.
+CLOSE_TIMEOUT: Final = 2.0
+# Longest Retry-After honoured, in seconds: a server asking for more is treated as down.
+MAX_RETRY_AFTER: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How transient HTTP failures are retried.
+
+    Delays follow "full jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter"): the
+    n-th wait is uniform in [0, min(max_delay, base_delay * 2**(n-1))], so clients that failed
+    together do not come back together.
+
+    Attributes:
+        attempts: Tries in all, the first included (1 disables retrying). The default, 5,
+            bounds the worst wait at 0.25 + 0.5 + 1 + 2 = 3.75 s.
+        base_delay: Seconds of the first wait's upper bound.
+        max_delay: Cap on any single wait, in seconds.
+    """
+
+    attempts: int = 5
+    base_delay: float = 0.25
+    max_delay: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1 for the first retry)."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (retry - 1)))
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One server-sent event."""
+
+    event: str
+    data: str
+
+
+class SseDecoder:
+    """Turns the lines of a `text/event-stream` into events (WHATWG HTML, server-sent events).
+
+    `id` and `retry` fields are read past: this client does not resume streams.
+    """
+
+    __slots__ = ("_data", "_event")
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+
+    def line(self, line: str) -> SseEvent | None:
+        """Feed one line (without its line break); returns the event a blank line completes."""
+        if not line:
+            if not self._data:
+                self._event = ""
+                return None
+            event = SseEvent(self._event or "message", "\n".join(self._data))
+            self._event = ""
+            self._data = []
+            return event
+        if line.startswith(":"):
+            return None  # a comment (keep-alive)
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        return None
+
+
+def _unsent(exc: Exception) -> bool:
+    import httpx  # noqa: PLC0415 - loaded with the link
+
+    # The request never left: no connection was made (refused, unreachable, timed out while
+    # connecting) or no pooled connection became free.
+    return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+
+
+def _error_from(status: int, body: bytes, url: str) -> Exception:
+    """The exception for an HTTP error answer: the JSON-RPC error it carries, if any."""
+    try:
+        data = loads(body)
+    except RemoteProtocolError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code")
+        return RequestError(
+            f"{error['message']} (HTTP {status})",
+            code if type(code) is int else -32600,
+            error.get("data"),
+        )
+    text = body.decode("utf-8", "replace").strip()[:200]
+    return TransportError(f"HTTP {status} from {url}" + (f": {text}" if text else ""))
+
+
+async def _expect_ok(response: httpx.Response, url: str) -> None:
+    if response.status_code != 200:
+        raise _error_from(response.status_code, await response.aread(), url)
+
+
+def _retry_after(response: httpx.Response, fallback: float) -> float:
+    value = response.headers.get("retry-after", "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return fallback
+    return max(0.0, min(seconds, MAX_RETRY_AFTER))
+
+
+def _http_client(headers: Mapping[str, str] | None) -> httpx.AsyncClient:
+    import httpx  # noqa: PLC0415 - HTTP code loads only when used
+
+    return httpx.AsyncClient(
+        headers=dict(headers or {}),
+        # Rule 4: reads are bounded by the caller; connecting is bounded here.
+        timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
+        # Every call in flight holds a connection (HTTP/1.1): no cap, or concurrent calls past
+        # the cap would queue behind long ones.
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+    )
+
+
+class _Busy(Exception):  # noqa: N818 - control flow: the server asked us to come back later
+    def __init__(self, seconds: float, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.seconds = seconds
+        self.status = status
+
+
+class StreamableHttpLink:
+    """A link to a Streamable HTTP endpoint; create it with `open_streamable_http_link`."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        retry: RetryPolicy,
+        incoming: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]],
+    ) -> None:
+        self.url = url
+        self.retry = retry
+        self._http = http
+        self._in_send, self._in_receive = incoming
+        self._session_id: str | None = None
+        self._version: str | None = None
+
+    @property
+    def incoming(self) -> trio.MemoryReceiveChannel[bytes]:
+        """Messages from the server, as the answers to our POSTs bring them."""
+        return self._in_receive
+
+    @property
+    def session_id(self) -> str | None:
+        """The `Mcp-Session-Id` the server gave at `initialize` (None for a stateless one)."""
+        return self._session_id
+
+    def negotiated(self, version: str) -> None:
+        """Send `MCP-Protocol-Version: version` from now on."""
+        self._version = version
+
+    async def close_reason(self) -> str:
+        """Why `incoming` ended: only the link's own closing ends it."""
+        return f"the connection to {self.url} was closed"
+
+    async def send(self, message: dict[str, Any], *, retry_safe: bool = False) -> None:
+        """POST one message; for a request, read its answer onto `incoming`.
+
+        Raises:
+            ConnectionClosed: when the server cannot be reached (after retries), or the
+                connection broke after the message may have arrived (and it is not
+                `retry_safe`).
+            SessionExpiredError: when the server answers 404 for our session.
+            RequestError: when the server refuses the message with a JSON-RPC error.
+            TransportError: for any other HTTP error status.
+        """
+        body = dumps(message)
+        method = message.get("method")
+        what = f"{method} request" if "id" in message and method else "message"
+        retry = 0
+        while True:
+            try:
+                await self._post(message, body)
+            except _Busy as busy:
+                if retry + 1 >= self.retry.attempts:
+                    raise ConnectionClosed(
+                        f"{self.url} is busy (HTTP {busy.status}) and refused the {what} "
+                        f"{retry + 1} time(s)"
+                    ) from None
+                wait = max(busy.seconds, self.retry.delay(retry + 1))
+            except Exception as exc:
+                if not _is_network_error(exc):
+                    raise
+                unsent = _unsent(exc)
+                if not (unsent or retry_safe) or retry + 1 >= self.retry.attempts:
+                    if unsent:
+                        raise ConnectionClosed(
+                            f"cannot reach {self.url} ({_describe(exc)}); gave up after "
+                            f"{retry + 1} attempt(s)"
+                        ) from exc
+                    raise ConnectionClosed(
+                        f"the connection to {self.url} broke during a {what} "
+                        f"({_describe(exc)}); not sent again, as it may have arrived"
+                    ) from exc
+                wait = self.retry.delay(retry + 1)
+                logger.warning(
+                    "%s to %s failed (%s); attempt %d of %d in %.2f s",
+                    what,
+                    self.url,
+                    _describe(exc),
+                    retry + 2,
+                    self.retry.attempts,
+                    wait,
+                )
+            else:
+                return
+            retry += 1
+            await trio.sleep(wait)
+
+    async def _post(self, message: dict[str, Any], body: bytes) -> None:
+        is_request = "id" in message and "method" in message
+        is_init = message.get("method") == "initialize"
+        headers = {"accept": ACCEPT, "content-type": "application/json"}
+        session_id = None if is_init else self._session_id
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if self._version is not None and not is_init:
+            headers["mcp-protocol-version"] = self._version
+        async with self._http.stream("POST", self.url, content=body, headers=headers) as response:
+            status = response.status_code
+            if status in (429, 503):
+                await response.aclose()
+                raise _Busy(_retry_after(response, 0.0), status)
+            if status == 404 and session_id is not None:
+                await response.aclose()
+                raise SessionExpiredError(
+                    f"{self.url} no longer knows session {session_id[:8]}... (HTTP 404)",
+                    session_id,
+                )
+            if status >= 400:
+                raise _error_from(status, await response.aread(), self.url)
+            if is_init:
+                self._session_id = response.headers.get("mcp-session-id")
+            if is_request:
+                await self._read_answer(response, message["id"])
+            else:
+                await response.aclose()
+
+    async def _read_answer(self, response: httpx.Response, request_id: Any) -> None:
+        status = response.status_code
+        if status == 202:
+            # No answer will ever come for this request: fail it rather than wait forever.
+            raise RemoteProtocolError(f"{self.url} accepted a request without answering it")
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "text/event-stream":
+            decoder = SseDecoder()
+            answered = False
+            async for line in response.aiter_lines():
+                event = decoder.line(line)
+                if event is not None and event.event == "message" and event.data:
+                    answered = answered or _answers(event.data, request_id)
+                    await self._in_send.send(event.data.encode())
+            if not answered:
+                raise RemoteProtocolError(
+                    f"{self.url} ended the event stream without answering the request"
+                )
+        elif kind == "application/json":
+            data = await response.aread()
+            if data.strip():
+                await self._in_send.send(data)
+        else:
+            raise RemoteProtocolError(
+                f"{self.url} answered a request with HTTP {status} and "
+                f"content type {kind or 'none'!r}, not JSON or an event stream"
+            )
+
+    async def end_session(self) -> None:
+        """Tell the server the session is over (DELETE); errors are ignored."""
+        session_id, self._session_id = self._session_id, None
+        if session_id is None:
+            return
+        headers = {"mcp-session-id": session_id}
+        if self._version is not None:
+            headers["mcp-protocol-version"] = self._version
+        with contextlib.suppress(Exception):
+            await self._http.delete(self.url, headers=headers)
+
+
+def _answers(data: str, request_id: Any) -> bool:
+    try:
+        message = loads(data)
+    except RemoteProtocolError:
+        return False
+    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+
+
+def _is_network_error(exc: Exception) -> bool:
+    import httpx  # noqa: PLC0415
+
+    return isinstance(exc, httpx.TransportError)
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.asynccontextmanager
+async def open_streamable_http_link(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    retry: RetryPolicy | None = None,
+) -> AsyncIterator[StreamableHttpLink]:
+    """Link to the Streamable HTTP endpoint at `url` for the `async with` block.
+
+    Args:
+        url: The endpoint, e.g. http://127.0.0.1:8000/mcp.
+        headers: Sent with every request (e.g. `Authorization`).
+        retry: How transient failures are retried.
+
+    Yields:
+        The link. On exit the session is ended with DELETE.
+    """
+    incoming = trio.open_memory_channel[bytes](INCOMING_BUFFER)
+    async with _http_client(headers) as http:
+        link = StreamableHttpLink(http, url, retry or RetryPolicy(), incoming)
+        try:
+            yield link
+        finally:
+            incoming[0].close()
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+                await link.end_session()
+
+
+class SseLink:
+    """A link to a legacy HTTP+SSE server; create it with `open_sse_link`."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        retry: RetryPolicy,
+        incoming: trio.MemoryReceiveChannel[bytes],
+    ) -> None:
+        self.url = url
+        self.retry = retry
+        #: Where messages are POSTed, from the stream's `endpoint` event.
+        self.endpoint = ""
+        self._http = http
+        self._incoming = incoming
+        self._reason = f"the server closed the event stream {url}"
+
+    @property
+    def incoming(self) -> trio.MemoryReceiveChannel[bytes]:
+        """Messages from the server's event stream."""
+        return self._incoming
+
+    @property
+    def session_id(self) -> str | None:
+        """None: the legacy transport's session lives and dies with its stream."""
+        return None
+
+    def negotiated(self, version: str) -> None:
+        """Nothing to do: the legacy transport carries no version header."""
+
+    async def close_reason(self) -> str:
+        """Why the event stream ended."""
+        return self._reason
+
+    async def send(self, message: dict[str, Any], *, retry_safe: bool = False) -> None:
+        """POST one message to the endpoint; its answer comes on the event stream.
+
+        Raises:
+            ConnectionClosed: when the server cannot be reached or has closed the session.
+            RequestError: when the server refuses the message with a JSON-RPC error.
+            TransportError: for any other HTTP error status.
+        """
+        body = dumps(message)
+        headers = {"content-type": "application/json"}
+        retry = 0
+        while True:
+            try:
+                response = await self._http.post(self.endpoint, content=body, headers=headers)
+            except Exception as exc:
+                if not _is_network_error(exc):
+                    raise
+                unsent = _unsent(exc)
+                if not (unsent or retry_safe) or retry + 1 >= self.retry.attempts:
+                    raise ConnectionClosed(
+                        f"sending to {self.endpoint} failed ({_describe(exc)})"
+                    ) from exc
+                retry += 1
+                await trio.sleep(self.retry.delay(retry))
+                continue
+            if response.status_code in (429, 503) and retry + 1 < self.retry.attempts:
+                retry += 1
+                await trio.sleep(max(_retry_after(response, 0.0), self.retry.delay(retry)))
+                continue
+            if response.status_code == 404:
+                raise ConnectionClosed(f"{self.url}: the server closed the session (HTTP 404)")
+            if response.status_code >= 400:
+                raise _error_from(response.status_code, response.content, self.endpoint)
+            return
+
+    async def _stream(
+        self,
+        send: trio.MemorySendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with send:
+            started = False
+            retry = 0
+            while True:
+                try:
+                    async with self._http.stream(
+                        "GET", self.url, headers={"accept": "text/event-stream"}
+                    ) as response:
+                        await _expect_ok(response, self.url)
+                        decoder = SseDecoder()
+                        async for line in response.aiter_lines():
+                            event = decoder.line(line)
+                            if event is None:
+                                continue
+                            if event.event == "endpoint" and not started:
+                                task_status.started(self._endpoint(event.data))
+                                started = True
+                            elif event.event == "message" and event.data:
+                                await send.send(event.data.encode())
+                    break
+                except Exception as exc:
+                    if not _is_network_error(exc):
+                        raise
+                    if started:
+                        self._reason = f"lost the event stream {self.url} ({_describe(exc)})"
+                        return
+                    if not _unsent(exc) or retry + 1 >= self.retry.attempts:
+                        raise ConnectionClosed(
+                            f"cannot open the event stream {self.url} ({_describe(exc)})"
+                        ) from exc
+                    retry += 1
+                    await trio.sleep(self.retry.delay(retry))
+            if not started:
+                raise ConnectionClosed(f"{self.url} ended its event stream before an endpoint")
+
+    def _endpoint(self, data: str) -> str:
+        endpoint = urljoin(self.url, data.strip())
+        base, target = urlsplit(self.url), urlsplit(endpoint)
+        # spec 2024-11-05, transports: the endpoint must be on the same origin as the stream;
+        # anything else would send our messages to a third party.
+        if (base.scheme, base.netloc) != (target.scheme, target.netloc):
+            raise RemoteProtocolError(
+                f"the endpoint {endpoint!r} is not on the origin of {self.url}"
+            )
+        self.endpoint = endpoint
+        return endpoint
+
+
+@contextlib.asynccontextmanager
+async def open_sse_link(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    retry: RetryPolicy | None = None,
+) -> AsyncIterator[SseLink]:
+    """Link to the legacy HTTP+SSE server whose event stream is at `url` (e.g. .../sse).
+
+    Args:
+        url: The event stream's URL.
+        headers: Sent with every request.
+        retry: How failures to connect are retried.
+
+    Yields:
+        The link, once the server has named its message endpoint.
+
+    Raises:
+        ConnectionClosed: when the stream cannot be opened or names no endpoint.
+    """
+    send, receive = trio.open_memory_channel[bytes](INCOMING_BUFFER)
+    async with _http_client(headers) as http:
+        link = SseLink(http, url, retry or RetryPolicy(), receive)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(link._stream, send)
+            try:
+                yield link
+            finally:
+                nursery.cancel_scope.cancel()
