@@ -9,7 +9,6 @@ can be validated against the official schema (`tests/schema_check.py`).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -40,6 +39,8 @@ class Served:
     url: str
     http: httpx.AsyncClient
     stop: trio.Event
+    #: Set when `serve_http` has returned (after `stop`, once its connections have ended).
+    finished: trio.Event
 
     def client(self, version: str = LATEST, **headers: str) -> McpHttp:
         return McpHttp(self.http, self.url, version, headers)
@@ -49,22 +50,25 @@ class Served:
 async def serve(server: Server | None = None, **options: Any) -> AsyncIterator[Served]:
     """Serve `server` (the demo tools by default) with `HttpOptions(**options)` on port 0."""
     stop = trio.Event()
+    finished = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[list[str]]) -> None:
+        await serve_http(
+            server or demo_tools.build_server(),
+            host="127.0.0.1",
+            port=0,
+            options=HttpOptions(**options),
+            shutdown_trigger=stop.wait,
+            task_status=task_status,
+        )
+        finished.set()
+
     with trio.fail_after(SERVE_TIMEOUT):
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(
-                functools.partial(
-                    serve_http,
-                    server or demo_tools.build_server(),
-                    host="127.0.0.1",
-                    port=0,
-                    options=HttpOptions(**options),
-                    shutdown_trigger=stop.wait,
-                )
-            )
-            base = binds[0]
+            base = (await nursery.start(run))[0]
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
             async with httpx.AsyncClient(timeout=10, limits=limits) as http:
-                yield Served(base, base + options.get("path", "/mcp"), http, stop)
+                yield Served(base, base + options.get("path", "/mcp"), http, stop, finished)
             stop.set()
 
 

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -33,6 +34,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
+from tests.helpers import init_params
+from tests.http_helpers import POST_HEADERS, parse_sse
 from tests.stdio_peer import ROOT
 from tests.test_interop_sdk import DEMO_TOOLS
 
@@ -200,3 +203,27 @@ def test_sdk_modern_client_against_stateless_server_with_token() -> None:
 
         run_async(main)
         assert_stopped_cleanly(server)
+
+
+def test_sigterm_lets_a_call_in_flight_finish() -> None:
+    with trio_mcp_http() as server, httpx.Client(base_url=server.base, timeout=TIMEOUT) as http:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}
+        session_id = http.post("/mcp", headers=POST_HEADERS, json=init).headers["mcp-session-id"]
+        headers = {**POST_HEADERS, "mcp-session-id": session_id}
+        battle = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "wh40k.battle_simulation", "_meta": {"progressToken": 1}},
+        }
+        text = ""
+        with http.stream("POST", "/mcp", headers=headers, json=battle) as stream:
+            for chunk in stream.iter_text():
+                if not text:  # the battle (0.5 s) is under way
+                    server.process.send_signal(signal.SIGTERM)
+                text += chunk
+        assert server.process.wait(timeout=TIMEOUT) == 0
+    messages = parse_sse(text)
+    assert messages[-1]["id"] == 2
+    assert "structuredContent" in messages[-1]["result"]
+    assert "Traceback" not in "".join(server.stderr)

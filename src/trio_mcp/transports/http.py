@@ -390,21 +390,32 @@ class McpHttpApp:
                 answer = await session.handle(message, notify)
                 await out_send.send(answer if answer is not None else done)
 
+        # The disconnect watch ends before the last body is sent: the server reports the
+        # stream's close (`http.disconnect`) while that send runs on this task, and also does
+        # its own bookkeeping there (Hypercorn starts the connection's keep-alive timer), which
+        # a cancellation would kill; an idle connection then never closed and held a graceful
+        # shutdown for its whole deadline.
+        watch = trio.CancelScope()
+
+        async def finish(body: bytes) -> None:
+            watch.cancel()
+            await send({"type": "http.response.body", "body": body})
+
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope, watch)
             nursery.start_soon(run)
             headers = _sid(new_sid)
             first = await _next(out_receive)
             if first is None or first is done:
                 # Cancelled (notifications/cancelled from another POST): nothing to answer.
                 await send({"type": "http.response.start", "status": 202, "headers": headers})
-                await send({"type": "http.response.body", "body": b""})
+                await finish(b"")
             elif not _is_notification(first):
                 body = _encode(first)
                 await send(
                     {"type": "http.response.start", "status": 200, "headers": [_JSON, *headers]}
                 )
-                await send({"type": "http.response.body", "body": body})
+                await finish(body)
             else:
                 await send(
                     {
@@ -419,7 +430,7 @@ class McpHttpApp:
                         {"type": "http.response.body", "body": _event(item), "more_body": True}
                     )
                     item = await _next(out_receive)
-                await send({"type": "http.response.body", "body": b""})
+                await finish(b"")
             nursery.cancel_scope.cancel()
 
     # -- legacy HTTP+SSE (2024-11-05) ---------------------------------------------------------
@@ -529,12 +540,15 @@ def _event(message: Any) -> bytes:
     return b"event: message\ndata: " + _encode(message) + b"\n\n"
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
+async def _cancel_on_disconnect(
+    receive: Receive, scope: trio.CancelScope, watch: trio.CancelScope | None = None
+) -> None:
+    with watch or trio.CancelScope():
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                scope.cancel()
+                return
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:
