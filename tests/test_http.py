@@ -359,6 +359,25 @@ async def test_in_flight_limit_per_session_is_429() -> None:
     assert after.status == 200
 
 
+async def test_in_flight_limit_holds_under_a_burst() -> None:
+    gate = Gate()
+    async with serve(gate.server(), max_in_flight_per_session=2) as served:
+        client = await session(served)
+        statuses: list[int] = []
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                statuses.append((await client.call("test.wait")).status)
+
+            for _ in range(20):  # 20 connections at once
+                nursery.start_soon(call)
+            # Once everything has settled, only the limit's worth of calls are inside.
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+            assert gate.entered == 2
+            gate.release.set()
+    assert sorted(statuses) == [200] * 2 + [429] * 18
+
+
 async def test_session_limit_is_503() -> None:
     async with serve(max_sessions=2) as served:
         first = await session(served)

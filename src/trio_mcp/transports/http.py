@@ -180,6 +180,10 @@ class McpHttpApp:
         self.options = options or HttpOptions()
         self._sessions: dict[str, _Entry] = {}
         self._closing = False
+        # Requests each session has been handed, counted here and not by the session: the
+        # session admits a request only once its task runs, so a burst of POSTs would all pass
+        # a check of `session.in_flight` before any of them is admitted.
+        self._handed: dict[int, int] = {}
 
     @property
     def session_count(self) -> int:
@@ -332,11 +336,20 @@ class McpHttpApp:
             await send({"type": "http.response.start", "status": 202, "headers": _sid(sid)})
             await send({"type": "http.response.body", "body": b""})
             return
-        if session.in_flight >= self.options.max_in_flight_per_session:
+        key = id(session)  # the session outlives its key: removed when the count drops to 0
+        handed = self._handed.get(key, 0)
+        if handed >= self.options.max_in_flight_per_session:
             raise _Refused(
                 429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
             )
-        await self._answer(session, message, sid if is_init else None, receive, send)
+        self._handed[key] = handed + 1
+        try:
+            await self._answer(session, message, sid if is_init else None, receive, send)
+        finally:
+            if self._handed[key] == 1:
+                del self._handed[key]
+            else:
+                self._handed[key] -= 1
 
     def _session_for(
         self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None
