@@ -1,0 +1,844 @@
+"""The client (`open_client`) against real servers over every transport, and its failure modes.
+
+Peers: the demo server in-process (memory channels), as a stdio subprocess, over Streamable
+HTTP and legacy SSE (`serve_http` on a loopback port in the test's nursery), and the official
+MCP SDK's server over stdio. Waits are bounded by `trio.fail_after`; nothing sleeps to wait.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+import demo_tools
+from tests.fixtures import echo_tools
+from trio_mcp import (
+    CallToolResult,
+    Client,
+    ConnectionClosed,
+    LogMessage,
+    Progress,
+    RemoteProtocolError,
+    RequestError,
+    RetryPolicy,
+    Server,
+    TextContent,
+    ToolCallError,
+    TransportError,
+    open_client,
+)
+from trio_mcp._client import open_session, reraise_lone
+from trio_mcp._run import serve_http
+from trio_mcp._session import HANDSHAKE_VERSIONS
+from trio_mcp.transports.links import ChannelLink
+from trio_mcp.transports.memory import memory_channel_pair
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+ECHO_TOOLS = str(FIXTURES / "echo_tools.py")
+CLIENT_TOOLS = str(FIXTURES / "client_tools.py")
+SDK_SERVER = str(FIXTURES / "sdk_server.py")
+#: Bounds any one test's waits on a subprocess or a socket.
+TIMEOUT = 20
+
+
+def serve_command(target: str) -> list[str]:
+    return [sys.executable, "-m", "trio_mcp", "run", target]
+
+
+class Gate:
+    """In-process tools that wait for the test: `gate.wait` blocks until cancelled."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.cancelled = trio.Event()
+        self.entered = 0
+
+    def server(self, **options: Any) -> Server:
+        server = demo_tools.build_server()
+        for name, value in options.items():
+            setattr(server, name, value)
+        gate = self
+
+        @server.tool("gate.wait", "Wait until cancelled")
+        async def wait() -> str:
+            gate.entered += 1
+            gate.started.set()
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                gate.cancelled.set()
+                raise
+            return "never"
+
+        return server
+
+
+@asynccontextmanager
+async def http_server(
+    server: Server | None = None, port: int = 0
+) -> AsyncIterator[tuple[str, trio.Event]]:
+    """Serve over HTTP on a loopback port; yields (base URL, stop event)."""
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            functools.partial(
+                serve_http,
+                server or demo_tools.build_server(),
+                port=port,
+                shutdown_trigger=stop.wait,
+            )
+        )
+        yield binds[0], stop
+        stop.set()
+
+
+def port_of(base: str) -> int:
+    return int(base.rsplit(":", 1)[1])
+
+
+# -- one behaviour, every transport ---------------------------------------------------------------
+
+Connect = Callable[[Server], Any]
+
+
+@asynccontextmanager
+async def target_for(kind: str, server: Server | None = None) -> AsyncIterator[Any]:
+    """What `open_client` takes to reach the demo server (or `server`) over `kind`."""
+    server = server or demo_tools.build_server()
+    if kind == "memory":
+        yield server
+    elif kind == "stdio":
+        yield [sys.executable, "-m", "demo_tools"]
+    else:
+        async with http_server(server) as (base, _):
+            yield base + ("/sse" if kind == "sse" else "/mcp")
+
+
+@asynccontextmanager
+async def connect(kind: str, server: Server | None = None, **options: Any) -> AsyncIterator[Client]:
+    async with target_for(kind, server) as target, open_client(target, **options) as client:
+        yield client
+
+
+TRANSPORTS = ["memory", "stdio", "streamable-http", "sse"]
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_demo_server_over_every_transport(kind: str) -> None:
+    progress: list[Progress] = []
+    with trio.fail_after(TIMEOUT):
+        async with connect(kind) as client:
+            assert client.server_info["name"] == "trio-mcp-demo"
+            assert client.protocol_version == HANDSHAKE_VERSIONS[0]
+            assert client.instructions
+            assert client.server_capabilities["tools"] == {"listChanged": False}
+            await client.ping()
+            tools = {tool.name: tool for tool in await client.list_tools()}
+            assert len(tools) == 8
+            dice = {param.name: param for param in tools["wh40k.roll_dice"].parameters}
+            assert dice["dice_count"].required
+            assert dice["dice_count"].type == "integer 1..100"
+            assert not dice["flavor"].required
+            assert dice["flavor"].default == "hit"
+            assert dice["flavor"].type == "hit|wound|save"
+
+            added = await client.call_tool("calculator.add", {"a": 5, "b": 3})
+            assert added.structured == {"result": 8.0}
+            assert added.text == "8.0"
+            assert added.content == (TextContent("8.0"),)
+            assert not added.is_error
+
+            divided = await client.call_tool("calculator.divide", {"a": 10, "b": 0})
+            assert divided.is_error
+            assert divided.text == "Cannot divide by zero"
+            assert divided.structured is None
+
+            battle = await client.call_tool(
+                "wh40k.battle_simulation",
+                {"imperial_force": "Space Marines", "enemy_force": "Orks"},
+                progress=progress.append,
+            )
+            assert battle.structured is not None
+            assert battle.structured["imperial_force"] == "Space Marines"
+            assert client.in_flight == 0
+    assert [p.progress for p in progress] == [1, 2, 3]
+    assert all(p.total == 3 for p in progress)
+    assert progress[0].message is not None
+    assert progress[0].message.startswith("Deployment on ")
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_many_concurrent_calls_share_one_connection(kind: str) -> None:
+    results: dict[int, Any] = {}
+    with trio.fail_after(TIMEOUT):
+        async with connect(kind) as client:
+
+            async def one(i: int) -> None:
+                result = await client.call_tool("calculator.multiply", {"a": i, "b": 3})
+                results[i] = result.structured
+
+            async with trio.open_nursery() as nursery:
+                for i in range(40):
+                    nursery.start_soon(one, i)
+            assert client.in_flight == 0
+    assert results == {i: {"result": float(i * 3)} for i in range(40)}
+
+
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_an_error_in_the_block_comes_out_as_itself(kind: str) -> None:
+    async def use_and_fail(target: Any) -> None:
+        async with open_client(target) as client:
+            await client.ping()
+            raise KeyError("mine")
+
+    with trio.fail_after(TIMEOUT):
+        async with target_for(kind) as target:
+            with pytest.raises(KeyError) as info:
+                await use_and_fail(target)
+    assert not isinstance(info.value, BaseExceptionGroup)
+    assert info.value.__context__ is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "streamable-http", "sse"])
+async def test_cancelled_call_tells_the_server_and_frees_its_id(kind: str) -> None:
+    gate = Gate()
+    with trio.fail_after(TIMEOUT):
+        async with connect(kind, gate.server()) as client:
+            with trio.CancelScope() as scope:
+
+                async def cancel_when_started() -> None:
+                    await gate.started.wait()
+                    assert client.in_flight == 1
+                    scope.cancel()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_when_started)
+                    await client.call_tool("gate.wait")
+            assert scope.cancelled_caught
+            await gate.cancelled.wait()  # the server's tool was cancelled, not left running
+            assert client.in_flight == 0
+            # The connection goes on.
+            assert (await client.call_tool("calculator.add", {"a": 1, "b": 1})).text == "2.0"
+
+
+async def test_timeout_through_fail_after(autojump_clock: trio.testing.MockClock) -> None:
+    gate = Gate()
+    async with open_client(gate.server()) as client:
+        with pytest.raises(trio.TooSlowError):
+            with trio.fail_after(30):
+                await client.call_tool("gate.wait")
+        assert client.in_flight == 0
+        with trio.fail_after(1):
+            await gate.cancelled.wait()
+        assert (await client.call_tool("calculator.add", {"a": 2, "b": 2})).text == "4.0"
+
+
+# -- results, errors and schemas (in-process) -----------------------------------------------------
+
+
+async def test_raise_on_error_raises_tool_call_error() -> None:
+    async with open_client(demo_tools.build_server()) as client:
+        with pytest.raises(ToolCallError) as info:
+            await client.call_tool("calculator.divide", {"a": 1, "b": 0}, raise_on_error=True)
+    assert info.value.tool == "calculator.divide"
+    assert info.value.result.is_error
+    assert "Cannot divide by zero" in str(info.value)
+
+
+async def test_unknown_tool_is_a_request_error() -> None:
+    async with open_client(demo_tools.build_server()) as client:
+        with pytest.raises(RequestError) as info:
+            await client.call_tool("no.such.tool")
+    assert info.value.code == -32602
+    assert "Unknown tool: no.such.tool" in info.value.message
+
+
+async def test_invalid_arguments_are_a_tool_error() -> None:
+    async with open_client(demo_tools.build_server()) as client:
+        result = await client.call_tool("calculator.add", {"a": "five"})
+    assert result.is_error
+    assert "a" in result.text
+    assert "b" in result.text
+
+
+async def test_list_tools_follows_pagination() -> None:
+    server = demo_tools.build_server()
+    server.dispatcher.page_size = 3
+    pages: list[Any] = []
+    async with open_client(server) as client:
+        original = client.request
+
+        async def counting(method: str, params: Any = None, **kwargs: Any) -> Any:
+            result = await original(method, params, **kwargs)
+            if method == "tools/list":
+                pages.append(result)
+            return result
+
+        client.request = counting  # type: ignore[method-assign]
+        tools = await client.list_tools()
+    assert [tool.name for tool in tools] == [tool.name for tool in server.tools]
+    assert len(pages) == 3
+    assert "nextCursor" not in pages[-1]
+
+
+def _schema_server(structured: dict[str, Any] | None) -> Server:
+    server = Server("schemas")
+
+    def handler(arguments: dict[str, Any]) -> CallToolResult:
+        return CallToolResult([TextContent("out")], structured_content=structured)
+
+    server.add_raw_tool(
+        "typed",
+        {"type": "object"},
+        handler,
+        output_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        },
+    )
+    return server
+
+
+async def test_structured_content_is_checked_against_the_output_schema() -> None:
+    async with open_client(_schema_server({"count": "three"})) as client:
+        # Not listed yet: nothing to check against.
+        assert (await client.call_tool("typed")).structured == {"count": "three"}
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError, match=r"at count: 'three' is not of type"):
+            await client.call_tool("typed")
+    async with open_client(_schema_server({"count": "three"}), validate_output=False) as client:
+        await client.list_tools()
+        assert (await client.call_tool("typed")).structured == {"count": "three"}
+    async with open_client(_schema_server(None)) as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError, match="returned no structuredContent"):
+            await client.call_tool("typed")
+    async with open_client(_schema_server({"count": 3})) as client:
+        await client.list_tools()
+        assert (await client.call_tool("typed")).structured == {"count": 3}
+
+
+async def test_progress_and_log_notifications_reach_their_handlers() -> None:
+    logs: list[LogMessage] = []
+    progress: list[Progress] = []
+
+    async def on_progress(update: Progress) -> None:
+        progress.append(update)
+
+    async with open_client(echo_tools.server, log_handler=logs.append) as client:
+        result = await client.call_tool("chatty", {"text": "hi"}, progress=on_progress)
+        assert result.text == "hi"
+        await client.set_log_level("debug")
+        await client.call_tool("chatty", {"text": "all"})
+    assert progress == [Progress(1, 2, "half way"), Progress(2, 2, None)]
+    # The default level (info) holds back the debug line of the first call.
+    assert logs == [
+        LogMessage("warning", "warning: hi", "echo_tools"),
+        LogMessage("debug", "debug: all", None),
+        LogMessage("warning", "warning: all", "echo_tools"),
+    ]
+
+
+async def test_server_logs_go_to_python_logging_without_a_handler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(update: Progress) -> None:
+        raise RuntimeError("a bug in the handler")
+
+    with caplog.at_level(logging.DEBUG, logger="trio_mcp.client"):
+        async with open_client(echo_tools.server) as client:
+            assert (await client.call_tool("chatty", {"text": "x"}, progress=broken)).text == "x"
+    server_records = [r for r in caplog.records if r.name == "trio_mcp.client.server"]
+    assert [(r.levelno, r.getMessage()) for r in server_records] == [
+        (logging.WARNING, "[echo_tools] warning: x")
+    ]
+    assert any("handler failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
+async def test_every_handshake_version_is_negotiated(version: str) -> None:
+    async with open_client(demo_tools.build_server(), protocol_version=version) as client:
+        assert client.protocol_version == version
+        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+
+
+async def test_an_older_server_answers_with_its_version() -> None:
+    server = Server("old", versions=("2024-11-05",))
+    server.add_tools(demo_tools.calculator)
+    async with open_client(server) as client:
+        assert client.protocol_version == "2024-11-05"
+        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+
+
+async def test_modern_revision_uses_per_request_meta() -> None:
+    async with open_client(demo_tools.build_server(), protocol_version="2026-07-28") as client:
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_info["name"] == "trio-mcp-demo"
+        result = await client.call_tool("calculator.add", {"a": 1, "b": 2})
+        assert result.text == "3.0"
+        assert result.raw["resultType"] == "complete"
+
+
+async def test_modern_revision_falls_back_to_the_handshake() -> None:
+    server = Server("handshake-only", versions=HANDSHAKE_VERSIONS)
+    server.add_tools(demo_tools.calculator)
+    async with open_client(server, protocol_version="2026-07-28") as client:
+        assert client.protocol_version == HANDSHAKE_VERSIONS[0]
+        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+
+
+async def test_unknown_client_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="unsupported protocol version"):
+        async with open_client(demo_tools.build_server(), protocol_version="1999-01-01"):
+            pass
+
+
+async def test_a_string_that_is_not_a_url_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an http"):
+        async with open_client("python -m demo_tools"):
+            pass
+
+
+# -- a scripted peer, for what well-behaved servers never do -------------------------------------
+
+
+ScriptedServer = Callable[[Any, Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+@asynccontextmanager
+async def scripted(answer: ScriptedServer, **options: Any) -> AsyncIterator[Client]:
+    """A client whose server is `answer(message, send)`, called for each message received."""
+    client_end, server_end = memory_channel_pair()
+
+    async def serve() -> None:
+        async with server_end.send:
+            async for frame in server_end.receive:
+                message = json.loads(frame)
+
+                async def send(reply: Any) -> None:
+                    await server_end.send.send(json.dumps(reply).encode())
+
+                await answer(message, send)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            link = ChannelLink(client_end.send, client_end.receive)
+            async with open_session(link, **options) as client:
+                yield client
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
+
+
+def reply(message: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
+
+
+async def test_server_requests_are_answered() -> None:
+    answers: list[Any] = []
+
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        if message.get("method") == "initialize":
+            await send(reply(message, INIT))
+        elif message.get("method") == "tools/list":
+            # Ask the client two things before answering.
+            await send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+            await send({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage"})
+            await send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            await send({"jsonrpc": "2.0", "id": 999, "result": {}})  # nobody asked
+            await send({"jsonrpc": "2.0", "id": None, "error": {"code": -1, "message": "?"}})
+            await send(reply(message, {"tools": []}))
+        elif "id" in message and "method" not in message:
+            answers.append(message)
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            assert await client.list_tools() == []
+    assert answers[0] == {"jsonrpc": "2.0", "id": "s1", "result": {}}
+    assert answers[1]["id"] == "s2"
+    assert answers[1]["error"]["code"] == -32601
+
+
+async def test_looping_cursors_and_malformed_results_are_protocol_errors() -> None:
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        method = message.get("method")
+        if method == "initialize":
+            await send(reply(message, INIT))
+        elif method == "tools/list":
+            await send(reply(message, {"tools": [{"name": "t"}], "nextCursor": "same"}))
+        elif method == "tools/call":
+            await send(reply(message, {"content": "not a list"}))
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            with pytest.raises(RemoteProtocolError, match="came back twice"):
+                await client.list_tools()
+            with pytest.raises(RemoteProtocolError, match="malformed tools/call result"):
+                await client.call_tool("t")
+
+
+async def test_a_version_the_client_does_not_speak_is_refused() -> None:
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        if message.get("method") == "initialize":
+            await send(reply(message, {**INIT, "protocolVersion": "1999-01-01"}))
+
+    with trio.fail_after(TIMEOUT), pytest.raises(RemoteProtocolError, match="1999-01-01"):
+        async with scripted(answer):
+            pass
+
+
+async def test_content_blocks_become_records() -> None:
+    blocks = [
+        {"type": "text", "text": "t", "annotations": {"priority": 1}},
+        {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+        {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///a", "text": "a", "mimeType": "x"}},
+        {"type": "resource", "resource": {"uri": "file:///b", "text": "b", "blob": "YQ=="}},
+        {"type": "resource_link", "uri": "file:///c", "name": "c", "size": 3},
+        {"type": "future-kind", "x": 1},
+    ]
+
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        if message.get("method") == "initialize":
+            await send(reply(message, INIT))
+        elif message.get("method") == "tools/call":
+            await send(reply(message, {"content": blocks, "_meta": {"k": 1}}))
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            result = await client.call_tool("t")
+    kinds = [type(block).__name__ for block in result.content]
+    assert kinds == [
+        "TextContent",
+        "ImageContent",
+        "AudioContent",
+        "EmbeddedResource",
+        "dict",  # both text and blob: kept as it came
+        "ResourceLink",
+        "dict",
+    ]
+    assert result.text == "t"
+    assert result.meta == {"k": 1}
+
+
+# -- stdio subprocess -----------------------------------------------------------------------------
+
+
+async def test_stdio_environment_and_working_directory(tmp_path: Path) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_client(
+            serve_command(CLIENT_TOOLS), env={"CLIENT_TEST_VAR": "from the test"}, cwd=tmp_path
+        ) as client:
+            result = await client.call_tool("env", {"name": "CLIENT_TEST_VAR"})
+    assert result.text == "from the test"
+
+
+async def test_server_crash_fails_every_pending_call_with_its_exit_code() -> None:
+    errors: list[BaseException] = []
+    with trio.fail_after(TIMEOUT):
+        async with open_client(serve_command(CLIENT_TOOLS)) as client:
+            waiting = trio.Event()
+
+            async def pending() -> None:
+                with pytest.raises(ConnectionClosed) as info:
+                    await client.call_tool("wait", progress=lambda _: waiting.set())
+                errors.append(info.value)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pending)
+                await waiting.wait()
+                with pytest.raises(ConnectionClosed) as info:
+                    await client.call_tool("crash")
+                errors.append(info.value)
+            assert client.closed
+            assert client.in_flight == 0
+            with pytest.raises(ConnectionClosed, match="exited with code 3"):
+                await client.ping()
+    assert len(errors) == 2
+    for error in errors:
+        assert "exited with code 3" in str(error)
+        assert "client_tools: crashing on purpose" in str(error)
+
+
+async def test_server_that_fails_to_start_says_why() -> None:
+    with trio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed) as info:
+        async with open_client(serve_command("no_such_module_here")):
+            pass
+    assert "exited with code 2" in str(info.value)
+    assert "No module named 'no_such_module_here'" in str(info.value)
+
+
+async def test_a_program_that_does_not_exist_is_a_transport_error() -> None:
+    with pytest.raises(TransportError, match="cannot start the server"):
+        async with open_client(["/nonexistent/program"]):
+            pass
+
+
+async def test_closing_terminates_a_server_that_will_not_exit() -> None:
+    busy = trio.Event()
+    with trio.fail_after(TIMEOUT):
+        async with open_client(serve_command(CLIENT_TOOLS), shutdown_timeout=0.2) as client:
+            pid = int((await client.call_tool("pid")).text)
+            async with trio.open_nursery() as nursery:
+
+                async def stubborn() -> None:
+                    await client.call_tool("stubborn", progress=lambda _: busy.set())
+
+                nursery.start_soon(stubborn)
+                await busy.wait()
+                nursery.cancel_scope.cancel()
+    # The process is gone (and reaped): terminated, then killed, within the timeouts.
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+async def test_sdk_server_over_stdio() -> None:
+    progress: list[Progress] = []
+    with trio.fail_after(TIMEOUT):
+        async with open_client([sys.executable, SDK_SERVER]) as client:
+            assert client.server_info["name"] == "sdk-peer"
+            tools = {tool.name: tool for tool in await client.list_tools()}
+            assert set(tools) == {"add", "fail", "steps"}
+            assert [p.name for p in tools["add"].parameters] == ["a", "b"]
+            added = await client.call_tool("add", {"a": 2, "b": 3})
+            assert added.structured == {"result": 5}
+            assert added.text == "5"
+            failed = await client.call_tool("fail", {"message": "boom"})
+            assert failed.is_error
+            steps = await client.call_tool("steps", {"n": 3}, progress=progress.append)
+            assert steps.text == "done"
+
+            async def add(i: int) -> None:
+                assert (await client.call_tool("add", {"a": i, "b": i})).structured == {
+                    "result": 2 * i
+                }
+
+            async with trio.open_nursery() as nursery:
+                for i in range(20):
+                    nursery.start_soon(add, i)
+    assert progress == [Progress(i, 3, f"step {i}") for i in (1, 2, 3)]
+
+
+# -- HTTP: sessions, reconnection, retries --------------------------------------------------------
+
+
+async def test_http_session_ended_by_the_server_is_initialized_again() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with http_server() as (base, _), open_client(base + "/mcp") as client:
+            first = client.session_id
+            assert first is not None
+            async with httpx.AsyncClient() as raw:
+                response = await raw.delete(base + "/mcp", headers={"mcp-session-id": first})
+                assert response.status_code == 204
+
+            async def add() -> None:
+                assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+
+            # Several calls learn of the lost session at once; one new session serves them all.
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(add)
+            assert client.session_id not in (None, first)
+
+
+class Restartable:
+    """An HTTP server the test can stop (waiting until it is gone) and start again."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self.nursery = nursery
+        self.port = 0
+        self.stop = trio.Event()
+        self.done = trio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    async def start(self) -> None:
+        self.stop, self.done = trio.Event(), trio.Event()
+        binds = await self.nursery.start(self._serve, self.stop, self.done)
+        self.port = port_of(binds[0])
+
+    async def _serve(
+        self, stop: trio.Event, done: trio.Event, *, task_status: trio.TaskStatus[list[str]]
+    ) -> None:
+        try:
+            await serve_http(
+                demo_tools.build_server(),
+                port=self.port,
+                shutdown_trigger=stop.wait,
+                task_status=task_status,
+            )
+        finally:
+            done.set()
+
+    async def halt(self) -> None:
+        self.stop.set()
+        await self.done.wait()
+
+
+async def test_http_server_restarted_on_the_same_port() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            server = Restartable(nursery)
+            await server.start()
+            async with open_client(server.url) as client:
+                assert (await client.call_tool("calculator.add", {"a": 1, "b": 1})).text == "2.0"
+                first = client.session_id
+                port = server.port
+                await server.halt()
+                await server.start()  # a new server on the same port: it knows no sessions
+                assert server.port == port
+                result = await client.call_tool("calculator.add", {"a": 2, "b": 2})
+                assert result.text == "4.0"
+                assert client.session_id not in (None, first)
+            await server.halt()
+
+
+class RetryWatcher(logging.Handler):
+    """Sets `retried` when the HTTP link logs its first retry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.retried = trio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "attempt" in record.getMessage():
+            self.retried.set()
+
+
+async def test_http_call_waits_out_a_server_restart() -> None:
+    watcher = RetryWatcher()
+    http_logger = logging.getLogger("trio_mcp.client.http")
+    http_logger.addHandler(watcher)
+    retry = RetryPolicy(attempts=500, base_delay=0.01, max_delay=0.02)
+    try:
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                server = Restartable(nursery)
+                await server.start()
+                async with open_client(server.url, retry=retry) as client:
+                    await client.ping()
+                    await server.halt()
+                    answered = trio.Event()
+                    results: list[str] = []
+
+                    async def call() -> None:
+                        result = await client.call_tool("calculator.add", {"a": 3, "b": 4})
+                        results.append(result.text)
+                        answered.set()
+
+                    nursery.start_soon(call)
+                    await watcher.retried.wait()  # the call found nobody listening...
+                    await server.start()  # ...and reaches the new server on a later attempt
+                    await answered.wait()
+                    assert results == ["7.0"]
+                await server.halt()
+    finally:
+        http_logger.removeHandler(watcher)
+
+
+async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None:
+    retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
+    with trio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed) as info:
+        async with open_client("http://127.0.0.1:9/mcp", retry=retry):
+            pass
+    assert "gave up after 3 attempt(s)" in str(info.value)
+
+
+class DroppingServer:
+    """A bare HTTP/1.1 server that answers initialize, then drops every tools/call unanswered."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(body) < length:
+            body += await stream.receive_some(65536)
+        if not length:  # the DELETE that ends the session
+            await stream.send_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+            await stream.aclose()
+            return
+        message = json.loads(body)
+        if message.get("method") == "tools/call":
+            self.calls += 1
+            await stream.aclose()  # the request arrived; its answer never will
+            return
+        if "id" in message:
+            result = INIT if message["method"] == "initialize" else {}
+            payload = json.dumps(reply(message, result)).encode()
+            await stream.send_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\n"
+                b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload)
+            )
+        else:
+            await stream.send_all(
+                b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+        await stream.aclose()
+
+
+async def test_http_request_is_not_sent_twice_unless_retry_safe() -> None:
+    server = DroppingServer()
+    retry = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(
+                functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+            )
+            port = listeners[0].socket.getsockname()[1]
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with open_client(url, retry=retry) as client:
+                with pytest.raises(ConnectionClosed, match="not sent again"):
+                    await client.call_tool("calculator.add", {"a": 1, "b": 1})
+                assert server.calls == 1
+                with pytest.raises(ConnectionClosed):
+                    await client.call_tool("calculator.add", {"a": 1, "b": 1}, retry_safe=True)
+                assert server.calls == 1 + 4
+            nursery.cancel_scope.cancel()
+
+
+async def test_sse_server_going_away_fails_pending_calls() -> None:
+    gate = Gate()
+    with trio.fail_after(TIMEOUT):
+        server = gate.server(shutdown_grace=0.1)
+        async with http_server(server) as (base, stop), open_client(base + "/sse") as client:
+            async with trio.open_nursery() as nursery:
+
+                async def pending() -> None:
+                    with pytest.raises(ConnectionClosed, match="event stream"):
+                        await client.call_tool("gate.wait")
+
+                nursery.start_soon(pending)
+                await gate.started.wait()
+                stop.set()  # graceful shutdown ends the legacy stream
+            assert client.closed
