@@ -763,10 +763,23 @@ async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None
     assert "gave up after 3 attempt(s)" in str(info.value)
 
 
-class DroppingServer:
-    """A bare HTTP/1.1 server that answers initialize, then drops every tools/call unanswered."""
+def http_response(status: str, body: bytes = b"", *headers: str) -> bytes:
+    lines = [f"HTTP/1.1 {status}", *headers, "connection: close", f"content-length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
-    def __init__(self) -> None:
+
+def json_response(message: Any, *headers: str) -> bytes:
+    return http_response(
+        "200 OK", json.dumps(message).encode(), "content-type: application/json", *headers
+    )
+
+
+class BareHttp:
+    """A bare HTTP/1.1 server: it answers initialize and notifications like a real one, and
+    `respond(message)` answers each tools/call (None: close the connection unanswered)."""
+
+    def __init__(self, respond: Callable[[Any], bytes | None]) -> None:
+        self.respond = respond
         self.calls = 0
 
     async def handle(self, stream: trio.SocketStream) -> None:
@@ -784,47 +797,113 @@ class DroppingServer:
                 length = int(value)
         while len(body) < length:
             body += await stream.receive_some(65536)
+        answer: bytes | None
         if not length:  # the DELETE that ends the session
-            await stream.send_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
-            await stream.aclose()
-            return
-        message = json.loads(body)
-        if message.get("method") == "tools/call":
-            self.calls += 1
-            await stream.aclose()  # the request arrived; its answer never will
-            return
-        if "id" in message:
-            result = INIT if message["method"] == "initialize" else {}
-            payload = json.dumps(reply(message, result)).encode()
-            await stream.send_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\n"
-                b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload)
-            )
+            answer = http_response("204 No Content")
         else:
-            await stream.send_all(
-                b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            )
+            message = json.loads(body)
+            if message.get("method") == "tools/call":
+                self.calls += 1
+                answer = self.respond(message)
+            elif "id" in message:
+                result = INIT if message["method"] == "initialize" else {}
+                answer = json_response(reply(message, result), "mcp-session-id: s1")
+            else:
+                answer = http_response("202 Accepted")
+        if answer is not None:
+            await stream.send_all(answer)
         await stream.aclose()
 
 
+@asynccontextmanager
+async def bare_http(respond: Callable[[Any], bytes | None]) -> AsyncIterator[tuple[str, BareHttp]]:
+    server = BareHttp(respond)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        yield f"http://127.0.0.1:{port}/mcp", server
+        nursery.cancel_scope.cancel()
+
+
+FAST_RETRY = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
+
+
 async def test_http_request_is_not_sent_twice_unless_retry_safe() -> None:
-    server = DroppingServer()
-    retry = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)
     with trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(
-                functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
-            )
-            port = listeners[0].socket.getsockname()[1]
-            url = f"http://127.0.0.1:{port}/mcp"
-            async with open_client(url, retry=retry) as client:
-                with pytest.raises(ConnectionClosed, match="not sent again"):
-                    await client.call_tool("calculator.add", {"a": 1, "b": 1})
-                assert server.calls == 1
-                with pytest.raises(ConnectionClosed):
-                    await client.call_tool("calculator.add", {"a": 1, "b": 1}, retry_safe=True)
-                assert server.calls == 1 + 4
-            nursery.cancel_scope.cancel()
+        async with (
+            bare_http(lambda message: None) as (url, server),
+            open_client(url, retry=FAST_RETRY) as client,
+        ):
+            with pytest.raises(ConnectionClosed, match="not sent again"):
+                await client.call_tool("calculator.add", {"a": 1, "b": 1})
+            assert server.calls == 1
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("calculator.add", {"a": 1, "b": 1}, retry_safe=True)
+            assert server.calls == 1 + 4
+
+
+async def test_http_busy_server_is_asked_again() -> None:
+    answers = [http_response("503 Service Unavailable", b"", "retry-after: 0")]
+
+    def respond(message: Any) -> bytes:
+        if answers:
+            return answers.pop()
+        return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
+
+    with trio.fail_after(TIMEOUT):
+        async with (
+            bare_http(respond) as (url, server),
+            open_client(url, retry=FAST_RETRY) as client,
+        ):
+            assert (await client.call_tool("t")).text == "ok"
+            assert server.calls == 2
+            # Busy for good: bounded attempts, then the caller hears of it.
+            server.respond = lambda message: http_response("429 Too Many Requests")
+            with pytest.raises(ConnectionClosed, match=r"busy \(HTTP 429\).*4 time"):
+                await client.call_tool("t")
+
+
+SSE_NOTICE = (
+    b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
+    b'"params":{"level":"info","data":"x"}}\n\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "match"),
+    [
+        (
+            http_response(
+                "401 Unauthorized",
+                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Bad token"}}',
+            ),
+            RequestError,
+            r"Bad token \(HTTP 401\)",
+        ),
+        (http_response("500 Internal Server Error", b"oops"), TransportError, "HTTP 500 .*: oops"),
+        (
+            http_response("200 OK", b"hi", "content-type: text/plain"),
+            RemoteProtocolError,
+            "text/plain",
+        ),
+        (http_response("202 Accepted"), RemoteProtocolError, "without answering it"),
+        (
+            http_response("200 OK", SSE_NOTICE, "content-type: text/event-stream"),
+            RemoteProtocolError,
+            "ended the event stream without answering",
+        ),
+    ],
+    ids=["json-error", "text-error", "wrong-type", "no-answer", "stream-without-answer"],
+)
+async def test_http_answers_that_are_not_answers(
+    answer: bytes, error: type[Exception], match: str
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with bare_http(lambda message: answer) as (url, _), open_client(url) as client:
+            with pytest.raises(error, match=match):
+                await client.call_tool("t")
 
 
 async def test_sse_server_going_away_fails_pending_calls() -> None:
