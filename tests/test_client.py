@@ -383,13 +383,19 @@ async def test_an_older_server_answers_with_its_version() -> None:
         assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
 
 
-async def test_modern_revision_uses_per_request_meta() -> None:
-    async with open_client(demo_tools.build_server(), protocol_version="2026-07-28") as client:
-        assert client.protocol_version == "2026-07-28"
-        assert client.server_info["name"] == "trio-mcp-demo"
-        result = await client.call_tool("calculator.add", {"a": 1, "b": 2})
-        assert result.text == "3.0"
-        assert result.raw["resultType"] == "complete"
+@pytest.mark.parametrize("kind", TRANSPORTS)
+async def test_modern_revision_uses_per_request_meta(kind: str) -> None:
+    progress: list[Progress] = []
+    with trio.fail_after(TIMEOUT):
+        async with connect(kind, protocol_version="2026-07-28") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert client.server_info["name"] == "trio-mcp-demo"
+            assert client.session_id is None  # no sessions in this revision, on HTTP neither
+            result = await client.call_tool("calculator.add", {"a": 1, "b": 2})
+            assert result.text == "3.0"
+            assert result.raw["resultType"] == "complete"
+            await client.call_tool("wh40k.battle_simulation", progress=progress.append)
+    assert [p.progress for p in progress] == [1, 2, 3]
 
 
 async def test_modern_revision_falls_back_to_the_handshake() -> None:

@@ -631,7 +631,10 @@ class Client:
     async def _discover(self) -> bool:
         # spec 2026-07-28, versioning: probe with server/discover; a recognised modern error
         # (-32022) names the versions to retry with; any other error means a handshake server.
+        # Over HTTP the version travels in the MCP-Protocol-Version header too, which is how a
+        # server that speaks both eras tells a modern request from one missing its session.
         self._modern = True
+        self._link.negotiated(self._wanted_version)
         try:
             result = await self.request("server/discover", retry_safe=True)
         except RequestError as exc:
