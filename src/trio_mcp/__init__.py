@@ -43,10 +43,9 @@ from ._types import (
     TextContent,
     ToolAnnotations,
 )
+from ._version import __version__ as __version__
 from .transports.http import HttpOptions
 from .transports.http_client import RetryPolicy
-
-__version__ = "0.1.0"
 
 __all__ = [
     "SUPPORTED_VERSIONS",

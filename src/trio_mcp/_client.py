@@ -57,6 +57,7 @@ from ._types import (
     ResourceLink,
     TextContent,
 )
+from ._version import __version__
 
 __all__ = [
     "CLIENT_VERSIONS",
@@ -425,7 +426,7 @@ class Client:
                 f"choose one of {', '.join(CLIENT_VERSIONS)}"
             )
         self._link = link
-        self._client_info = dict(client_info or {"name": "trio-mcp", "version": _version()})
+        self._client_info = dict(client_info or {"name": "trio-mcp", "version": __version__})
         self._wanted_version = protocol_version
         self._log_handler = log_handler
         self._validate_output = validate_output
@@ -913,12 +914,3 @@ async def open_session(
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         reraise_lone(group)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - once
-
-    try:
-        return version("trio-mcp")
-    except PackageNotFoundError:
-        return "0+unknown"

@@ -47,6 +47,7 @@ from ._tools import (
     make_tool,
 )
 from ._types import ToolAnnotations
+from ._version import __version__
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
@@ -100,7 +101,7 @@ class Server:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
         self.name = name
-        self.version = version or _package_version()
+        self.version = version or __version__
         self.instructions = instructions
         self.max_line_bytes = max_line_bytes
         self.max_in_flight = max_in_flight
@@ -594,12 +595,3 @@ def _encodable(message: dict[str, Any]) -> dict[str, Any] | None:
 
 def _wire_error(error: ErrorResponse) -> dict[str, Any]:
     return error_response(error.id, error.code, error.message, error.data)
-
-
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - rarely used
-
-    try:
-        return version("trio-mcp")
-    except PackageNotFoundError:
-        return "0+unknown"
