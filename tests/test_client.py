@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -640,6 +641,39 @@ async def test_sdk_server_over_stdio() -> None:
                 for i in range(20):
                     nursery.start_soon(add, i)
     assert progress == [Progress(i, 3, f"step {i}") for i in (1, 2, 3)]
+
+
+@asynccontextmanager
+async def sdk_http_server() -> AsyncIterator[str]:
+    """Run the SDK server over Streamable HTTP in a subprocess; yields its URL."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, SDK_SERVER, "--http"], stderr=subprocess.PIPE
+    )
+    assert process.stderr is not None
+    try:
+        seen = b""
+        while b"\n" not in seen:
+            chunk = await process.stderr.receive_some(4096)
+            assert chunk, "the SDK server ended before listening"
+            seen += chunk
+        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_sdk_server_over_streamable_http() -> None:
+    progress: list[Progress] = []
+    with trio.fail_after(TIMEOUT):
+        async with sdk_http_server() as url, open_client(url) as client:
+            assert client.server_info["name"] == "sdk-peer"
+            assert client.session_id is not None
+            assert {tool.name for tool in await client.list_tools()} == {"add", "fail", "steps"}
+            assert (await client.call_tool("add", {"a": 2, "b": 3})).structured == {"result": 5}
+            assert (await client.call_tool("fail", {"message": "boom"})).is_error
+            steps = await client.call_tool("steps", {"n": 2}, progress=progress.append)
+            assert steps.text == "done"
+    assert progress == [Progress(1, 2, "step 1"), Progress(2, 2, "step 2")]
 
 
 # -- HTTP: sessions, reconnection, retries --------------------------------------------------------
