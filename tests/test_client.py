@@ -234,6 +234,22 @@ async def test_cancelled_call_tells_the_server_and_frees_its_id(kind: str) -> No
             assert (await client.call_tool("calculator.add", {"a": 1, "b": 1})).text == "2.0"
 
 
+async def test_calls_left_waiting_when_the_client_closes_fail() -> None:
+    gate = Gate()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            async with open_client(gate.server()) as client:
+
+                async def outlives_the_client() -> None:
+                    with pytest.raises(ConnectionClosed, match="the client was closed"):
+                        await client.call_tool("gate.wait")
+
+                nursery.start_soon(outlives_the_client)
+                await gate.started.wait()
+            with pytest.raises(ConnectionClosed, match="the client was closed"):
+                await client.ping()
+
+
 async def test_timeout_through_fail_after(autojump_clock: trio.testing.MockClock) -> None:
     gate = Gate()
     async with open_client(gate.server()) as client:
@@ -795,6 +811,42 @@ async def test_http_call_waits_out_a_server_restart() -> None:
         http_logger.removeHandler(watcher)
 
 
+@pytest.mark.parametrize(
+    ("path", "error", "match"),
+    [
+        ("/sse", TransportError, "HTTP 404"),  # legacy SSE switched off
+        ("/nothing-here/sse", TransportError, "HTTP 404"),
+        ("/mcp", TransportError, "HTTP 404 .*: Not found: /mcp"),
+    ],
+)
+async def test_http_endpoints_that_are_not_there(
+    path: str, error: type[Exception], match: str
+) -> None:
+    from trio_mcp import HttpOptions  # noqa: PLC0415 - only here
+
+    server = demo_tools.build_server()
+    stop = trio.Event()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            options = HttpOptions(legacy_sse=False, path="/other")
+            binds = await nursery.start(
+                functools.partial(
+                    serve_http, server, port=0, options=options, shutdown_trigger=stop.wait
+                )
+            )
+            with pytest.raises(error, match=match):
+                async with open_client(binds[0] + path):
+                    pass
+            stop.set()
+
+
+async def test_sse_unreachable_server_gives_up_after_bounded_attempts() -> None:
+    retry = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+    with trio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed, match="cannot open the event"):
+        async with open_client("http://127.0.0.1:9/sse", retry=retry):
+            pass
+
+
 async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None:
     retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
     with trio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed) as info:
@@ -919,10 +971,18 @@ SSE_NOTICE = (
                 "401 Unauthorized",
                 b'{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Bad token"}}',
             ),
-            RequestError,
-            r"Bad token \(HTTP 401\)",
+            TransportError,
+            r"HTTP 401 from .*: Bad token",
         ),
         (http_response("500 Internal Server Error", b"oops"), TransportError, "HTTP 500 .*: oops"),
+        (
+            http_response(
+                "400 Bad Request",
+                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+            ),
+            RequestError,
+            r"Parse error \(HTTP 400\)",
+        ),
         (
             http_response("200 OK", b"hi", "content-type: text/plain"),
             RemoteProtocolError,
@@ -935,7 +995,7 @@ SSE_NOTICE = (
             "ended the event stream without answering",
         ),
     ],
-    ids=["json-error", "text-error", "wrong-type", "no-answer", "stream-without-answer"],
+    ids=["401", "500", "400", "wrong-type", "no-answer", "stream-without-answer"],
 )
 async def test_http_answers_that_are_not_answers(
     answer: bytes, error: type[Exception], match: str

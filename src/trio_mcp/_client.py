@@ -755,7 +755,7 @@ class Client:
         for pending in self._pending.values():
             pending.done.set()  # no answer: the caller raises ConnectionClosed
         if self._pending:
-            logger.warning("%s; %d call(s) failed", reason, len(self._pending))
+            logger.info("%s; %d call(s) failed", reason, len(self._pending))
 
     async def _frame(self, frame: bytes) -> None:
         messages, _ = parse(frame)
@@ -910,7 +910,13 @@ async def open_session(
         async with trio.open_nursery() as nursery:
             await nursery.start(client._read)
             await client._start()
-            yield client
+            try:
+                yield client
+            finally:
+                # Calls still waiting in tasks that outlive the block (another nursery's) would
+                # wait forever for a reader that is gone: they fail now.
+                if not client.closed:
+                    client._close("the client was closed")
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         reraise_lone(group)

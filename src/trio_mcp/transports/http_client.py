@@ -143,7 +143,13 @@ def _unsent(exc: Exception) -> bool:
 
 
 def _error_from(status: int, body: bytes, url: str) -> Exception:
-    """The exception for an HTTP error answer: the JSON-RPC error it carries, if any."""
+    """The exception for an HTTP error answer.
+
+    A 400 that carries a JSON-RPC error refused the message itself (parse error, invalid
+    request, unsupported protocol version: spec 2026-07-28 has clients read that body), so it
+    becomes a `RequestError`; any other status refused the connection (path, method, origin,
+    token, ...): a `TransportError` that quotes the server's reason.
+    """
     try:
         data = loads(body)
     except RemoteProtocolError:
@@ -151,12 +157,15 @@ def _error_from(status: int, body: bytes, url: str) -> Exception:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code")
-        return RequestError(
-            f"{error['message']} (HTTP {status})",
-            code if type(code) is int else -32600,
-            error.get("data"),
-        )
-    text = body.decode("utf-8", "replace").strip()[:200]
+        if status == 400:
+            return RequestError(
+                f"{error['message']} (HTTP 400)",
+                code if type(code) is int else -32600,
+                error.get("data"),
+            )
+        text = error["message"]
+    else:
+        text = body.decode("utf-8", "replace").strip()[:200]
     return TransportError(f"HTTP {status} from {url}" + (f": {text}" if text else ""))
 
 
