@@ -847,6 +847,13 @@ async def test_sse_unreachable_server_gives_up_after_bounded_attempts() -> None:
             pass
 
 
+async def test_http_without_httpx_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx", None)  # as if it were not installed
+    with pytest.raises(TransportError, match=r"pip install \"trio-mcp\[http\]\""):
+        async with open_client("http://127.0.0.1:9/mcp"):
+            pass
+
+
 async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None:
     retry = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.001)
     with trio.fail_after(TIMEOUT), pytest.raises(ConnectionClosed) as info:

@@ -184,8 +184,10 @@ def _retry_after(response: httpx.Response, fallback: float) -> float:
 
 
 def _http_client(headers: Mapping[str, str] | None) -> httpx.AsyncClient:
-    import httpx  # noqa: PLC0415 - HTTP code loads only when used
-
+    try:
+        import httpx  # noqa: PLC0415 - HTTP code loads only when used
+    except ImportError as exc:
+        raise TransportError('HTTP needs httpx: pip install "trio-mcp[http]"') from exc
     return httpx.AsyncClient(
         headers=dict(headers or {}),
         # Rule 4: reads are bounded by the caller; connecting is bounded here.
