@@ -1,0 +1,474 @@
+"""Streamable HTTP throughput: trio-mcp's server beside the official SDK's, in the same run.
+
+    python benchmarks/http_bench.py [--quick] [--rounds N] [--json PATH]
+
+Servers (fresh subprocesses on free loopback ports, one per peer per round, interleaved
+A B A B so that machine noise hits both alike):
+
+- trio-mcp: `python -m trio_mcp run benchmarks/servers/trio_mcp_http.py --transport http
+  --port 0` (Hypercorn; `calculator.add` is `inline=True`, it runs on the event loop);
+- SDK: `benchmarks/servers/sdk_http.py`, `MCPServer.streamable_http_app()` under uvicorn with
+  the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread).
+
+The driver is the same for both: raw HTTP with httpx sync clients, no MCP client library.
+Each session POSTs `initialize`, keeps `Mcp-Session-Id`, POSTs `notifications/initialized`,
+then calls `calculator.add` (call `i` adds `i + 0.5`). Responses (JSON or an SSE stream) are
+kept as bytes while the clock runs and parsed and checked after it stops: a wrong or missing
+result raises, it is never counted as a fast call.
+
+Workloads:
+1. sequential: one session, one keep-alive connection, calls one at a time: calls/s and
+   p50/p99 latency.
+2. concurrent sessions: 20 threads, one `httpx.Client` and session each, each making its calls
+   one at a time: total calls/s.
+
+"CPU drv" is the driver's process time over wall time (all its threads). Under the GIL the
+driver can use about one core at most: near 1.0 means the driver, not the server, may have
+been the limit. "CPU srv" is the same for the server process (Linux /proc; all threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+HERE: Final = Path(__file__).resolve().parent
+ROOT: Final = HERE.parent
+PROTOCOL_VERSION: Final = "2025-06-18"
+START_TIMEOUT: Final = 30.0
+IO_TIMEOUT: Final = 120.0
+HEADERS: Final = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}
+
+
+class BenchError(Exception):
+    """A server misbehaved or answered wrongly."""
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+@dataclass
+class Peer:
+    name: str
+    argv: list[str]
+    marker: str  # the stderr text right before the URL
+
+
+PEERS: Final = [
+    Peer(
+        "trio-mcp",
+        [
+            sys.executable,
+            "-m",
+            "trio_mcp",
+            "run",
+            str(HERE / "servers" / "trio_mcp_http.py"),
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ],
+        "serving MCP on ",
+    ),
+    Peer("SDK", [sys.executable, str(HERE / "servers" / "sdk_http.py")], "listening on "),
+]
+
+
+class Server:
+    """A server subprocess; its URL is read from its stderr, which is drained until it ends."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.proc = subprocess.Popen(
+            peer.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self._tail: list[str] = []
+        self._url: str | None = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(START_TIMEOUT) or self._url is None:
+            self.close()
+            raise self.error(f"no URL on stderr within {START_TIMEOUT:.0f} s")
+        self.url: str = self._url
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            self._tail = [*self._tail[-40:], line]
+            if self._url is None and self.peer.marker in line:
+                self._url = line.split(self.peer.marker, 1)[1].split(",")[0].strip()
+                self._ready.set()
+        self._ready.set()  # ended: wake the waiter either way
+
+    def error(self, why: str) -> BenchError:
+        tail = "\n".join(self._tail[-20:])
+        return BenchError(f"{self.peer.name}: {why}\n--- server stderr (tail) ---\n{tail}")
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU of the server process so far (Linux only)."""
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(5)
+
+
+# --- one MCP session over raw HTTP ---------------------------------------------------------
+
+
+def _messages(response: httpx.Response) -> list[Any]:
+    """The JSON-RPC messages of a POST response: a JSON body or the `data:` lines of SSE."""
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("application/json"):
+        body = json.loads(response.content)
+        return body if isinstance(body, list) else [body]
+    if kind.startswith("text/event-stream"):
+        out: list[Any] = []
+        data: list[str] = []
+        for line in [*response.text.splitlines(), ""]:
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif not line and data:
+                out.append(json.loads("\n".join(data)))
+                data = []
+        return out
+    raise BenchError(f"unexpected content-type {kind!r}: {response.content[:300]!r}")
+
+
+def _answer(response: httpx.Response, request_id: int) -> Any:
+    if response.status_code != 200:
+        raise BenchError(f"id {request_id}: HTTP {response.status_code}: {response.text[:300]}")
+    found = [m for m in _messages(response) if isinstance(m, dict) and m.get("id") == request_id]
+    if len(found) != 1:
+        raise BenchError(f"id {request_id}: {len(found)} answers in {response.text[:300]!r}")
+    return found[0]
+
+
+def _add_body(i: int) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "calculator.add", "arguments": {"a": i, "b": 0.5}},
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _check_add(response: httpx.Response, i: int) -> None:
+    message = _answer(response, i)
+    result = message.get("result")
+    if not isinstance(result, dict) or result.get("isError"):
+        raise BenchError(f"id {i}: not a successful result: {message!r:.300}")
+    if float(result["content"][0]["text"]) != i + 0.5:
+        raise BenchError(f"id {i}: wrong sum in {message!r:.300}")
+
+
+class Session:
+    """An initialized MCP session on its own keep-alive `httpx.Client`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = httpx.Client(headers=HEADERS, timeout=IO_TIMEOUT)
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "http_bench", "version": "0"},
+            },
+        }
+        response = self.client.post(url, json=init)
+        answer = _answer(response, 0)
+        if "result" not in answer:
+            raise BenchError(f"initialize failed: {answer!r:.300}")
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self.client.headers["Mcp-Session-Id"] = session_id
+        self.client.headers["Mcp-Protocol-Version"] = answer["result"]["protocolVersion"]
+        done = self.client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        if done.status_code not in (200, 202):
+            raise BenchError(f"notifications/initialized: HTTP {done.status_code}: {done.text}")
+
+    def calls(self, ids: range, latencies: list[float] | None = None) -> list[httpx.Response]:
+        """Call add for each id, one at a time; responses are checked by the caller, later."""
+        bodies = [_add_body(i) for i in ids]
+        post = self.client.post
+        url = self.url
+        responses = []
+        clock = time.perf_counter
+        for body in bodies:
+            t0 = clock()
+            responses.append(post(url, content=body))
+            if latencies is not None:
+                latencies.append(clock() - t0)
+        return responses
+
+    def close(self) -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            self.client.delete(self.url)
+        self.client.close()
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+@dataclass
+class Round:
+    values: dict[str, float] = field(default_factory=dict)
+
+
+def _timed(server: Server, run: Callable[[], None]) -> tuple[float, float, float | None]:
+    """Wall seconds, driver CPU share and server CPU share of `run()`."""
+    srv0 = server.cpu_seconds()
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    run()
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    srv1 = server.cpu_seconds()
+    srv = None if srv0 is None or srv1 is None else (srv1 - srv0) / wall
+    return wall, cpu / wall, srv
+
+
+def sequential(server: Server, n: int) -> dict[str, float]:
+    session = Session(server.url)
+    try:
+        session.calls(range(1, 6))  # warm-up: first-call costs, connection already open
+        latencies: list[float] = []
+        responses: list[httpx.Response] = []
+
+        def run() -> None:
+            responses.extend(session.calls(range(1, n + 1), latencies))
+
+        wall, drv, srv = _timed(server, run)
+    finally:
+        session.close()
+    for i, response in zip(range(1, n + 1), responses, strict=True):
+        _check_add(response, i)
+    latencies.sort()
+    out = {
+        "seq_calls_per_s": n / wall,
+        "seq_p50_ms": 1000 * statistics.median(latencies),
+        "seq_p99_ms": 1000 * latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))],
+        "seq_cpu_drv": drv,
+    }
+    if srv is not None:
+        out["seq_cpu_srv"] = srv
+    return out
+
+
+def concurrent(server: Server, sessions: int, n: int) -> dict[str, float]:
+    opened = [Session(server.url) for _ in range(sessions)]
+    try:
+        for session in opened:
+            session.calls(range(1, 3))  # warm-up
+        start = threading.Barrier(sessions + 1)
+        results: list[list[httpx.Response]] = [[] for _ in opened]
+        errors: list[BaseException] = []
+
+        def worker(k: int) -> None:
+            start.wait()
+            try:
+                results[k] = opened[k].calls(range(1, n + 1))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(sessions)]
+        for thread in threads:
+            thread.start()
+
+        def run() -> None:
+            start.wait()
+            for thread in threads:
+                thread.join()
+
+        wall, drv, srv = _timed(server, run)
+    finally:
+        for session in opened:
+            session.close()
+    if errors:
+        raise server.error(f"concurrent: {errors[0]!r}") from errors[0]
+    for responses in results:
+        for i, response in zip(range(1, n + 1), responses, strict=True):
+            _check_add(response, i)
+    out = {"conc_calls_per_s": sessions * n / wall, "conc_cpu_drv": drv}
+    if srv is not None:
+        out["conc_cpu_srv"] = srv
+    return out
+
+
+# --- report --------------------------------------------------------------------------------
+
+ROWS: Final = [
+    ("seq_calls_per_s", "1. sequential: calls/s", "{:.0f}"),
+    ("seq_p50_ms", "1. sequential: p50 latency (ms)", "{:.2f}"),
+    ("seq_p99_ms", "1. sequential: p99 latency (ms)", "{:.2f}"),
+    ("seq_cpu_drv", "1. sequential: CPU drv", "{:.2f}"),
+    ("seq_cpu_srv", "1. sequential: CPU srv", "{:.2f}"),
+    ("conc_calls_per_s", "2. {sessions} sessions: total calls/s", "{:.0f}"),
+    ("conc_cpu_drv", "2. {sessions} sessions: CPU drv", "{:.2f}"),
+    ("conc_cpu_srv", "2. {sessions} sessions: CPU srv", "{:.2f}"),
+]
+
+
+def _cell(values: Sequence[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    median = fmt.format(statistics.median(values))
+    if len(values) == 1:
+        return median
+    return f"{median} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def table(rounds: dict[str, list[dict[str, float]]], sessions: int) -> str:
+    names = [peer.name for peer in PEERS]
+    lines = []
+    header = ["", *names, "trio-mcp/SDK"]
+    body = []
+    for key, label, fmt in ROWS:
+        per_peer = [[r[key] for r in rounds[name] if key in r] for name in names]
+        ratio = "-"  # not for CPU shares: a busier server is not a better one
+        if "cpu" not in key and all(per_peer) and statistics.median(per_peer[1]):
+            ratio = f"{statistics.median(per_peer[0]) / statistics.median(per_peer[1]):.2f}x"
+        body.append([label.format(sessions=sessions), *(_cell(v, fmt) for v in per_peer), ratio])
+    widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
+    for row in [header, *body]:
+        lines.append(
+            "  ".join(
+                cell.ljust(w) if c == 0 else cell.rjust(w)
+                for c, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    return "\n".join(lines)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 round, small counts")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "http.json")
+    args = parser.parse_args(argv)
+    rounds_n = 1 if args.quick else args.rounds
+    seq_n = 50 if args.quick else 500
+    sessions = 20
+    per_session = 10 if args.quick else 100
+
+    started = time.perf_counter()
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    rounds: dict[str, list[dict[str, float]]] = {peer.name: [] for peer in PEERS}
+    for r in range(rounds_n):
+        for peer in PEERS:
+            server = Server(peer)
+            try:
+                values = sequential(server, seq_n)
+                values |= concurrent(server, sessions, per_session)
+            except BenchError:
+                raise
+            except Exception as exc:
+                raise server.error(repr(exc)) from exc
+            finally:
+                server.close()
+            rounds[peer.name].append(values)
+            print(
+                f"round {r + 1}/{rounds_n} {peer.name}: "
+                f"{values['seq_calls_per_s']:.0f} seq calls/s, "
+                f"{values['conc_calls_per_s']:.0f} concurrent calls/s",
+                file=sys.stderr,
+                flush=True,
+            )
+    elapsed = time.perf_counter() - started
+
+    versions = {
+        dist: _version(dist) for dist in ("trio-mcp", "trio", "hypercorn", "mcp", "uvicorn")
+    }
+    versions["httpx"] = _version("httpx")
+    print(
+        f"Streamable HTTP benchmark, {stamp} ({'quick' if args.quick else 'full'} run, "
+        f"{rounds_n} round(s), {elapsed:.0f} s)"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, CPython {platform.python_version()}, "
+        f"{platform.platform()}"
+    )
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print(
+        f"workloads: 1. {seq_n} sequential calls, one session and connection; "
+        f"2. {sessions} sessions x {per_session} sequential calls, one thread each"
+    )
+    print("cells: median [min-max] over rounds; trio-mcp/SDK divides the medians")
+    print("       (above 1 is better for calls/s, below 1 is better for latency)")
+    print()
+    print(table(rounds, sessions))
+
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "timestamp": stamp,
+        "quick": args.quick,
+        "rounds": rounds_n,
+        "elapsed_s": elapsed,
+        "counts": {"sequential": seq_n, "sessions": sessions, "per_session": per_session},
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "versions": versions,
+        "servers": {peer.name: peer.argv[1:] for peer in PEERS},
+        "results": rounds,
+        "medians": {
+            name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+            for name, runs in rounds.items()
+        },
+    }
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nJSON: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
