@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import types
 from typing import Annotated, Any
@@ -446,3 +447,62 @@ async def test_second_initialize_is_refused_and_version_kept() -> None:
     assert "already initialized" in again["error"]["message"]
     # Still 2025-11-25: structuredContent is sent (it would not be under 2024-11-05).
     assert called["result"]["structuredContent"] == {"result": 3.0}
+
+
+async def test_cancellation_wins_even_when_the_call_never_checkpoints() -> None:
+    server = Server()
+
+    @server.tool()
+    async def instant() -> str:
+        return "done"  # no await: the call cannot notice a cancellation by itself
+
+    async with open_memory_peer(server) as peer:
+        for call, name in ((101, "instant"), (102, "no.such.tool")):
+            # Both lines in one read, as a pipelining client's would arrive on stdio.
+            request = {
+                "jsonrpc": "2.0",
+                "id": call,
+                "method": "tools/call",
+                "params": {"name": name},
+            }
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": call},
+            }
+            await peer._send.send([json.dumps(request).encode(), json.dumps(cancel).encode()])  # type: ignore[arg-type]
+            pong = await peer.request("ping")
+            assert pong["result"] == {}
+            assert [m for m in peer.log if m.get("id") == call] == []
+
+
+async def test_cancellation_reaches_a_request_inside_a_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        batch = [
+            {"jsonrpc": "2.0", "id": "in-batch", "method": "tools/call", "params": {"name": BATTLE}}
+        ]
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "in-batch"},
+        }
+        # Both lines in one read: the cancellation is handled before the batch's task starts.
+        await peer._send.send([json.dumps(batch).encode(), json.dumps(cancel).encode()])  # type: ignore[arg-type]
+        await trio.sleep(wh40k.BATTLE_SECONDS * 2)
+        pong = await peer.request("ping")
+    assert pong["result"] == {}
+    assert peer.log[1:] == [pong]  # nothing for the cancelled batch
+
+
+async def test_a_batch_over_the_in_flight_limit_is_refused_whole() -> None:
+    async with open_memory_peer(Server(max_in_flight=2)) as peer:
+        await peer.send([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)])
+        refused = await peer.receive()
+        await peer.send([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2)])
+        accepted = await peer.receive()
+    assert len(refused) == 1
+    assert refused[0]["error"]["code"] == -32600
+    assert "over the limit of 2" in refused[0]["error"]["message"]
+    assert sorted(m["id"] for m in accepted) == [0, 1]

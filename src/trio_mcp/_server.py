@@ -325,8 +325,15 @@ class SessionRuntime:
             self.prepare(request)
             scope = self._scopes[request.id]
         with scope:
-            return await self.dispatcher.respond(self.session, request, notify)
-        return None
+            response = await self.dispatcher.respond(self.session, request, notify)
+        # A call can finish without reaching a checkpoint after its cancellation (an unknown
+        # tool, bad arguments, an async tool that never awaits): it is still not answered.
+        return None if scope.cancel_called else response
+
+    def cancelled(self, request_id: RequestId) -> bool:
+        """Whether the client cancelled this admitted request."""
+        scope = self._scopes.get(request_id)
+        return scope is not None and scope.cancel_called
 
     async def handle(self, message: Any, notify: NotificationSender) -> Any:
         """Handle one decoded message (or batch) completely; return what to answer, or None.
@@ -352,7 +359,46 @@ class SessionRuntime:
         return None
 
     async def _batch(self, messages: list[Any], notify: NotificationSender) -> list[Any] | None:
-        responses: list[Any] = [None] * len(messages)
+        return await self.run_batch(self.admit_batch(messages), notify)
+
+    def admit_batch(self, messages: list[Any]) -> list[Any]:
+        """The synchronous first pass over a batch, run as soon as it is read.
+
+        Admits its requests and gives each its cancel scope (so that a cancellation on the
+        next line finds it), answers invalid entries and takes notifications. A batch longer
+        than the server's `max_in_flight` is refused whole: it would otherwise start that many
+        tasks at once, past the limit that bounds what one client can make the server hold.
+
+        Returns:
+            One slot per message: a `Request` still to run, an answer, or None.
+        """
+        limit = self.server.max_in_flight
+        if len(messages) > limit:
+            return [
+                error_response(
+                    None,
+                    INVALID_REQUEST,
+                    f"Invalid Request: a batch of {len(messages)} messages is over the limit of "
+                    f"{limit}; send fewer at a time",
+                )
+            ]
+        slots: list[Any] = []
+        for message in messages:
+            if isinstance(message, Request):
+                refused = self.admit(message)
+                if refused is None:
+                    self.prepare(message)
+                slots.append(message if refused is None else refused)
+            elif isinstance(message, InvalidMessage):
+                slots.append(self.invalid(message))
+            else:
+                self.incoming(message)
+                slots.append(None)
+        return slots
+
+    async def run_batch(self, slots: list[Any], notify: NotificationSender) -> list[Any] | None:
+        """Run the requests `admit_batch` admitted, concurrently; the batch's answer or None."""
+        responses = list(slots)
 
         async def one(i: int, request: Request) -> None:
             try:
@@ -361,18 +407,10 @@ class SessionRuntime:
                 self.release(request.id)
 
         async with trio.open_nursery() as nursery:
-            for i, message in enumerate(messages):
-                if isinstance(message, Request):
-                    refused = self.admit(message)
-                    if refused is not None:
-                        responses[i] = refused
-                    else:
-                        self.prepare(message)
-                        nursery.start_soon(one, i, message)
-                elif isinstance(message, InvalidMessage):
-                    responses[i] = self.invalid(message)
-                else:
-                    self.incoming(message)
+            for i, slot in enumerate(slots):
+                if isinstance(slot, Request):
+                    responses[i] = None
+                    nursery.start_soon(one, i, slot)
         answered = [r for r in responses if r is not None]
         return answered or None  # a batch of notifications only gets no response at all
 
@@ -481,7 +519,9 @@ class _Connection:
     async def _frame(self, frame: bytes | bytearray, nursery: trio.Nursery) -> None:
         messages, is_batch = parse(frame)
         if is_batch:
-            self._start(nursery, self._batch, messages)
+            slots = self.runtime.admit_batch(messages)
+            weight = sum(isinstance(slot, Request) for slot in slots)
+            self._start(nursery, self._batch, slots, weight=max(weight, 1))
             return
         message = messages[0]
         runtime = self.runtime
@@ -500,27 +540,31 @@ class _Connection:
         else:
             runtime.incoming(message)
 
-    def _start(self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any) -> None:
-        self._tasks += 1
-        nursery.start_soon(self._tracked, fn, arg)
+    def _start(
+        self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any, *, weight: int = 1
+    ) -> None:
+        # `weight`: how many requests the task runs (a batch runs several); `max_in_flight`
+        # counts requests, not tasks.
+        self._tasks += weight
+        nursery.start_soon(self._tracked, fn, arg, weight)
 
-    async def _tracked(self, fn: Callable[[Any], Any], arg: Any) -> None:
+    async def _tracked(self, fn: Callable[[Any], Any], arg: Any, weight: int) -> None:
         try:
             await fn(arg)
         finally:
-            self._tasks -= 1
+            self._tasks -= weight
             self._changed.set()
 
     async def _request(self, request: Request) -> None:
         try:
             response = await self.runtime.answer(request, self.notify)
-            if response is not None:
+            if response is not None and not self.runtime.cancelled(request.id):
                 await self.send(response)
         finally:
             self.runtime.release(request.id)
 
-    async def _batch(self, messages: list[Any]) -> None:
-        answered = await self.runtime.handle(messages, self.notify)
+    async def _batch(self, slots: list[Any]) -> None:
+        answered = await self.runtime.run_batch(slots, self.notify)
         if answered is not None:
             await self.send(answered)
 
