@@ -506,3 +506,32 @@ async def test_a_batch_over_the_in_flight_limit_is_refused_whole() -> None:
     assert refused[0]["error"]["code"] == -32600
     assert "over the limit of 2" in refused[0]["error"]["message"]
     assert sorted(m["id"] for m in accepted) == [0, 1]
+
+
+async def test_a_hanging_sync_tool_does_not_starve_other_sync_tools() -> None:
+    server = Server()
+    release = threading.Event()
+
+    @server.tool(timeout=0.05)
+    def hang() -> str:
+        release.wait(10)
+        return "late"
+
+    @server.tool()
+    def fast() -> str:
+        return "fast"
+
+    try:
+        async with open_memory_peer(server) as peer:
+            # More hanging calls than trio's process-wide default of 40 worker threads.
+            ids = [await peer.start_request("tools/call", {"name": "hang"}) for _ in range(45)]
+            got = 0
+            while got < len(ids):
+                message = await peer.receive()
+                if message.get("id") in ids:
+                    got += 1
+            with trio.fail_after(5):
+                quick = await peer.call("fast")
+    finally:
+        release.set()
+    assert quick["result"]["content"][0]["text"] == "fast"

@@ -39,6 +39,10 @@ __all__ = ["Dispatcher"]
 
 logger = logging.getLogger("trio_mcp")
 
+# Worker threads per sync tool: trio's own default for all threads of a process is 40; per tool
+# we allow as many, so a tool gets what a whole trio program would and hangs only itself.
+THREADS_PER_TOOL: Final = 40
+
 _NOW_METHODS: Final = frozenset(
     {"initialize", "ping", "tools/list", "logging/setLevel", "server/discover"}
 )
@@ -70,6 +74,10 @@ class Dispatcher:
         self.registry = registry
         self.page_size = page_size
         self.mask_error_details = mask_error_details
+        # One thread limiter per sync tool: an abandoned thread (cancelled or timed out) keeps
+        # its token until it really ends, so with trio's single process-wide limiter one
+        # hanging tool could starve every sync tool of every client.
+        self._limiters: dict[str, trio.CapacityLimiter] = {}
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -217,8 +225,13 @@ class Dispatcher:
             return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
         return self._result(tool, value)
 
-    @staticmethod
-    async def _invoke(tool: Tool, kwargs: dict[str, Any]) -> Any:
+    def _limiter(self, tool: Tool) -> trio.CapacityLimiter:
+        limiter = self._limiters.get(tool.name)
+        if limiter is None:
+            limiter = self._limiters[tool.name] = trio.CapacityLimiter(THREADS_PER_TOOL)
+        return limiter
+
+    async def _invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
         fn: Callable[..., Any] = tool.fn
         if tool.compiled is None:  # a raw tool takes the arguments dict itself
             fn, kwargs = functools.partial(tool.fn, kwargs), {}
@@ -228,7 +241,9 @@ class Dispatcher:
             # A sync tool may block; it runs in a worker thread so the loop keeps serving. On
             # cancellation the thread is abandoned (Python cannot stop it) and finishes alone.
             value = await trio.to_thread.run_sync(
-                functools.partial(fn, **kwargs), abandon_on_cancel=True
+                functools.partial(fn, **kwargs),
+                abandon_on_cancel=True,
+                limiter=self._limiter(tool),
             )
         if inspect.isawaitable(value):
             value = await value
