@@ -30,6 +30,7 @@ from tests.http_helpers import (
     serve,
 )
 from tests.schema_check import validate_server_message, validate_transcript
+from trio_mcp import Server
 
 BATTLE = "wh40k.battle_simulation"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -47,12 +48,14 @@ async def session(served: Served, version: str = LATEST) -> McpHttp:
     return client
 
 
-def assert_refused(response: httpx.Response, status: int, code: int = -32600) -> dict[str, Any]:
-    """A refusal: the status, and a JSON-RPC error with a null id as the body."""
+def assert_refused(
+    response: httpx.Response, status: int, code: int = -32600, request_id: Any = None
+) -> dict[str, Any]:
+    """A refusal: the status, and a JSON-RPC error as the body (id null unless it was readable)."""
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"] == "application/json"
     body: dict[str, Any] = response.json()
-    assert body["id"] is None
+    assert body["id"] == request_id
     assert body["error"]["code"] == code
     validate_server_message(body, LATEST)
     return body
@@ -148,24 +151,25 @@ async def test_unsupported_protocol_version_header_is_400() -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "code"),
+    ("body", "code", "request_id"),
     [
-        (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700),
-        (b"", -32700),
-        (b'{"jsonrpc": "2.0", "id": 1}', -32600),
-        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600),
-        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600),
-        (b'"just a string"', -32600),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700, None),
+        (b"", -32700, None),
+        # A readable id is echoed, as on stdio.
+        (b'{"jsonrpc": "2.0", "id": 1}', -32600, 1),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600, 1),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
+        (b'"just a string"', -32600, None),
     ],
 )
 async def test_malformed_or_invalid_message_is_400_with_a_jsonrpc_error(
-    body: bytes, code: int
+    body: bytes, code: int, request_id: Any
 ) -> None:
     async with serve() as served:
         client = await session(served)
         response = await served.http.post(served.url, headers=client.headers(), content=body)
         ok = await client.request("ping")
-    assert_refused(response, 400, code)
+    assert_refused(response, 400, code, request_id)
     assert ok.status == 200  # a bad message never kills a session
 
 
@@ -855,3 +859,27 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
             await served.finished.wait()
     assert [m["id"] for m in received] == [1, 2]
     assert received[1]["result"]["content"][0]["text"] == "released"
+
+
+async def test_review_findings_malformed_origin_batches_without_requests_stateless_versions() -> (
+    None
+):
+    async with serve() as served:
+        client = await session(served)
+        bad_origin = await served.http.post(
+            served.url, headers={**client.headers(), "origin": "http://[::1"}, content=b"{}"
+        )
+        batch = await served.http.post(
+            served.url, headers=client.headers(), content=b'[1, {"jsonrpc": "2.0", "method": 5}]'
+        )
+    assert bad_origin.status_code == 403
+    assert batch.status_code == 200
+    assert [m["error"]["code"] for m in batch.json()] == [-32600, -32600]
+    narrow = Server(versions=("2025-11-25",))
+    async with serve(narrow, stateless=True) as served:
+        response = await served.http.post(
+            served.url,
+            headers=POST_HEADERS,
+            content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+        )
+    assert response.status_code == 400  # not a 500: 2025-03-26 (the header's default) is not served

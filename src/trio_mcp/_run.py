@@ -75,7 +75,7 @@ class _HttpBackend:
 
     def new_session(self, assumed_version: str | None = None) -> SessionRuntime:
         runtime = SessionRuntime(self.server)
-        if assumed_version in HANDSHAKE_VERSIONS:
+        if assumed_version in HANDSHAKE_VERSIONS and assumed_version in self.server.versions:
             runtime.session.adopt(assumed_version)
         return runtime
 

@@ -151,13 +151,17 @@ class _Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answe
         message: str,
         headers: Iterable[tuple[bytes, bytes]] = (),
         code: int = INVALID_REQUEST,
+        request_id: int | str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = list(headers)
         self.code = code
+        self.request_id = request_id
 
+
+LEGACY_INBOX: Final = 16
 
 _JSON: Final = (b"content-type", b"application/json")
 _SSE_HEADERS: Final = [
@@ -284,7 +288,10 @@ class McpHttpApp:
         text = origin.decode("latin-1")
         if "*" in allowed:
             return
-        parts = urlsplit(text)
+        try:
+            parts = urlsplit(text)
+        except ValueError:  # e.g. "http://[::1": not an origin at all
+            raise _Refused(403, f"Origin {text!r} is not allowed") from None
         bare = f"{parts.scheme}://{parts.hostname}" if parts.hostname else text
         if parts.hostname and ":" in parts.hostname:
             bare = f"{parts.scheme}://[{parts.hostname}]"
@@ -326,13 +333,17 @@ class McpHttpApp:
         if not is_batch and isinstance(messages[0], InvalidMessage):
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
             error = messages[0].error
-            raise _Refused(400, error.message, code=error.code)
+            raise _Refused(400, error.message, code=error.code, request_id=error.id)
         message: Any = messages if is_batch else messages[0]
         is_init = isinstance(message, Request) and message.method == "initialize"
         sid, session = self._session_for(headers, is_init, version)
         has_request = any(isinstance(m, Request) for m in messages)
         if not has_request:
-            await session.handle(message, _no_notify)
+            answer = await session.handle(message, _no_notify)
+            if answer is not None:  # a batch with invalid entries: those are answered
+                await send({"type": "http.response.start", "status": 200, "headers": [_JSON]})
+                await send({"type": "http.response.body", "body": _encode(answer)})
+                return
             await send({"type": "http.response.start", "status": 202, "headers": _sid(sid)})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -358,6 +369,12 @@ class McpHttpApp:
             # No session: a handshake-era client is served under its header's version (the
             # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
             assumed = None if is_init else (version.decode("latin-1") if version else "2025-03-26")
+            if assumed is not None and assumed not in self.backend.versions:
+                raise _Refused(
+                    400,
+                    f"Protocol version {assumed} is not served here; send MCP-Protocol-Version "
+                    f"with one of: {', '.join(self.backend.versions)}",
+                )
             return None, self.backend.new_session(assumed)
         named = version.decode("latin-1") if version is not None else None
         if named in self.backend.sessionless_versions:
@@ -456,9 +473,9 @@ class McpHttpApp:
         if len(self._sessions) >= self.options.max_sessions:
             raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
         sid = secrets.token_hex(16)
-        inbox_send, inbox_receive = trio.open_memory_channel[bytes](
-            self.options.max_in_flight_per_session
-        )
+        # Bodies queued per legacy session before POSTs get 429: each may be max_body_bytes,
+        # so the queue is short (16, like the SDKs' small stream buffers), not the in-flight cap.
+        inbox_send, inbox_receive = trio.open_memory_channel[bytes](LEGACY_INBOX)
         outbox_send, outbox_receive = trio.open_memory_channel[bytes](256)
         entry = _Entry(None, trio.current_time(), legacy_inbox=inbox_send)
         self._sessions[sid] = entry
@@ -602,7 +619,7 @@ async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) 
 
 
 async def _refuse(send: Send, refused: _Refused) -> None:
-    body = dumps(error_response(None, refused.code, refused.message))
+    body = dumps(error_response(refused.request_id, refused.code, refused.message))
     await send(
         {
             "type": "http.response.start",
