@@ -14,7 +14,17 @@ import trio.testing
 import demo_tools
 from demo_tools import wh40k
 from tests.helpers import RawPeer, open_memory_peer
-from trio_mcp import Context, Param, Server, ToolDefinitionError, ToolError, tool
+from trio_mcp import (
+    AudioContent,
+    Context,
+    Param,
+    ResourceLink,
+    Server,
+    TextContent,
+    ToolDefinitionError,
+    ToolError,
+    tool,
+)
 from trio_mcp.transports import memory_channel_pair
 
 BATTLE = "wh40k.battle_simulation"
@@ -535,3 +545,28 @@ async def test_a_hanging_sync_tool_does_not_starve_other_sync_tools() -> None:
     finally:
         release.set()
     assert quick["result"]["content"][0]["text"] == "fast"
+
+
+@pytest.mark.parametrize(
+    ("version", "kinds"),
+    [
+        ("2024-11-05", ["text", "text", "text"]),
+        ("2025-03-26", ["text", "audio", "text"]),
+        ("2025-06-18", ["text", "audio", "resource_link"]),
+    ],
+)
+async def test_content_types_a_revision_lacks_become_text(version: str, kinds: list[str]) -> None:
+    server = Server()
+
+    @server.tool()
+    async def media() -> list[TextContent | AudioContent | ResourceLink]:
+        return [
+            TextContent("hello"),
+            AudioContent(b"RIFF", "audio/wav"),
+            ResourceLink("file:///song.wav", "song"),
+        ]
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await peer.initialize(version)
+        response = await peer.call("media")
+    assert [block["type"] for block in response["result"]["content"]] == kinds

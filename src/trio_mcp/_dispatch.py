@@ -277,7 +277,22 @@ class Dispatcher:
     ) -> dict[str, Any]:
         if scope.version < "2025-06-18":
             result.pop("structuredContent", None)  # not part of the older revisions
+            result["content"] = [_downgrade(block, scope.version) for block in result["content"]]
         return session.complete(scope, result)
+
+
+def _downgrade(block: dict[str, Any], version: str) -> dict[str, Any]:
+    """A content block a client of `version` understands (older revisions lack some types)."""
+    kind = block.get("type")
+    if kind == "resource_link":  # since 2025-06-18
+        return {"type": "text", "text": f"Resource {block.get('name', '')}: {block.get('uri', '')}"}
+    if kind == "audio" and version < "2025-03-26":
+        mime = block.get("mimeType", "audio")
+        return {
+            "type": "text",
+            "text": f"[{mime} content not shown: protocol {version} has no audio]",
+        }
+    return block
 
 
 # Every method this dispatcher answers; anything else is -32601.
