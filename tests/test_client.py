@@ -39,7 +39,8 @@ from trio_mcp import (
     TransportError,
     open_client,
 )
-from trio_mcp._client import open_session, reraise_lone
+from trio_mcp._client import open_session
+from trio_mcp._exceptions import reraise_lone
 from trio_mcp._run import serve_http
 from trio_mcp._session import HANDSHAKE_VERSIONS
 from trio_mcp.transports.links import ChannelLink

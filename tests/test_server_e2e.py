@@ -570,3 +570,12 @@ async def test_content_types_a_revision_lacks_become_text(version: str, kinds: l
         await peer.initialize(version)
         response = await peer.call("media")
     assert [block["type"] for block in response["result"]["content"]] == kinds
+
+
+async def test_open_stdio_frames_raises_a_lone_error_as_itself() -> None:
+    from trio_mcp.transports import open_stdio_frames  # noqa: PLC0415 - the one test of it
+
+    read_send, read_receive = trio.testing.memory_stream_pair()
+    with pytest.raises(ValueError, match="from the block"):
+        async with open_stdio_frames(read_receive, read_send):
+            raise ValueError("from the block")

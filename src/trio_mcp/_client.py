@@ -36,6 +36,7 @@ from ._exceptions import (
     RequestError,
     SessionExpiredError,
     ToolCallError,
+    reraise_lone,
 )
 from ._framing import LineTooLong
 from ._jsonrpc import (
@@ -68,7 +69,6 @@ __all__ = [
     "ToolInfo",
     "ToolParameter",
     "ToolResult",
-    "lone_exception",
     "open_session",
 ]
 
@@ -854,28 +854,6 @@ class Client:
                 f"tool {name!r} returned structuredContent that breaks its output schema "
                 f"at {where}: {error.message}"
             )
-
-
-def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The single exception inside nested one-member groups, or None when there are more."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        if len(exc.exceptions) != 1:
-            return None
-        exc = exc.exceptions[0]
-    return exc
-
-
-def reraise_lone(group: BaseExceptionGroup[BaseException]) -> None:
-    """Raise the lone exception of `group` as itself (traceback and context kept), else `group`."""
-    lone = lone_exception(group)
-    if lone is None:
-        raise group
-    context = lone.__context__
-    try:
-        raise lone
-    finally:
-        lone.__context__ = context  # not the group we unwrapped
 
 
 @contextlib.asynccontextmanager

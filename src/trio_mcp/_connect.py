@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._client import Client, Link, LogHandler, open_session, reraise_lone
+from ._client import Client, Link, LogHandler, open_session
+from ._exceptions import reraise_lone
 from ._framing import DEFAULT_MAX_LINE_BYTES
 from ._server import Server
 from ._session import LATEST_HANDSHAKE_VERSION

@@ -32,6 +32,8 @@ __all__ = [
     "ToolError",
     "TransportError",
     "TrioMCPError",
+    "lone_exception",
+    "reraise_lone",
 ]
 
 
@@ -133,3 +135,25 @@ class ToolCallError(TrioMCPError):
         super().__init__(f"tool {tool!r} failed: {message}")
         self.tool = tool
         self.result = result
+
+
+def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The single exception inside nested one-member groups, or None when there are more."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc
+
+
+def reraise_lone(group: BaseExceptionGroup[BaseException]) -> None:
+    """Raise the lone exception of `group` as itself (traceback and context kept), else `group`."""
+    lone = lone_exception(group)
+    if lone is None:
+        raise group
+    context = lone.__context__
+    try:
+        raise lone
+    finally:
+        lone.__context__ = context  # not the group we unwrapped

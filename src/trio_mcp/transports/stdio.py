@@ -20,6 +20,7 @@ from typing import Final
 
 import trio
 
+from .._exceptions import reraise_lone
 from .._framing import DEFAULT_MAX_LINE_BYTES, LineBuffer, LineTooLong
 
 __all__ = ["StdioFrames", "open_stdio_frames", "stdout_guard"]
@@ -129,14 +130,17 @@ async def open_stdio_frames(
         with reader_scope:
             await reader()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(read_until_cancelled)
-        nursery.start_soon(writer)
-        try:
-            yield StdioFrames(in_receive, out_send, overflows)
-        finally:
-            # Stop reading (stdin may never end), then let the writer flush what is queued; a
-            # peer that stopped reading our output gets FLUSH_TIMEOUT seconds, no more.
-            reader_scope.cancel()
-            out_send.close()
-            nursery.cancel_scope.deadline = trio.current_time() + FLUSH_TIMEOUT
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_until_cancelled)
+            nursery.start_soon(writer)
+            try:
+                yield StdioFrames(in_receive, out_send, overflows)
+            finally:
+                # Stop reading (stdin may never end), then let the writer flush what is queued; a
+                # peer that stopped reading our output gets FLUSH_TIMEOUT seconds, no more.
+                reader_scope.cancel()
+                out_send.close()
+                nursery.cancel_scope.deadline = trio.current_time() + FLUSH_TIMEOUT
+    except BaseExceptionGroup as group:
+        reraise_lone(group)  # a lone error in the block comes out as itself, not as a group
