@@ -20,6 +20,17 @@ from trio_mcp import Server
 from trio_mcp.transports import memory_channel_pair
 
 LATEST = "2025-11-25"
+#: The demo server's tools, in registration order.
+DEMO_TOOLS = [
+    "calculator.add",
+    "calculator.subtract",
+    "calculator.multiply",
+    "calculator.divide",
+    "calculator.power",
+    "wh40k.inquisitor_name",
+    "wh40k.roll_dice",
+    "wh40k.battle_simulation",
+]
 
 
 def init_params(version: str = LATEST) -> dict[str, Any]:

@@ -34,10 +34,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
-from tests.helpers import init_params
+from tests.helpers import DEMO_TOOLS, init_params
 from tests.http_helpers import POST_HEADERS, parse_sse
 from tests.stdio_peer import ROOT
-from tests.test_interop_sdk import DEMO_TOOLS
 
 #: Bounds the server's start, one SDK session, and the server's stop, each.
 TIMEOUT = 30

@@ -23,18 +23,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import LoggingMessageNotificationParams, TextContent
 
+from tests.helpers import DEMO_TOOLS
 from tests.stdio_peer import ECHO_TOOLS, ROOT
 
-DEMO_TOOLS = [
-    "calculator.add",
-    "calculator.subtract",
-    "calculator.multiply",
-    "calculator.divide",
-    "calculator.power",
-    "wh40k.inquisitor_name",
-    "wh40k.roll_dice",
-    "wh40k.battle_simulation",
-]
 # The SDK flags ping and logging as deprecated from 2026-07-28 on (even on a 2025-11-25
 # connection); the handshake-era tests use them on purpose.
 pytestmark = [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import exchange
+from tests.helpers import DEMO_TOOLS, exchange
 from tests.schema_check import validate_transcript
 from tests.stdio_peer import (
     MODERN_META,
@@ -24,16 +24,6 @@ from tests.stdio_peer import (
 )
 
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-DEMO_TOOLS = [
-    "calculator.add",
-    "calculator.subtract",
-    "calculator.multiply",
-    "calculator.divide",
-    "calculator.power",
-    "wh40k.inquisitor_name",
-    "wh40k.roll_dice",
-    "wh40k.battle_simulation",
-]
 BATTLE = "wh40k.battle_simulation"
 
 
