@@ -75,12 +75,15 @@ async def serve(server: Server | None = None, **options: Any) -> AsyncIterator[S
 def parse_sse(text: str) -> list[Any]:
     """Decode an SSE body of `event: message` events, asserting the exact framing.
 
-    Each event is `event: message`, `data: <one line of JSON>` and a blank line.
+    Each event is `event: message`, `data: <one line of JSON>` and a blank line; a block of
+    one SSE comment line (`: ...`, which clients ignore) is allowed and skipped.
     """
     assert text.endswith("\n\n"), repr(text[-100:])
     messages = []
     for block in text[:-2].split("\n\n"):
         lines = block.split("\n")
+        if len(lines) == 1 and lines[0].startswith(":"):
+            continue
         assert len(lines) == 2, f"an event must be two lines: {block[:200]!r}"
         assert lines[0] == "event: message", lines[0]
         assert lines[1].startswith("data: "), lines[1][:100]

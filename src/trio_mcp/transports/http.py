@@ -437,9 +437,18 @@ class McpHttpApp:
             headers = _sid(new_sid)
             first = await _next(out_receive)
             if first is None or first is done:
-                # Cancelled (notifications/cancelled from another POST): nothing to answer.
-                await send({"type": "http.response.start", "status": 202, "headers": headers})
-                await finish(b"")
+                # Cancelled (notifications/cancelled from another POST): nothing to answer, but
+                # a POST that carried a request must get JSON or a stream (spec 2025-11-25,
+                # transports), so it gets an SSE stream that ends without an event: only an SSE
+                # comment saying why.
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*_SSE_HEADERS, *headers],
+                    }
+                )
+                await finish(b": request cancelled; no response follows\n\n")
             elif not _is_notification(first):
                 body = _encode(first)
                 await send(
