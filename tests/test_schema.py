@@ -1073,3 +1073,14 @@ def test_every_content_block_passes_through(block: Any, wire: dict[str, Any]) ->
         ...
 
     assert compiled(f).to_result(block) == {"content": [wire]}
+
+
+def test_a_declared_union_result_is_wrapped_even_when_the_value_is_an_object() -> None:
+    def either(flag: bool) -> dict[str, int] | int:
+        return {"x": 1} if flag else 2
+
+    compiled = compile_signature("either", describe_function(either))
+    assert compiled.output_schema is not None
+    assert compiled.output_schema["required"] == ["result"]
+    assert compiled.to_result({"x": 1})["structuredContent"] == {"result": {"x": 1}}
+    assert compiled.to_result(2)["structuredContent"] == {"result": 2}

@@ -122,9 +122,11 @@ class CompiledTool:
             data = self._result_adapter.serializer.to_python(value, mode="json", warnings="error")
         else:
             data = to_jsonable_python(value)
-        # An unannotated tool returning a dataclass or model is structured like an annotated
-        # one: what decides is whether its JSON form is an object.
-        structured = data if isinstance(data, dict) else {"result": data}
+        # A declared non-object result is always wrapped, as its outputSchema says (even when a
+        # union member's value happens to be an object). Without a declaration (auto), an
+        # object is structured as it is, like an annotated model or dataclass.
+        wrap = mode == "wrapped" or not isinstance(data, dict)
+        structured = {"result": data} if wrap else data
         text = data if isinstance(data, str) else to_json(data, inf_nan_mode="null").decode()
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
