@@ -349,8 +349,8 @@ class SessionRuntime:
             if refused is not None:
                 return refused
             try:
-                now = self.dispatcher.respond_now(self.session, message)
-                return now if now is not None else await self.answer(message, notify)
+                # `answer` runs Dispatcher.respond, which answers at once what needs no waiting.
+                return await self.answer(message, notify)
             finally:
                 self.release(message.id)
         if isinstance(message, InvalidMessage):
