@@ -4,7 +4,8 @@ Rule 1: a connection is a stream of frames (one JSON text each) in, and frames o
         never sees bytes of a transport, sockets or subprocesses: transports bring the frames.
 Rule 2: every request that must wait runs in its own task in the connection's nursery, inside
         its own cancel scope (so `notifications/cancelled` can end it); a cancelled request gets
-        no response. Responses go out as they complete.
+        no response. Responses go out as they complete; those answered on the connection's own
+        task go out together once per input batch (one write for a pipelining client's burst).
 Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
         failing tool is answered and the loop goes on. Only end of input ends it, and then
         in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
@@ -15,7 +16,7 @@ Rule 4: at most `max_in_flight` requests run at once per connection; past that t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 import trio
@@ -461,6 +462,9 @@ class _Connection:
         # room; that is most of the time, and it is what lets a batch of calls answered inline
         # go out without one task switch per response.
         self._send_nowait: Callable[[bytes], None] | None = getattr(send, "send_nowait", None)
+        # A channel that queues and writes in bulk (stdio's) has `flush`: answers given on this
+        # task are flushed once per input batch; those from request tasks at once.
+        self._flush: Callable[[], Awaitable[None]] | None = getattr(send, "flush", None)
         self._too_long = encode(
             error_response(
                 None,
@@ -481,8 +485,11 @@ class _Connection:
                             await self._send_frame(self._too_long)
                         else:
                             await self._frame(frame, nursery)
-                        while self._tasks >= self.server.max_in_flight:
-                            await self._task_done()
+                        if self._tasks >= self.server.max_in_flight:
+                            await self._flushed()
+                            while self._tasks >= self.server.max_in_flight:
+                                await self._task_done()
+                    await self._flushed()
             with trio.move_on_after(self.server.shutdown_grace):
                 while self._tasks:
                     await self._task_done()
@@ -495,9 +502,19 @@ class _Connection:
         self._changed = trio.Event()
 
     async def send(self, message: Any) -> None:
+        """Send a message from a request task: it goes out now."""
+        await self.reply(message)
+        await self._flushed()
+
+    async def reply(self, message: Any) -> None:
+        """Send a message from the connection's own task: it goes out with its input batch."""
         frame = encode(message)
         if frame is not None:
             await self._send_frame(frame)
+
+    async def _flushed(self) -> None:
+        if self._flush is not None:
+            await self._flush()
 
     async def _send_frame(self, frame: bytes | None) -> None:
         assert frame is not None
@@ -532,11 +549,11 @@ class _Connection:
                 runtime.prepare(message)
                 self._start(nursery, self._request, message)
                 return
-            await self.send(response)
+            await self.reply(response)
         elif isinstance(message, InvalidMessage):
             error = runtime.invalid(message)
             if error is not None:
-                await self.send(error)
+                await self.reply(error)
         else:
             runtime.incoming(message)
 

@@ -99,7 +99,7 @@ class ProcessLink:
         self._stderr_done = trio.Event()
 
     @property
-    def incoming(self) -> trio.MemoryReceiveChannel[list[bytes | LineTooLong]]:
+    def incoming(self) -> trio.abc.ReceiveChannel[list[bytes | LineTooLong]]:
         """Batches of lines from the server's stdout."""
         return self._frames.receive
 
