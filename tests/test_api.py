@@ -267,3 +267,30 @@ def test_the_probe_would_see_trio() -> None:
         timeout=60,
     )
     assert json.loads(proc.stdout) == {"_run": ["trio"]}
+
+
+_LOADED_BY_IMPORT = """
+import json, sys
+import trio_mcp
+before = sorted(m for m in sys.modules if m.startswith(("trio_mcp", "httpx", "hypercorn")))
+trio_mcp.Client, trio_mcp.open_client, trio_mcp.HttpOptions, trio_mcp.RetryPolicy
+after = sorted(m for m in sys.modules if m.startswith(("trio_mcp", "httpx", "hypercorn")))
+print(json.dumps([before, after]))
+"""
+
+
+def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
+    # A server started over stdio waits for `import trio_mcp`: the client half and the HTTP
+    # transports load on first use of their names.
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOADED_BY_IMPORT],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    before, after = json.loads(proc.stdout)
+    lazy = {"trio_mcp._client", "trio_mcp._connect", "trio_mcp.transports.http"}
+    assert lazy.isdisjoint(before)
+    assert not [m for m in before if m.startswith(("httpx", "hypercorn"))]
+    assert lazy <= set(after)

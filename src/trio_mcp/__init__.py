@@ -13,8 +13,8 @@ def add(
 ```
 """
 
-from ._client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
-from ._connect import open_client
+from typing import TYPE_CHECKING, Any
+
 from ._context import Context
 from ._exceptions import (
     ConnectionClosed,
@@ -44,8 +44,38 @@ from ._types import (
     ToolAnnotations,
 )
 from ._version import __version__ as __version__
-from .transports.http import HttpOptions
-from .transports.http_client import RetryPolicy
+
+if TYPE_CHECKING:
+    from ._client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
+    from ._connect import open_client
+    from .transports.http import HttpOptions
+    from .transports.http_client import RetryPolicy
+
+# The client half and the HTTP options load on first use: a server started over stdio never
+# needs them, and its start-up time is what users wait for.
+_LAZY = {
+    "Client": "._client",
+    "LogMessage": "._client",
+    "Progress": "._client",
+    "ToolInfo": "._client",
+    "ToolParameter": "._client",
+    "ToolResult": "._client",
+    "open_client": "._connect",
+    "HttpOptions": ".transports.http",
+    "RetryPolicy": ".transports.http_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # noqa: PLC0415 - only on first use of a lazy name
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SUPPORTED_VERSIONS",

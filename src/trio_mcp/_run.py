@@ -13,14 +13,16 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from ._server import Server, SessionRuntime
 from ._session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
-from .transports.http import HttpOptions, McpHttpApp
 from .transports.stdio import open_stdio_frames, stdout_guard
+
+if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
+    from .transports.http import HttpOptions, McpHttpApp
 
 __all__ = ["http_app", "run", "serve_http", "serve_stdio"]
 
@@ -95,6 +97,8 @@ def http_app(server: Server, options: HttpOptions | None = None) -> McpHttpApp:
     For use under any ASGI server that runs on trio; run `await app.run()` beside it so that
     idle sessions expire. `serve_http` does all of that with Hypercorn.
     """
+    from .transports.http import McpHttpApp  # noqa: PLC0415 - HTTP code loads only when used
+
     return McpHttpApp(_HttpBackend(server), options)
 
 
@@ -204,7 +208,7 @@ async def _run_http(server: Server, *, host: str, port: int, options: HttpOption
                         shutdown_trigger=stop.wait,
                     )
                 )
-                path = (options or HttpOptions()).path
+                path = options.path if options is not None else _default_path()
                 urls = ", ".join(bind + path for bind in binds)
                 print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
             nursery.cancel_scope.cancel()  # served to the end: stop watching for signals
@@ -222,3 +226,9 @@ async def _run_stdio(server: Server) -> None:
             nursery.start_soon(stop_on_signal)
             await serve_stdio(server)
             nursery.cancel_scope.cancel()
+
+
+def _default_path() -> str:
+    from .transports.http import HttpOptions  # noqa: PLC0415 - HTTP code loads only when used
+
+    return HttpOptions().path
