@@ -9,7 +9,9 @@ Rule 2: output frames are queued by `send_nowait` and written together, one line
         in b"\n", by the next `flush` (`send` queues and flushes). Whoever flushes writes
         everything queued in one system call; a flush that finds a write under way leaves its
         frames to it. A server answers a whole batch of input with one write this way, and a
-        lone request's response goes out from the task that made it, with no hand-over.
+        lone request's response goes out from the task that made it, with no hand-over. (Not
+        a `trio.StrictFIFOLock`: taking even a free one is a trip through the scheduler, and a
+        task that finds a write under way has nothing to wait for.)
 Rule 3: a write interrupted by cancellation keeps its unsent bytes first in line, so a line is
         never cut in two on the wire.
 Rule 4: while serving, only protocol lines reach the real stdout. `stdout_guard` moves the
