@@ -33,7 +33,7 @@ def init(s: ServerSession, version: str = "2025-11-25", **extra: Any) -> dict[st
 
 
 def modern_meta(version: str = MODERN, **extra: Any) -> dict[str, Any]:
-    return {"_meta": {V: version, **extra}}
+    return {"_meta": {V: version, "io.modelcontextprotocol/clientCapabilities": {}, **extra}}
 
 
 def raises(code: int) -> Any:
@@ -352,6 +352,17 @@ def test_modern_version_not_enabled_on_this_server() -> None:
 def test_modern_bad_meta(extra: dict[str, Any]) -> None:
     with raises(-32602):
         session().scope("tools/list", modern_meta(**extra))
+
+
+@pytest.mark.parametrize(
+    "meta", [{V: MODERN}, {V: MODERN, "io.modelcontextprotocol/logLevel": "info"}]
+)
+def test_modern_request_without_client_capabilities_is_malformed(meta: dict[str, Any]) -> None:
+    # spec 2026-07-28, basic: clientCapabilities is a required per-request field; a request
+    # missing one is malformed (-32602), not served with empty capabilities.
+    with raises(-32602) as info:
+        session().scope("tools/list", {"_meta": meta})
+    assert "clientCapabilities" in info.value.message
 
 
 def test_non_object_meta_is_handshake_era() -> None:

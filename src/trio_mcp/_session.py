@@ -30,6 +30,8 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "RequestScope",
     "ServerSession",
+    "check_request_meta",
+    "requested_version",
 ]
 
 #: Handshake-era revisions, newest first.
@@ -66,6 +68,57 @@ class RequestScope:
     def modern(self) -> bool:
         """Whether this request speaks a per-request (2026-07-28 or later) revision."""
         return self.version in MODERN_VERSIONS
+
+
+def requested_version(params: dict[str, Any] | None) -> Any:
+    """The protocol version a request names in `params._meta` (2026-07-28 and later), or None.
+
+    Whatever is there is returned as it is (it may be no string at all): a request that names
+    anything there is a per-request one, and `check_request_meta` judges the value.
+    """
+    meta = params.get("_meta") if params else None
+    return meta.get(_META_VERSION) if isinstance(meta, dict) else None
+
+
+def check_request_meta(params: dict[str, Any] | None) -> None:
+    """Check the per-request fields of a per-request (2026-07-28) request's `_meta`.
+
+    spec 2026-07-28, basic (General fields: `_meta`): the protocol version and the client
+    capabilities are required on every request; "a request missing any required field is
+    malformed; the server MUST reject it with JSON-RPC error code -32602 (Invalid params)".
+    Client info, when given, is an object; a log level, when given, is a known level.
+
+    Raises:
+        RemoteProtocolError: -32602 naming what is missing or malformed.
+    """
+    meta = params.get("_meta") if params else None
+    if not isinstance(meta, dict):
+        raise RemoteProtocolError(
+            f"Invalid params: params._meta must be an object with {_META_VERSION!r} and "
+            f"{_META_CAPABILITIES!r}",
+            INVALID_PARAMS,
+        )
+    missing = [key for key in (_META_VERSION, _META_CAPABILITIES) if key not in meta]
+    if missing:
+        raise RemoteProtocolError(
+            f"Invalid params: params._meta lacks the required {' and '.join(map(repr, missing))}",
+            INVALID_PARAMS,
+        )
+    if not isinstance(meta[_META_VERSION], str):
+        raise RemoteProtocolError(
+            f"Invalid params: {_META_VERSION!r} must be a string", INVALID_PARAMS
+        )
+    info = meta.get(_META_CLIENT_INFO)
+    if not isinstance(meta[_META_CAPABILITIES], dict) or (
+        info is not None and not isinstance(info, dict)
+    ):
+        raise RemoteProtocolError(
+            "Invalid params: _meta client capabilities and info must be objects",
+            INVALID_PARAMS,
+        )
+    level = meta.get(_META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        raise RemoteProtocolError(f"Invalid params: unknown log level {level!r}", INVALID_PARAMS)
 
 
 def _log_rank(level: str) -> int:
@@ -271,19 +324,14 @@ class ServerSession:
                 UNSUPPORTED_PROTOCOL_VERSION,
                 {"supported": list(self.versions), "requested": requested},
             )
-        capabilities = meta.get(_META_CAPABILITIES, {})
-        info = meta.get(_META_CLIENT_INFO)
-        level = meta.get(_META_LOG_LEVEL)
-        if not isinstance(capabilities, dict) or (info is not None and not isinstance(info, dict)):
-            raise RemoteProtocolError(
-                "Invalid params: _meta client capabilities and info must be objects",
-                INVALID_PARAMS,
-            )
-        if level is not None and level not in LOG_LEVELS:
-            raise RemoteProtocolError(
-                f"Invalid params: unknown log level {level!r}", INVALID_PARAMS
-            )
-        return RequestScope(requested, info, capabilities, level, _progress_token(params))
+        check_request_meta(params)
+        return RequestScope(
+            requested,
+            meta.get(_META_CLIENT_INFO),
+            meta[_META_CAPABILITIES],
+            meta.get(_META_LOG_LEVEL),
+            _progress_token(params),
+        )
 
     def begin(self, request_id: RequestId) -> None:
         """Mark a request id as in flight.
