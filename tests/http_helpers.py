@@ -4,7 +4,9 @@
 httpx client; leaving it sets the shutdown trigger and waits for the server to end. `McpHttp`
 speaks Streamable HTTP with plain httpx (no trio-mcp client), decodes JSON and SSE answers,
 checks the SSE framing strictly, and keeps every message sent and received so a whole session
-can be validated against the official schema (`tests/schema_check.py`).
+can be validated against the official schema (`tests/schema_check.py`). Like a conforming client
+it sends a 2026-07-28 request's metadata headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name);
+a header given to `post` overrides them.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import demo_tools
 from tests.helpers import LATEST, init_params
 from trio_mcp import Context, Server
 from trio_mcp._run import serve_http
+from trio_mcp._session import requested_version
 from trio_mcp.transports.http import HttpOptions
+from trio_mcp.transports.http_meta import request_headers
 
 ACCEPT = "application/json, text/event-stream"
 POST_HEADERS = {"accept": ACCEPT, "content-type": "application/json"}
@@ -149,6 +153,11 @@ class McpHttp:
 
     async def post(self, message: Any, **headers: str) -> Reply:
         self.sent.append(message)
+        if isinstance(message, dict) and "id" in message and "method" in message:
+            # A 2026-07-28 request mirrors its version, method and name into headers.
+            version = requested_version(message.get("params"))
+            if isinstance(version, str):
+                headers = {**request_headers(message, version), **headers}
         response = await self.http.post(self.url, headers=self.headers(**headers), json=message)
         messages = decode(response)
         self.received.extend(messages)

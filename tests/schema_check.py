@@ -41,6 +41,7 @@ __all__ = [
     "SCHEMA_DIR",
     "VERSIONS",
     "SchemaViolationError",
+    "validate_definition",
     "validate_server_message",
     "validate_transcript",
 ]
@@ -221,6 +222,16 @@ def _null_id_placeholder(message: Any) -> Any:
     if isinstance(message, dict) and message.get("id", ...) is None and "error" in message:
         return {**message, "id": _ID_PLACEHOLDER}
     return message
+
+
+def validate_definition(instance: Any, version: str, name: str) -> None:
+    """Check `instance` against one named definition of the revision's schema.
+
+    Raises:
+        SchemaViolationError: when it does not match.
+        ValueError: for an unknown version or definition.
+    """
+    _check(instance, version, name, "message")
 
 
 def validate_transcript(sent: Iterable[Any], received: Iterable[Any], version: str) -> int:

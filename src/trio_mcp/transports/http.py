@@ -7,8 +7,10 @@ Rule 1: this module moves messages and knows HTTP; it never sees tools or schema
         channel server for the legacy transport.
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
         path (404), method (405), Origin (403), bearer token (401), Content-Type (415), Accept
-        (406), body size (413), protocol version header (400), session (400 missing / 404
-        unknown), limits (429 / 503). A refused request never reaches a session.
+        (406), body size (413), JSON-RPC shape (400), then either the request metadata of a
+        2026-07-28 request (400, Rule 6) or the protocol version header (400) and the session
+        (400 missing / 404 unknown), and last the limits (429 / 503).
+        A refused request never reaches a session.
 Rule 3: a request's answer is `application/json` when the response is the first thing it
         produces, and an SSE stream when a notification (progress, log) comes first: then the
         notifications and finally the response go on that stream, in order.
@@ -18,27 +20,47 @@ Rule 4: a client that disconnects while its request runs cancels that request. (
 Rule 5: sessions are bounded (count, in-flight requests, idle time); an idle session expires
         and a later request naming it gets 404, as the spec prescribes, so the client
         re-initializes.
+Rule 6: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
+        MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
+        the mode) and must be well formed before it is handed on (spec 2026-07-28): its `_meta`
+        carries the required fields (else 400, -32602), and MCP-Protocol-Version, Mcp-Method
+        and, for tools/call, resources/read and prompts/get, Mcp-Name are each sent once and
+        equal the body's values, Mcp-Name after base64-sentinel decoding (else 400, -32020
+        HeaderMismatch). Its errors then take the HTTP status that revision gives them: 400 for
+        an unsupported version (-32022) or a missing client capability (-32021), 404 for an
+        unknown method (-32601); any other answer is 200.
 """
 
 from __future__ import annotations
 
+import collections
 import hmac
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, NoReturn, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import trio
 
+from .._exceptions import RemoteProtocolError
 from .._jsonrpc import (
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     InvalidMessage,
     Request,
     dumps,
     error_response,
     parse,
+)
+from .._session import UNSUPPORTED_PROTOCOL_VERSION, check_request_meta, requested_version
+from .http_meta import (
+    HEADER_MISMATCH,
+    NAME_PARAMS,
+    ROUTING_HEADERS,
+    HeaderValueError,
+    decode_value,
 )
 
 __all__ = [
@@ -163,6 +185,15 @@ class _Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answe
 
 LEGACY_INBOX: Final = 16
 
+# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own
+# (Rule 6); -32021 is MissingRequiredClientCapabilityError (basic, _meta).
+_MODERN_ERROR_STATUS: Final = {
+    HEADER_MISMATCH: 400,
+    -32021: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+
 _JSON: Final = (b"content-type", b"application/json")
 _SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
@@ -272,7 +303,7 @@ class McpHttpApp:
         elif path == "/messages":
             await self._legacy_post(scope, headers, receive, send)
         elif method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(scope, headers, receive, send)
         else:  # DELETE
             self._delete(headers)
             await send({"type": "http.response.start", "status": 204, "headers": []})
@@ -315,19 +346,14 @@ class McpHttpApp:
 
     # -- Streamable HTTP ----------------------------------------------------------------------
 
-    async def _post(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def _post(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
         _check_content_type(headers)
         accept = headers.get(b"accept", b"").lower()
         wildcard = b"*/*" in accept
         if not wildcard and not (b"application/json" in accept and b"text/event-stream" in accept):
             raise _Refused(406, "Accept must list both application/json and text/event-stream")
-        version = headers.get(b"mcp-protocol-version")
-        if version is not None and version.decode("latin-1") not in self.backend.versions:
-            raise _Refused(
-                400,
-                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-                f"supported: {', '.join(self.backend.versions)}",
-            )
         body = await _read_body(receive, headers, self.options.max_body_bytes)
         messages, is_batch = parse(body)
         if not is_batch and isinstance(messages[0], InvalidMessage):
@@ -335,8 +361,13 @@ class McpHttpApp:
             error = messages[0].error
             raise _Refused(400, error.message, code=error.code, request_id=error.id)
         message: Any = messages if is_batch else messages[0]
-        is_init = isinstance(message, Request) and message.method == "initialize"
-        sid, session = self._session_for(headers, is_init, version)
+        version = headers.get(b"mcp-protocol-version")
+        modern = self._is_modern(version, messages)
+        if modern:
+            sid, session = None, self._modern_session(scope, headers, message)
+        else:
+            is_init = isinstance(message, Request) and message.method == "initialize"
+            sid, session = self._session_for(headers, is_init, version)
         has_request = any(isinstance(m, Request) for m in messages)
         if not has_request:
             answer = await session.handle(message, _no_notify)
@@ -355,16 +386,44 @@ class McpHttpApp:
             )
         self._handed[key] = handed + 1
         try:
-            await self._answer(session, message, sid if is_init else None, receive, send)
+            await self._answer(session, message, sid, receive, send, modern=modern)
         finally:
             if self._handed[key] == 1:
                 del self._handed[key]
             else:
                 self._handed[key] -= 1
 
+    def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
+        """Whether this POST is a 2026-07-28 one (Rule 6): by its header or its body."""
+        if version is not None and version.decode("latin-1") in self.backend.sessionless_versions:
+            return True
+        return any(
+            isinstance(m, Request) and requested_version(m.params) is not None for m in messages
+        )
+
+    def _modern_session(
+        self, scope: Scope, headers: dict[bytes, bytes], message: Any
+    ) -> HttpSession:
+        """The session of a 2026-07-28 POST, once its request is found well formed (Rule 6).
+
+        Its revision has no sessions: it gets one of its own, and an Mcp-Session-Id header is
+        ignored (spec 2026-07-28, Streamable HTTP: backward compatibility), in every mode.
+        """
+        if isinstance(message, list):
+            raise _Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
+        if isinstance(message, Request):
+            _check_request_metadata(scope["headers"], headers, message)
+        return self.backend.new_session()
+
     def _session_for(
         self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None
     ) -> tuple[str | None, HttpSession]:
+        if version is not None and version.decode("latin-1") not in self.backend.versions:
+            raise _Refused(
+                400,
+                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+                f"supported: {', '.join(self.backend.versions)}",
+            )
         if self.options.stateless:
             # No session: a handshake-era client is served under its header's version (the
             # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
@@ -376,11 +435,6 @@ class McpHttpApp:
                     f"with one of: {', '.join(self.backend.versions)}",
                 )
             return None, self.backend.new_session(assumed)
-        named = version.decode("latin-1") if version is not None else None
-        if named in self.backend.sessionless_versions:
-            # A revision without sessions is served as in stateless mode, and an Mcp-Session-Id
-            # header is ignored (spec 2026-07-28, Streamable HTTP: backward compatibility).
-            return None, self.backend.new_session(named)
         if is_init:
             if len(self._sessions) >= self.options.max_sessions:
                 raise _Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
@@ -407,7 +461,14 @@ class McpHttpApp:
         self._end(sid)
 
     async def _answer(
-        self, session: HttpSession, message: Any, new_sid: str | None, receive: Receive, send: Send
+        self,
+        session: HttpSession,
+        message: Any,
+        new_sid: str | None,
+        receive: Receive,
+        send: Send,
+        *,
+        modern: bool = False,
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
@@ -451,8 +512,9 @@ class McpHttpApp:
                 await finish(b": request cancelled; no response follows\n\n")
             elif not _is_notification(first):
                 body = _encode(first)
+                status = _modern_status(first) if modern else 200
                 await send(
-                    {"type": "http.response.start", "status": 200, "headers": [_JSON, *headers]}
+                    {"type": "http.response.start", "status": status, "headers": [_JSON, *headers]}
                 )
                 await finish(body)
             else:
@@ -564,6 +626,70 @@ async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
 
 def _is_notification(item: Any) -> bool:
     return isinstance(item, dict) and "method" in item and "id" not in item
+
+
+def _modern_status(answer: Any) -> int:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return _MODERN_ERROR_STATUS.get(code, 200) if type(code) is int else 200
+
+
+def _check_request_metadata(
+    raw_headers: Iterable[tuple[bytes, bytes]], headers: dict[bytes, bytes], request: Request
+) -> None:
+    """Refuse a 2026-07-28 request whose `_meta` or mirrored headers are not right (Rule 6)."""
+    try:
+        check_request_meta(request.params)
+    except RemoteProtocolError as exc:
+        # spec 2026-07-28, basic (`_meta`): -32602, and "on HTTP, the response status MUST be
+        # 400 Bad Request".
+        raise _Refused(400, exc.message, code=exc.code, request_id=request.id) from None
+    # A header sent twice is refused: an intermediary reading the first copy and this server
+    # the last would each trust a different value, which is what mirroring must rule out.
+    seen = collections.Counter(name.lower() for name, _ in raw_headers)
+    for name in ROUTING_HEADERS:
+        if seen[name] > 1:
+            _mismatch(request, f"{_LABELS[name]} header sent more than once")
+    _expect(headers, request, b"mcp-protocol-version", requested_version(request.params))
+    _expect(headers, request, b"mcp-method", request.method)
+    key = NAME_PARAMS.get(request.method)
+    value = (request.params or {}).get(key) if key is not None else None
+    # A body without a string name is malformed itself: the dispatcher answers -32602.
+    if isinstance(value, str):
+        _expect(headers, request, b"mcp-name", value)
+
+
+_LABELS: Final = {
+    b"mcp-protocol-version": "MCP-Protocol-Version",
+    b"mcp-method": "Mcp-Method",
+    b"mcp-name": "Mcp-Name",
+}
+
+
+def _expect(headers: dict[bytes, bytes], request: Request, name: bytes, body_value: str) -> None:
+    # spec 2026-07-28, Streamable HTTP (Server Validation): a required standard header that is
+    # missing, holds invalid characters or differs from the body is a HeaderMismatch, 400.
+    label = _LABELS[name]
+    raw = headers.get(name)
+    if raw is None:
+        _mismatch(request, f"required header {label} is missing")
+    try:
+        value = decode_value(raw, encoded=name == b"mcp-name")
+    except HeaderValueError as exc:
+        _mismatch(request, f"{label} header value {exc}")
+    if value != body_value:
+        _mismatch(
+            request,
+            f"{label} header value {_shown(value)} does not match body value {_shown(body_value)}",
+        )
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 100 else value[:100] + "...")
+
+
+def _mismatch(request: Request, what: str) -> NoReturn:
+    raise _Refused(400, f"Header mismatch: {what}", code=HEADER_MISMATCH, request_id=request.id)
 
 
 def _encode(message: Any) -> bytes:

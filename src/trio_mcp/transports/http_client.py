@@ -4,7 +4,9 @@ Rule 1: Streamable HTTP is per request: `send` POSTs one message and, for a requ
         answer (`application/json`, or an SSE stream of notifications ending with the response)
         onto `incoming` as it arrives, so progress shows live. The session id from the
         `initialize` answer goes on every later request, with `MCP-Protocol-Version`; the
-        session is ended with DELETE when the link closes.
+        session is ended with DELETE when the link closes. A 2026-07-28 request (one naming
+        its version in `params._meta`) mirrors that version, its method and, for tools/call,
+        the tool's name into MCP-Protocol-Version, Mcp-Method and Mcp-Name (`http_meta`).
 Rule 2: a message is sent again only when it cannot have run: the connection was never made
         (refused, connect timeout), or the server refused it before reading it (429, 503), or
         the caller said it is safe (`retry_safe`). Waits between attempts grow exponentially
@@ -36,7 +38,9 @@ from .._exceptions import (
     SessionExpiredError,
     TransportError,
 )
-from .._jsonrpc import dumps, loads
+from .._jsonrpc import METHOD_NOT_FOUND, dumps, loads
+from .._session import MODERN_VERSIONS, requested_version
+from .http_meta import request_headers
 
 if TYPE_CHECKING:
     import httpx
@@ -146,9 +150,10 @@ def _error_from(status: int, body: bytes, url: str) -> Exception:
     """The exception for an HTTP error answer.
 
     A 400 that carries a JSON-RPC error refused the message itself (parse error, invalid
-    request, unsupported protocol version: spec 2026-07-28 has clients read that body), so it
-    becomes a `RequestError`; any other status refused the connection (path, method, origin,
-    token, ...): a `TransportError` that quotes the server's reason.
+    request, unsupported protocol version: spec 2026-07-28 has clients read that body), and so
+    does a 404 carrying -32601 (spec 2026-07-28: an unknown method is 404 with that error, which
+    tells it from a 404 for the path): a `RequestError`. Any other status refused the connection
+    (path, method, origin, token, ...): a `TransportError` that quotes the server's reason.
     """
     try:
         data = loads(body)
@@ -157,9 +162,9 @@ def _error_from(status: int, body: bytes, url: str) -> Exception:
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code")
-        if status == 400:
+        if status == 400 or (status == 404 and code == METHOD_NOT_FOUND):
             return RequestError(
-                f"{error['message']} (HTTP 400)",
+                f"{error['message']} (HTTP {status})",
                 code if type(code) is int else -32600,
                 error.get("data"),
             )
@@ -251,8 +256,12 @@ class StreamableHttpLink:
             RequestError: when the server refuses the message with a JSON-RPC error.
             TransportError: for any other HTTP error status.
         """
-        body = dumps(message)
         method = message.get("method")
+        if method == "notifications/cancelled" and self._version in MODERN_VERSIONS:
+            # spec 2026-07-28, Streamable HTTP: closing the request's stream (which cancelling
+            # its `send` did) is the cancellation; no notifications/cancelled is expected.
+            return
+        body = dumps(message)
         what = f"{method} request" if "id" in message and method else "message"
         retry = 0
         while True:
@@ -303,6 +312,9 @@ class StreamableHttpLink:
             headers["mcp-session-id"] = session_id
         if self._version is not None and not is_init:
             headers["mcp-protocol-version"] = self._version
+        modern = requested_version(message.get("params")) if is_request else None
+        if isinstance(modern, str):
+            headers.update(request_headers(message, modern))
         async with self._http.stream("POST", self.url, content=body, headers=headers) as response:
             status = response.status_code
             if status in (429, 503):

@@ -1,0 +1,428 @@
+"""Streamable HTTP under 2026-07-28, and the in-flight bounds, over real loopback sockets.
+
+Covers the revision's own HTTP rules (spec 2026-07-28, basic/transports/streamable-http): the
+request metadata headers a request must carry and the server must check against its body
+(MCP-Protocol-Version, Mcp-Method, Mcp-Name with its base64 sentinel), the HTTP status of that
+revision's errors, and what trio-mcp's client and the official SDK's client send. Calls that
+must be "in the middle" wait on a `Gate`; nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+
+import demo_tools
+from tests.http_helpers import POST_HEADERS, Gate, Served, serve
+from tests.schema_check import validate_definition, validate_server_message, validate_transcript
+from trio_mcp import RequestError, Server, open_client
+from trio_mcp._run import http_app
+from trio_mcp._session import HANDSHAKE_VERSIONS
+from trio_mcp.transports.http_meta import decode_value, encode_value
+
+MODERN = "2026-07-28"
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+VERSION = "io.modelcontextprotocol/protocolVersion"
+META: dict[str, Any] = {VERSION: MODERN, CAPS: {}}
+TIMEOUT = 20
+ERROR_OBJECTS = {"InvalidParamsError", "MethodNotFoundError"}
+
+
+def modern_call(name: str, request_id: int = 1, **arguments: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": META},
+    }
+
+
+def modern_request(method: str, request_id: int = 1, **params: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {**params, "_meta": META},
+    }
+
+
+def mirrored(message: dict[str, Any]) -> dict[str, str]:
+    """The headers a conforming client sends with a 2026-07-28 request."""
+    headers = {**POST_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": message["method"]}
+    name = message["params"].get("name")
+    if message["method"] == "tools/call" and isinstance(name, str):
+        headers["mcp-name"] = encode_value(name)
+    return headers
+
+
+async def post(served: Served, message: Any, headers: Any) -> httpx.Response:
+    return await served.http.post(served.url, headers=headers, content=json.dumps(message))
+
+
+def refused(response: httpx.Response, status: int, code: int, definition: str) -> dict[str, Any]:
+    """A refusal of request 1 with `code`, matching `definition` of the 2026-07-28 schema."""
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"] == "application/json"
+    body: dict[str, Any] = response.json()
+    assert body["id"] == 1
+    assert body["error"]["code"] == code
+    validate_server_message(body, MODERN)
+    # Some definitions are the whole error response, the generic ones only its error object.
+    validate_definition(body["error"] if definition in ERROR_OBJECTS else body, MODERN, definition)
+    return body
+
+
+# -- the request metadata headers ---------------------------------------------------------------
+
+
+async def test_a_request_with_its_headers_is_served_and_matches_the_schema() -> None:
+    async with serve() as served:
+        client = served.client(MODERN)
+        discover = await client.request("server/discover", {"_meta": META})
+        listed = await client.request("tools/list", {"_meta": META})
+        called = await client.call("calculator.add", {"a": 2, "b": 3}, **META)
+        battle = await client.call("wh40k.battle_simulation", {}, **META, progressToken="p")
+    assert [r.status for r in (discover, listed, called, battle)] == [200] * 4
+    assert called.result["structuredContent"] == {"result": 5}
+    assert battle.kind == "text/event-stream"
+    # Three answers, then the battle's three progress notifications and its answer.
+    assert validate_transcript(client.sent, client.received, MODERN) == 7
+
+
+def without(headers: dict[str, str], name: str) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k != name}
+
+
+CALL = modern_call("calculator.add", a=1, b=2)
+GOOD = mirrored(CALL)
+
+#: (case, headers) -> each is refused with 400 and HeaderMismatch (-32020).
+MISMATCHES: list[tuple[str, Any]] = [
+    ("no MCP-Protocol-Version", without(GOOD, "mcp-protocol-version")),
+    ("MCP-Protocol-Version differs", {**GOOD, "mcp-protocol-version": "2025-11-25"}),
+    ("no Mcp-Method", without(GOOD, "mcp-method")),
+    ("Mcp-Method differs", {**GOOD, "mcp-method": "tools/list"}),
+    ("Mcp-Method differs in case", {**GOOD, "mcp-method": "Tools/Call"}),
+    ("no Mcp-Name", without(GOOD, "mcp-name")),
+    ("Mcp-Name differs", {**GOOD, "mcp-name": "calculator.subtract"}),
+    ("Mcp-Name in another case", {**GOOD, "mcp-name": "Calculator.Add"}),
+    ("Mcp-Name not ASCII", [*without(GOOD, "mcp-name").items(), ("mcp-name", "añadir".encode())]),
+    ("Mcp-Name sentinel not base64", {**GOOD, "mcp-name": "=?base64?***?="}),
+    ("Mcp-Name sentinel not UTF-8", {**GOOD, "mcp-name": "=?base64?/w==?="}),
+    ("Mcp-Name sentinel of another name", {**GOOD, "mcp-name": encode_value("\tcalculator.add")}),
+    ("Mcp-Method twice", [*GOOD.items(), ("mcp-method", "tools/call")]),
+    ("Mcp-Name twice", [*GOOD.items(), ("Mcp-Name", "calculator.add")]),
+]
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+@pytest.mark.parametrize(("case", "headers"), MISMATCHES, ids=[c for c, _ in MISMATCHES])
+async def test_missing_malformed_or_mismatched_headers_are_400_header_mismatch(
+    case: str, headers: Any, stateless: bool
+) -> None:
+    calls: list[tuple[int, int]] = []
+    counting = Server("counting")
+
+    @counting.tool("calculator.add", inline=True)
+    def add(a: int, b: int) -> int:
+        calls.append((a, b))
+        return a + b
+
+    async with serve(counting, stateless=stateless) as served:
+        response = await post(served, CALL, headers)
+        ok = await post(served, CALL, GOOD)
+    body = refused(response, 400, -32020, "HeaderMismatchError")
+    assert body["error"]["message"].startswith("Header mismatch: ")
+    assert ok.status_code == 200
+    assert calls == [(1, 2)]  # the refused call never ran
+
+
+async def test_header_mismatch_names_both_values() -> None:
+    async with serve() as served:
+        response = await post(served, CALL, {**GOOD, "mcp-name": "calculator.power"})
+    body = refused(response, 400, -32020, "HeaderMismatchError")
+    assert body["error"]["message"] == (
+        "Header mismatch: Mcp-Name header value 'calculator.power' does not match body value "
+        "'calculator.add'"
+    )
+
+
+# The spec's own encoding examples (Streamable HTTP, Value Encoding).
+SENTINELS = [
+    ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+    (" padded ", "=?base64?IHBhZGRlZCA=?="),
+    ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+    ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+]
+
+
+@pytest.mark.parametrize(("name", "header"), SENTINELS)
+async def test_mcp_name_in_the_base64_sentinel_is_decoded_before_comparing(
+    name: str, header: str
+) -> None:
+    assert encode_value(name) == header
+    assert decode_value(header.encode(), encoded=True) == name
+    message = modern_call(name)
+    async with serve() as served:
+        response = await post(served, message, {**mirrored(message), "mcp-name": header})
+    # The headers agree with the body; the tool is unknown, which is no HTTP matter (200).
+    assert response.status_code == 200
+    body = response.json()
+    assert body["error"] == {
+        "code": -32602,
+        "message": f"Unknown tool: {name}",
+        "data": {"name": name},
+    }
+    validate_server_message(body, MODERN)
+
+
+async def test_a_plain_name_may_come_encoded_but_a_sentinel_lookalike_may_not_come_plain() -> None:
+    lookalike = modern_call("=?base64?literal?=")
+    async with serve() as served:
+        encoded = await post(
+            served,
+            CALL,
+            {**GOOD, "mcp-name": "=?base64?Y2FsY3VsYXRvci5hZGQ=?="},  # calculator.add
+        )
+        plain = await post(
+            served, lookalike, {**mirrored(lookalike), "mcp-name": "=?base64?literal?="}
+        )
+    assert encoded.status_code == 200
+    assert encoded.json()["result"]["structuredContent"] == {"result": 3}
+    refused(plain, 400, -32020, "HeaderMismatchError")  # "literal" is no base64: malformed
+
+
+@pytest.mark.parametrize(
+    ("case", "params"),
+    [
+        ("no _meta", {}),
+        ("no client capabilities", {"_meta": {VERSION: MODERN}}),
+        ("capabilities not an object", {"_meta": {VERSION: MODERN, CAPS: []}}),
+        ("version not a string", {"_meta": {VERSION: 20260728, CAPS: {}}}),
+    ],
+)
+async def test_missing_required_meta_fields_are_400_invalid_params(
+    case: str, params: dict[str, Any]
+) -> None:
+    # spec 2026-07-28, basic (_meta): -32602, "on HTTP, the response status MUST be 400".
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+    headers = {**POST_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+    async with serve() as served:
+        response = await post(served, message, headers)
+    refused(response, 400, -32602, "InvalidParamsError")
+
+
+async def test_unsupported_version_is_400_and_names_the_supported_ones() -> None:
+    future = {
+        **modern_request("tools/list"),
+        "params": {"_meta": {VERSION: "2027-01-01", CAPS: {}}},
+    }
+    headers = {**POST_HEADERS, "mcp-protocol-version": "2027-01-01", "mcp-method": "tools/list"}
+    narrow = Server("handshake-only", versions=HANDSHAKE_VERSIONS)
+    async with serve() as served:
+        response = await post(served, future, headers)
+    async with serve(narrow) as served:
+        not_here = await post(
+            served, modern_request("tools/list"), mirrored(modern_request("tools/list"))
+        )
+    body = refused(response, 400, -32022, "UnsupportedProtocolVersionError")
+    assert body["error"]["data"]["requested"] == "2027-01-01"
+    assert MODERN in body["error"]["data"]["supported"]
+    body = refused(not_here, 400, -32022, "UnsupportedProtocolVersionError")
+    assert body["error"]["data"] == {"supported": list(HANDSHAKE_VERSIONS), "requested": MODERN}
+
+
+async def test_unknown_method_is_404_with_method_not_found() -> None:
+    message = modern_request("resources/list")
+    async with serve() as served:
+        response = await post(served, message, mirrored(message))
+        client = served.client()
+        assert (await client.initialize()).status == 200
+        handshake_era = await client.request("resources/list")
+    refused(response, 404, -32601, "MethodNotFoundError")
+    # The 404 is 2026-07-28's rule: a handshake-era session keeps its 200.
+    assert handshake_era.status == 200
+    assert handshake_era.last["error"]["code"] == -32601
+
+
+async def test_the_name_bearing_methods_need_mcp_name_even_when_not_served() -> None:
+    message = modern_request("prompts/get", name="greeting")
+    async with serve() as served:
+        missing = await post(served, message, mirrored(message))
+        named = await post(served, message, {**mirrored(message), "mcp-name": "greeting"})
+    refused(missing, 400, -32020, "HeaderMismatchError")
+    refused(named, 404, -32601, "MethodNotFoundError")
+
+
+async def test_a_modern_header_on_a_batch_or_a_body_without_headers_is_refused() -> None:
+    batch = [modern_request("tools/list", 1), modern_request("tools/list", 2)]
+    async with serve(stateless=True) as served:
+        batched = await post(served, batch, mirrored(batch[0]))
+        bare = await post(served, modern_request("tools/list"), POST_HEADERS)
+        notification = await post(
+            served,
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+            {**POST_HEADERS, "mcp-protocol-version": MODERN},
+        )
+    assert batched.status_code == 400
+    assert batched.json()["error"]["code"] == -32600
+    refused(bare, 400, -32020, "HeaderMismatchError")  # the body's version, no header
+    # This revision defines no header rules for notifications: accepted as before.
+    assert notification.status_code == 202
+
+
+# -- trio-mcp's client -------------------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """What a recording server saw: one (method, headers, body) per HTTP request."""
+
+    url: str
+    requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+
+    def posts(self) -> list[tuple[dict[str, str], Any]]:
+        return [(h, b) for m, h, b in self.requests if m == "POST"]
+
+
+@contextlib.asynccontextmanager
+async def recording(server: Server) -> AsyncIterator[Recorded]:
+    """`server` over HTTP, through an ASGI wrapper that keeps every request's headers and body."""
+    app = http_app(server)
+    recorded = Recorded("")
+
+    async def wrapper(scope: Any, receive: Callable[[], Awaitable[Any]], send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        method = scope["method"]
+        headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        index = len(recorded.requests)
+        recorded.requests.append((method, headers, None))
+        chunks: list[bytes] = []
+
+        async def tee() -> Any:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if message["type"] == "http.request" and not message.get("more_body"):
+                body = b"".join(chunks)
+                recorded.requests[index] = (method, headers, json.loads(body) if body else None)
+            return message
+
+        await app(scope, tee, send)
+
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    stop = trio.Event()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.run)
+            urls = await nursery.start(
+                lambda task_status: hypercorn_serve(
+                    wrapper, config, shutdown_trigger=stop.wait, task_status=task_status
+                )
+            )
+            recorded.url = urls[0] + "/mcp"
+            yield recorded
+            stop.set()
+            nursery.cancel_scope.cancel()
+
+
+async def test_trio_mcp_client_sends_the_request_metadata_headers() -> None:
+    gate = Gate()
+    async with (
+        recording(gate.server()) as recorded,
+        open_client(recorded.url, protocol_version=MODERN) as client,
+    ):
+        await client.list_tools()
+        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+        with pytest.raises(RequestError) as unknown:
+            await client.call_tool("Hello, 世界")
+        with pytest.raises(RequestError) as no_method:
+            await client.request("resources/list")
+        # A cancelled call closes its stream, which is the cancellation; no notification.
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.call_tool, "test.wait")
+            await gate.started.wait()
+            nursery.cancel_scope.cancel()
+        with trio.fail_after(TIMEOUT):
+            await gate.cancelled.wait()
+    assert unknown.value.code == -32602  # the headers matched: the tool is unknown
+    assert no_method.value.code == -32601  # the 404 is read as the JSON-RPC error it carries
+    assert "(HTTP 404)" in str(no_method.value)
+    posts = recorded.posts()
+    methods = [body["method"] for _, body in posts]
+    assert methods == [
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+        "resources/list",
+        "tools/call",
+    ]
+    for headers, body in posts:
+        assert headers["mcp-protocol-version"] == MODERN == body["params"]["_meta"][VERSION]
+        assert headers["mcp-method"] == body["method"]
+        assert CAPS in body["params"]["_meta"]
+        if body["method"] == "tools/call":
+            assert (
+                decode_value(headers["mcp-name"].encode(), encoded=True) == body["params"]["name"]
+            )
+        else:
+            assert "mcp-name" not in headers
+    assert posts[3][0]["mcp-name"] == "=?base64?SGVsbG8sIOS4lueVjA==?="
+
+
+async def test_trio_mcp_client_sends_no_modern_headers_to_a_handshake_session() -> None:
+    async with (
+        recording(demo_tools.build_server()) as recorded,
+        open_client(recorded.url) as client,
+    ):
+        await client.call_tool("calculator.add", {"a": 1, "b": 2})
+    for headers, _ in recorded.posts():
+        assert "mcp-method" not in headers
+        assert "mcp-name" not in headers
+
+
+# -- the official SDK's client -----------------------------------------------------------------
+
+
+async def test_sdk_client_pinned_to_2026_sends_what_the_server_checks() -> None:
+    # The SDK runs on asyncio in a worker thread, against the server in this trio loop.
+    from mcp import Client  # noqa: PLC0415 - the SDK loads only for this test
+    from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+
+    outcome: dict[str, Any] = {}
+
+    async def main(url: str) -> None:
+        async with Client(url, mode=MODERN) as client:
+            outcome["version"] = client.protocol_version
+            added = await client.call_tool("calculator.add", {"a": 5, "b": 3})
+            outcome["added"] = added.structured_content
+            try:
+                await client.call_tool("Hello, 世界", {})
+            except MCPError as exc:
+                outcome["unknown"] = (exc.error.code, exc.error.message)
+
+    async with recording(demo_tools.build_server()) as recorded:
+        await trio.to_thread.run_sync(
+            lambda: asyncio.run(asyncio.wait_for(main(recorded.url), TIMEOUT))
+        )
+    assert outcome["version"] == MODERN
+    assert outcome["added"] == {"result": 8}
+    # Its sentinel-encoded Mcp-Name decoded to the body's name: an unknown tool, no mismatch.
+    assert outcome["unknown"] == (-32602, "Unknown tool: Hello, 世界")
+    for headers, body in recorded.posts():
+        assert headers["mcp-protocol-version"] == MODERN
+        assert headers["mcp-method"] == body["method"]
