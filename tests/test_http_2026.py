@@ -3,8 +3,9 @@
 Covers the revision's own HTTP rules (spec 2026-07-28, basic/transports/streamable-http): the
 request metadata headers a request must carry and the server must check against its body
 (MCP-Protocol-Version, Mcp-Method, Mcp-Name with its base64 sentinel), the HTTP status of that
-revision's errors, and what trio-mcp's client and the official SDK's client send. Calls that
-must be "in the middle" wait on a `Gate`; nothing sleeps.
+revision's errors, what trio-mcp's client and the official SDK's client send, and the
+server-wide bound on requests outside sessions (stateless mode, 2026-07-28). Calls that must be
+"in the middle" wait on a `Gate`; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 import demo_tools
-from tests.http_helpers import POST_HEADERS, Gate, Served, serve
+from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
 from trio_mcp import RequestError, Server, open_client
 from trio_mcp._run import http_app
@@ -426,3 +427,79 @@ async def test_sdk_client_pinned_to_2026_sends_what_the_server_checks() -> None:
     for headers, body in recorded.posts():
         assert headers["mcp-protocol-version"] == MODERN
         assert headers["mcp-method"] == body["method"]
+
+
+# -- in-flight bounds --------------------------------------------------------------------------
+
+
+async def test_stateless_requests_in_flight_are_bounded_server_wide_with_503() -> None:
+    gate = Gate(expected=2)
+    async with serve(gate.server(), stateless=True, max_in_flight_sessionless=2) as served:
+        old = served.client("2025-06-18")
+        modern = served.client(MODERN)
+        replies: list[Any] = []
+        async with trio.open_nursery() as nursery:
+
+            async def wait(client: McpHttp, meta: dict[str, Any]) -> None:
+                replies.append(await client.call("test.wait", **meta))
+
+            nursery.start_soon(wait, old, {})
+            nursery.start_soon(wait, modern, META)
+            await gate.all_in.wait()
+            over = await old.call("calculator.add", {"a": 1, "b": 1})
+            over_modern = await modern.call("calculator.add", {"a": 1, "b": 1}, **META)
+            notified = await old.notify("notifications/initialized")
+            gate.release.set()
+        after = await old.call("calculator.add", {"a": 1, "b": 1})
+    for response in (over.response, over_modern.response):
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "1"
+        validate_server_message(response.json(), MODERN)
+    assert notified.status == 202  # notifications hold no slot
+    assert [r.status for r in replies] == [200, 200]
+    assert after.status == 200
+
+
+async def test_sessionless_bound_holds_under_a_burst() -> None:
+    count, limit = 20, 3
+    gate = Gate(expected=limit)
+    async with serve(gate.server(), stateless=True, max_in_flight_sessionless=limit) as served:
+        statuses: list[int] = []
+        refused_all = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                reply = await served.client(MODERN).call("test.wait", **META)
+                statuses.append(reply.status)
+                if len(statuses) == count - limit:
+                    refused_all.set()
+
+            for _ in range(count):
+                nursery.start_soon(call)
+            # Every call over the bound comes back refused while the others wait inside.
+            await refused_all.wait()
+            await gate.all_in.wait()
+            assert statuses == [503] * (count - limit)
+            assert gate.entered == limit
+            gate.release.set()
+    assert sorted(statuses) == [200] * limit + [503] * (count - limit)
+
+
+async def test_modern_requests_in_a_stateful_server_share_the_server_wide_bound() -> None:
+    gate = Gate()
+    async with serve(gate.server(), max_in_flight_sessionless=1) as served:
+        session = served.client()
+        assert (await session.initialize()).status == 200
+        modern = served.client(MODERN)
+        async with trio.open_nursery() as nursery:
+
+            async def wait() -> None:
+                assert (await modern.call("test.wait", **META)).status == 200
+
+            nursery.start_soon(wait)
+            await gate.started.wait()
+            over = await modern.call("calculator.add", {"a": 1, "b": 1}, **META)
+            in_session = await session.call("calculator.add", {"a": 1, "b": 1})
+            gate.release.set()
+    assert over.status == 503
+    assert in_session.status == 200  # requests in a session are bounded per session instead

@@ -9,7 +9,7 @@ Rule 2: every check that can refuse a request runs before its body is handed on,
         path (404), method (405), Origin (403), bearer token (401), Content-Type (415), Accept
         (406), body size (413), JSON-RPC shape (400), then either the request metadata of a
         2026-07-28 request (400, Rule 6) or the protocol version header (400) and the session
-        (400 missing / 404 unknown), and last the limits (429 / 503).
+        (400 missing / 404 unknown), and last the limits (429 per session / 503 server-wide).
         A refused request never reaches a session.
 Rule 3: a request's answer is `application/json` when the response is the first thing it
         produces, and an SSE stream when a notification (progress, log) comes first: then the
@@ -19,7 +19,8 @@ Rule 4: a client that disconnects while its request runs cancels that request. (
         one keeps no event log to resume from, so the result could never be delivered.)
 Rule 5: sessions are bounded (count, in-flight requests, idle time); an idle session expires
         and a later request naming it gets 404, as the spec prescribes, so the client
-        re-initializes.
+        re-initializes. Requests outside sessions (stateless mode, 2026-07-28) are bounded
+        server-wide.
 Rule 6: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
         MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
         the mode) and must be well formed before it is handed on (spec 2026-07-28): its `_meta`
@@ -138,7 +139,9 @@ class HttpOptions:
         legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
         max_body_bytes: Largest request body.
         max_sessions: Sessions open at once (Streamable HTTP and legacy SSE together).
-        max_in_flight_per_session: Requests running at once in one session.
+        max_in_flight_per_session: Requests running at once in one session; past it, 429.
+        max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
+            (every request in stateless mode, and 2026-07-28 requests); past it, 503.
         session_idle_timeout: Seconds after which a session with nothing running expires.
     """
 
@@ -154,6 +157,12 @@ class HttpOptions:
     max_sessions: int = 1000
     # As the stdio transport's max_in_flight (see _server.DEFAULT_MAX_IN_FLIGHT).
     max_in_flight_per_session: int = 1024
+    # The same bound as one session's: without sessions the whole server is, for bounding, one
+    # session that many clients share. Under HTTP/1.1 each request in flight also holds a
+    # connection, so with the common default of 1,024 open files per process (`ulimit -n`) a
+    # server could not hold many more anyway; more load wants more workers behind the load
+    # balancer, which the 503 sends on to another one (e.g. nginx's proxy_next_upstream).
+    max_in_flight_sessionless: int = 1024
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0
@@ -219,6 +228,8 @@ class McpHttpApp:
         # session admits a request only once its task runs, so a burst of POSTs would all pass
         # a check of `session.in_flight` before any of them is admitted.
         self._handed: dict[int, int] = {}
+        # Requests handed to sessionless sessions (stateless mode, 2026-07-28), server-wide.
+        self._sessionless = 0
 
     @property
     def session_count(self) -> int:
@@ -378,6 +389,9 @@ class McpHttpApp:
             await send({"type": "http.response.start", "status": 202, "headers": _sid(sid)})
             await send({"type": "http.response.body", "body": b""})
             return
+        if modern or self.options.stateless:
+            await self._answer_sessionless(session, message, receive, send, modern=modern)
+            return
         key = id(session)  # the session outlives its key: removed when the count drops to 0
         handed = self._handed.get(key, 0)
         if handed >= self.options.max_in_flight_per_session:
@@ -386,12 +400,29 @@ class McpHttpApp:
             )
         self._handed[key] = handed + 1
         try:
-            await self._answer(session, message, sid, receive, send, modern=modern)
+            await self._answer(session, message, sid, receive, send)
         finally:
             if self._handed[key] == 1:
                 del self._handed[key]
             else:
                 self._handed[key] -= 1
+
+    async def _answer_sessionless(
+        self, session: HttpSession, message: Any, receive: Receive, send: Send, *, modern: bool
+    ) -> None:
+        # No session bounds these requests: the server does (Rule 5). 503, not 429: the
+        # overload is the server's, not this client's doing (RFC 9110, 15.6.4), and a load
+        # balancer may pass a 503 on to another worker.
+        weight = sum(isinstance(m, Request) for m in message) if isinstance(message, list) else 1
+        if self._sessionless + weight > self.options.max_in_flight_sessionless:
+            raise _Refused(
+                503, "Too many requests in flight; try again later", [(b"retry-after", b"1")]
+            )
+        self._sessionless += weight
+        try:
+            await self._answer(session, message, None, receive, send, modern=modern)
+        finally:
+            self._sessionless -= weight
 
     def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
         """Whether this POST is a 2026-07-28 one (Rule 6): by its header or its body."""
