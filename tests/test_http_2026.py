@@ -3,9 +3,9 @@
 Covers the revision's own HTTP rules (spec 2026-07-28, basic/transports/streamable-http): the
 request metadata headers a request must carry and the server must check against its body
 (MCP-Protocol-Version, Mcp-Method, Mcp-Name with its base64 sentinel), the HTTP status of that
-revision's errors, what trio-mcp's client and the official SDK's client send, and the
-server-wide bound on requests outside sessions (stateless mode, 2026-07-28). Calls that must be
-"in the middle" wait on a `Gate`; nothing sleeps.
+revision's errors, what trio-mcp's client and the official SDK's client send, the server-wide
+bound on requests outside sessions (stateless mode, 2026-07-28) and the per-session bound on a
+legacy SSE session. Calls that must be "in the middle" wait on a `Gate`; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 import demo_tools
+from tests.helpers import init_params
 from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
 from trio_mcp import RequestError, Server, open_client
@@ -503,3 +504,57 @@ async def test_modern_requests_in_a_stateful_server_share_the_server_wide_bound(
             gate.release.set()
     assert over.status == 503
     assert in_session.status == 200  # requests in a session are bounded per session instead
+
+
+async def read_event(lines: Any) -> tuple[str, str]:
+    event, data, blank = [await lines.__anext__() for _ in range(3)]
+    assert event.startswith("event: ")
+    assert data.startswith("data: ")
+    assert blank == ""
+    return event.removeprefix("event: "), data.removeprefix("data: ")
+
+
+async def test_legacy_sse_bounds_requests_in_flight_per_session_with_429() -> None:
+    gate = Gate()
+    async with (
+        serve(gate.server(), max_in_flight_per_session=2) as served,
+        served.http.stream("GET", served.base + "/sse") as stream,
+    ):
+        lines = stream.aiter_lines()
+        _, endpoint = await read_event(lines)
+        url = served.base + endpoint
+
+        async def post_(message: Any) -> int:
+            return (await served.http.post(url, json=message)).status_code
+
+        def call(request_id: int, name: str) -> dict[str, Any]:
+            params = {"name": name, "arguments": {"a": 1, "b": 1} if "add" in name else {}}
+            return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}
+        assert await post_(init) == 202
+        assert json.loads((await read_event(lines))[1])["id"] == 1
+        assert await post_({"jsonrpc": "2.0", "method": "notifications/initialized"}) == 202
+        assert await post_(call(2, "test.wait")) == 202
+        await gate.started.wait()
+        assert await post_(call(3, "test.wait")) == 202
+        # Two in flight: a third request is refused, a notification is not.
+        over = await served.http.post(url, json=call(4, "calculator.add"))
+        batch = await served.http.post(url, json=[call(5, "calculator.add")])
+        assert await post_({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}) == 202
+        # A cancelled request is never answered: it frees its slot at once.
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+        assert await post_(cancel) == 202
+        assert await post_(call(6, "calculator.add")) == 202
+        assert json.loads((await read_event(lines))[1])["id"] == 6
+        gate.release.set()
+        assert json.loads((await read_event(lines))[1])["id"] == 2
+        # Both slots free again.
+        assert await post_(call(7, "calculator.add")) == 202
+        assert await post_(call(8, "calculator.add")) == 202
+        answered = {json.loads((await read_event(lines))[1])["id"] for _ in range(2)}
+    assert over.status_code == 429
+    assert over.headers["retry-after"] == "1"
+    assert over.json()["error"]["code"] == -32600
+    assert batch.status_code == 429
+    assert answered == {7, 8}

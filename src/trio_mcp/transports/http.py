@@ -20,7 +20,8 @@ Rule 4: a client that disconnects while its request runs cancels that request. (
 Rule 5: sessions are bounded (count, in-flight requests, idle time); an idle session expires
         and a later request naming it gets 404, as the spec prescribes, so the client
         re-initializes. Requests outside sessions (stateless mode, 2026-07-28) are bounded
-        server-wide.
+        server-wide. A legacy SSE session counts its requests from POST to answer and is held
+        to the same per-session bound as a Streamable HTTP one.
 Rule 6: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
         MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
         the mode) and must be well formed before it is handed on (spec 2026-07-28): its `_meta`
@@ -50,9 +51,12 @@ from .._jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     InvalidMessage,
+    Notification,
     Request,
+    RequestId,
     dumps,
     error_response,
+    loads,
     parse,
 )
 from .._session import UNSUPPORTED_PROTOCOL_VERSION, check_request_meta, requested_version
@@ -139,7 +143,8 @@ class HttpOptions:
         legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
         max_body_bytes: Largest request body.
         max_sessions: Sessions open at once (Streamable HTTP and legacy SSE together).
-        max_in_flight_per_session: Requests running at once in one session; past it, 429.
+        max_in_flight_per_session: Requests running at once in one session (Streamable HTTP
+            or legacy SSE); past it, 429.
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
             (every request in stateless mode, and 2026-07-28 requests); past it, 503.
         session_idle_timeout: Seconds after which a session with nothing running expires.
@@ -173,6 +178,10 @@ class _Entry:
     session: HttpSession | None  # None for a legacy SSE session
     last_seen: float
     legacy_inbox: trio.MemorySendChannel[bytes] | None = None
+    # Legacy SSE: ids of the requests POSTed and not yet answered or cancelled (a multiset, as
+    # a duplicate id is answered with an error of its own), and their count.
+    legacy_pending: collections.Counter[RequestId] | None = None
+    legacy_in_flight: int = 0
 
 
 class _Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer with
@@ -579,7 +588,9 @@ class McpHttpApp:
         # so the queue is short (16, like the SDKs' small stream buffers), not the in-flight cap.
         inbox_send, inbox_receive = trio.open_memory_channel[bytes](LEGACY_INBOX)
         outbox_send, outbox_receive = trio.open_memory_channel[bytes](256)
-        entry = _Entry(None, trio.current_time(), legacy_inbox=inbox_send)
+        entry = _Entry(
+            None, trio.current_time(), legacy_inbox=inbox_send, legacy_pending=collections.Counter()
+        )
         self._sessions[sid] = entry
         try:
             await send(
@@ -603,6 +614,7 @@ class McpHttpApp:
                 nursery.start_soon(serve)
                 async with outbox_receive:
                     async for frame in outbox_receive:
+                        _legacy_answered(entry, frame)
                         await send(
                             {
                                 "type": "http.response.body",
@@ -628,6 +640,16 @@ class McpHttpApp:
         _check_content_type(headers)
         body = await _read_body(receive, headers, self.options.max_body_bytes)
         entry.last_seen = trio.current_time()
+        # Rule 5: the same bound as a Streamable HTTP session's. The session's own reader would
+        # only stop reading (back-pressure) and leave the POSTs to queue up to the inbox's size.
+        messages, _ = parse(body)
+        requests = [m.id for m in messages if isinstance(m, Request)]
+        if requests and entry.legacy_in_flight + len(requests) > (
+            self.options.max_in_flight_per_session
+        ):
+            raise _Refused(
+                429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
+            )
         try:
             entry.legacy_inbox.send_nowait(body)
         except trio.WouldBlock:
@@ -636,6 +658,8 @@ class McpHttpApp:
             ) from None
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise _Refused(404, "Session closed") from None
+        # Counted once queued, with no checkpoint in between: the session cannot answer first.
+        _legacy_count(entry, requests, messages)
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b"Accepted"})
 
@@ -734,6 +758,41 @@ def _encode(message: Any) -> bytes:
 
 def _event(message: Any) -> bytes:
     return b"event: message\ndata: " + _encode(message) + b"\n\n"
+
+
+def _legacy_count(entry: _Entry, requests: list[RequestId], messages: Sequence[Any]) -> None:
+    pending = entry.legacy_pending
+    assert pending is not None
+    pending.update(requests)
+    entry.legacy_in_flight += len(requests)
+    for message in messages:
+        # A cancelled request is never answered (the server runtime's Rule 2): done now.
+        if isinstance(message, Notification) and message.method == "notifications/cancelled":
+            _legacy_settle(entry, (message.params or {}).get("requestId"))
+
+
+def _legacy_answered(entry: _Entry, frame: bytes) -> None:
+    if not entry.legacy_in_flight:
+        return  # nothing to settle: notifications, or answers to invalid messages
+    try:
+        message = loads(frame)
+    except RemoteProtocolError:
+        return
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and "method" not in item:
+            _legacy_settle(entry, item.get("id"))
+
+
+def _legacy_settle(entry: _Entry, request_id: Any) -> None:
+    pending = entry.legacy_pending
+    # Only an int or str names a request (True would find the id 1).
+    if pending is None or not (type(request_id) is int or isinstance(request_id, str)):
+        return
+    if pending[request_id] > 0:
+        pending[request_id] -= 1
+        if not pending[request_id]:
+            del pending[request_id]
+        entry.legacy_in_flight -= 1
 
 
 async def _cancel_on_disconnect(
