@@ -397,6 +397,15 @@ async def test_trio_mcp_client_sends_no_modern_headers_to_a_handshake_session() 
         assert "mcp-name" not in headers
 
 
+async def test_trio_mcp_client_falls_back_to_the_handshake_on_the_400_unsupported_version() -> None:
+    narrow = Server("handshake-only", versions=HANDSHAKE_VERSIONS)
+    narrow.add_tools(demo_tools.calculator)
+    async with serve(narrow) as served, open_client(served.url, protocol_version=MODERN) as client:
+        assert client.protocol_version == HANDSHAKE_VERSIONS[0]
+        assert client.session_id is not None
+        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
+
+
 # -- the official SDK's client -----------------------------------------------------------------
 
 
@@ -545,10 +554,13 @@ async def test_legacy_sse_bounds_requests_in_flight_per_session_with_429() -> No
         # A cancelled request is never answered: it frees its slot at once.
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
         assert await post_(cancel) == 202
-        assert await post_(call(6, "calculator.add")) == 202
-        assert json.loads((await read_event(lines))[1])["id"] == 6
+        # A duplicate of id 2 is answered with an error, which settles the duplicate alone.
+        assert await post_(call(2, "calculator.add")) == 202
+        duplicate = json.loads((await read_event(lines))[1])
+        assert await post_(call(6, "test.wait")) == 202
+        still_full = await served.http.post(url, json=call(9, "calculator.add"))
         gate.release.set()
-        assert json.loads((await read_event(lines))[1])["id"] == 2
+        released = {json.loads((await read_event(lines))[1])["id"] for _ in range(2)}
         # Both slots free again.
         assert await post_(call(7, "calculator.add")) == 202
         assert await post_(call(8, "calculator.add")) == 202
@@ -557,4 +569,8 @@ async def test_legacy_sse_bounds_requests_in_flight_per_session_with_429() -> No
     assert over.headers["retry-after"] == "1"
     assert over.json()["error"]["code"] == -32600
     assert batch.status_code == 429
+    assert duplicate["id"] == 2
+    assert duplicate["error"]["code"] == -32600
+    assert still_full.status_code == 429
+    assert released == {2, 6}
     assert answered == {7, 8}
