@@ -16,7 +16,8 @@ Rule 3: a request's answer is `application/json` when the response is the first 
         notifications and finally the response go on that stream, in order.
 Rule 4: a client that disconnects while its request runs cancels that request. (The spec says a
         disconnection SHOULD NOT be read as cancellation, for servers that can redeliver; this
-        one keeps no event log to resume from, so the result could never be delivered.)
+        one keeps no event log to resume from, so the result could never be delivered. Under
+        2026-07-28 closing the stream MUST be taken as the cancellation.)
 Rule 5: sessions are bounded (count, in-flight requests, idle time); an idle session expires
         and a later request naming it gets 404, as the spec prescribes, so the client
         re-initializes. Requests outside sessions (stateless mode, 2026-07-28) are bounded
