@@ -8,7 +8,10 @@ A B A B so that machine noise hits both alike):
 - trio-mcp: `python -m trio_mcp run benchmarks/servers/trio_mcp_http.py --transport http
   --port 0` (Hypercorn; `calculator.add` is `inline=True`, it runs on the event loop);
 - SDK: `benchmarks/servers/sdk_http.py`, `MCPServer.streamable_http_app()` under uvicorn with
-  the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread).
+  the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread);
+- bare Hypercorn: `benchmarks/servers/hypercorn_baseline.py`, a canned-answer ASGI app under
+  the same Hypercorn configuration as trio-mcp's: the limit of any MCP server on Hypercorn's
+  trio worker here. trio-mcp/bare Hypercorn shows how much of trio-mcp's time is its own.
 
 The driver is the same for both: raw HTTP/1.1 over blocking keep-alive sockets
 (`rawhttp.py`: prepared request bytes, TCP_NODELAY, no HTTP or MCP client library), so that its
@@ -94,7 +97,14 @@ PEERS: Final = [
         "serving MCP on ",
     ),
     Peer("SDK", [sys.executable, str(HERE / "servers" / "sdk_http.py")], "listening on "),
+    Peer(
+        "bare Hypercorn",
+        [sys.executable, str(HERE / "servers" / "hypercorn_baseline.py")],
+        "listening on ",
+    ),
 ]
+# Ratio columns: (numerator, denominator) peer names, medians divided.
+RATIOS: Final = [("trio-mcp", "SDK"), ("trio-mcp", "bare Hypercorn")]
 
 
 class Server:
@@ -368,14 +378,18 @@ def _cell(values: Sequence[float], fmt: str) -> str:
 def table(rounds: dict[str, list[dict[str, float]]], sessions: int) -> str:
     names = [peer.name for peer in PEERS]
     lines = []
-    header = ["", *names, "trio-mcp/SDK"]
+    header = ["", *names, *(f"{a}/{b}" for a, b in RATIOS)]
     body = []
     for key, label, fmt in ROWS:
-        per_peer = [[r[key] for r in rounds[name] if key in r] for name in names]
-        ratio = "-"  # not for CPU shares: a busier server is not a better one
-        if "cpu" not in key and all(per_peer) and statistics.median(per_peer[1]):
-            ratio = f"{statistics.median(per_peer[0]) / statistics.median(per_peer[1]):.2f}x"
-        body.append([label.format(sessions=sessions), *(_cell(v, fmt) for v in per_peer), ratio])
+        per_peer = {name: [r[key] for r in rounds[name] if key in r] for name in names}
+        ratios = []
+        for a, b in RATIOS:
+            ratio = "-"  # not for CPU shares: a busier server is not a better one
+            if "cpu" not in key and per_peer[a] and per_peer[b]:
+                ratio = f"{statistics.median(per_peer[a]) / statistics.median(per_peer[b]):.2f}x"
+            ratios.append(ratio)
+        cells = [_cell(per_peer[name], fmt) for name in names]
+        body.append([label.format(sessions=sessions), *cells, *ratios])
     widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
     for row in [header, *body]:
         lines.append(
@@ -446,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"workloads: 1. {seq_n} sequential calls, one session and connection; "
         f"2. {sessions} sessions x {per_session} sequential calls, one thread each"
     )
-    print("cells: median [min-max] over rounds; trio-mcp/SDK divides the medians")
+    print("cells: median [min-max] over rounds; a/b columns divide the medians")
     print("       (above 1 is better for calls/s, below 1 is better for latency)")
     print()
     print(table(rounds, sessions))
