@@ -7,9 +7,8 @@ py-spy (`pip install py-spy`) attaches to the server subprocess, which `http_ben
 driver keeps busy; the samples are folded as in `profile_server.py` (only those inside trio's
 run loop count). py-spy pauses the server for each sample: at its 2,000 Hz default that cut
 the rate fivefold on 2 cores, so this samples at 500 Hz (`--nonblocking` sampling lost most
-stacks here). The "files" table groups the samples by the
-source file of their innermost frame, which separates our code from Hypercorn's, h11's and
-trio's; the "tasks" table by the trio task they ran in.
+stacks here). Beside the usual tables, "time spent for" splits the samples between trio-mcp,
+Hypercorn, h11 and trio's scheduler (see `attribute`).
 """
 
 from __future__ import annotations
@@ -23,46 +22,51 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Final
 
 from http_bench import PEERS, Server, concurrent, sequential
 from profile_server import RATE, fold
 
+OWNERS: Final = (("trio_mcp/", "trio-mcp"), ("hypercorn/", "Hypercorn"), ("h11/", "h11"))
 
-def by_file_and_task(raw: Path, top: int) -> str:
-    """Samples by the file of their innermost frame, and by the task they ran in."""
-    own: collections.Counter[str] = collections.Counter()
+
+def attribute(raw: Path, top: int) -> str:
+    """Who the samples' time is spent for, the functions most often on the stack, the tasks.
+
+    Owner: the innermost frame of trio-mcp, Hypercorn or h11 on the stack (so trio's socket
+    and lock calls count for whoever made them, pydantic's for trio-mcp); samples with none of
+    them below trio's run loop are the scheduler's own.
+    """
+    owners: collections.Counter[str] = collections.Counter()
+    functions: collections.Counter[str] = collections.Counter()
     tasks: collections.Counter[str] = collections.Counter()
     count = 0
     for line in raw.read_text().splitlines():
-        stack, _, samples = line.rpartition(" ")
+        stack, _, text = line.rpartition(" ")
         frames = stack.split(";")
         starts = [i for i, frame in enumerate(frames) if frame.startswith("unrolled_run ")]
         if not starts:
             continue
-        count += int(samples)
-        where = frames[-1].rpartition("(")[2].rstrip(")").split(":")[0]
-        own[_package(where)] += int(samples)
-        root = starts[0] + 1
-        task = frames[root].rpartition(" (")[0] if root < len(frames) else "(scheduler)"
-        tasks[task] += int(samples)
+        samples = int(text)
+        count += samples
+        inner = frames[starts[0] + 1 :]
+        owner = next(
+            (name for frame in reversed(inner) for prefix, name in OWNERS if f"({prefix}" in frame),
+            "trio (scheduler, task switches)",
+        )
+        owners[owner] += samples
+        for function in {frame.rpartition(":")[0] + ")" for frame in inner}:
+            functions[function] += samples
+        tasks[inner[0].rpartition(" (")[0] if inner else "(scheduler)"] += samples
     if not count:
         return ""
-    lines = ["files (self):"]
-    lines += [f"  {100 * n / count:5.1f}%  {name}" for name, n in own.most_common(top)]
-    lines += ["", "tasks (the scheduler's own work is under unrolled_run):"]
-    lines += [f"  {100 * n / count:5.1f}%  {name}" for name, n in tasks.most_common(top)]
+    lines = ["time spent for:"]
+    lines += [f"  {100 * n / count:5.1f}%  {name}" for name, n in owners.most_common()]
+    lines += ["", "functions (total, all lines):"]
+    lines += [f"  {100 * n / count:5.1f}%  {name}" for name, n in functions.most_common(top)]
+    lines += ["", "trio tasks:"]
+    lines += [f"  {100 * n / count:5.1f}%  {name}" for name, n in tasks.most_common(8)]
     return "\n".join(lines)
-
-
-def _package(path: str) -> str:
-    parts = Path(path).parts
-    for anchor in ("site-packages", "src", "lib"):
-        if anchor in parts:
-            rest = parts[parts.index(anchor) + 1 :]
-            if rest and rest[0].startswith("python"):
-                rest = rest[1:]
-            return "/".join(rest[:2]) if len(rest) > 1 else "/".join(rest)
-    return path
 
 
 def main() -> int:
@@ -106,7 +110,7 @@ def main() -> int:
     )
     print(fold(raw, args.top))
     print()
-    print(by_file_and_task(raw, 12))
+    print(attribute(raw, args.top))
     return 0
 
 
