@@ -8,18 +8,23 @@ A B A B so that machine noise hits both alike):
 - trio-mcp: `python -m trio_mcp run benchmarks/servers/trio_mcp_http.py --transport http
   --port 0` (Hypercorn; `calculator.add` is `inline=True`, it runs on the event loop);
 - SDK: `benchmarks/servers/sdk_http.py`, `MCPServer.streamable_http_app()` under uvicorn with
-  the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread).
+  the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread);
+- bare Hypercorn: `benchmarks/servers/hypercorn_baseline.py`, a canned-answer ASGI app under
+  the same Hypercorn configuration as trio-mcp's: the limit of any MCP server on Hypercorn's
+  trio worker here. trio-mcp/bare Hypercorn shows how much of trio-mcp's time is its own.
 
-The driver is the same for both: raw HTTP with httpx sync clients, no MCP client library.
-Each session POSTs `initialize`, keeps `Mcp-Session-Id`, POSTs `notifications/initialized`,
-then calls `calculator.add` (call `i` adds `i + 0.5`). Responses (JSON or an SSE stream) are
-kept as bytes while the clock runs and parsed and checked after it stops: a wrong or missing
-result raises, it is never counted as a fast call.
+The driver is the same for both: raw HTTP/1.1 over blocking keep-alive sockets
+(`rawhttp.py`: prepared request bytes, TCP_NODELAY, no HTTP or MCP client library), so that its
+own cost per request (tens of microseconds) stays small beside either server's. Each session
+POSTs `initialize`, keeps `Mcp-Session-Id`, POSTs `notifications/initialized`, then calls
+`calculator.add` (call `i` adds `i + 0.5`). Responses (JSON or an SSE stream) are kept as bytes
+while the clock runs and parsed and checked after it stops: a wrong or missing result raises,
+it is never counted as a fast call.
 
 Workloads:
 1. sequential: one session, one keep-alive connection, calls one at a time: calls/s and
    p50/p99 latency.
-2. concurrent sessions: 20 threads, one `httpx.Client` and session each, each making its calls
+2. concurrent sessions: 20 threads, one connection and session each, each making its calls
    one at a time: total calls/s.
 
 "CPU drv" is the driver's process time over wall time (all its threads). Under the GIL the
@@ -46,7 +51,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-import httpx
+from rawhttp import HttpConnection, HttpError, RawResponse
 
 HERE: Final = Path(__file__).resolve().parent
 ROOT: Final = HERE.parent
@@ -92,7 +97,14 @@ PEERS: Final = [
         "serving MCP on ",
     ),
     Peer("SDK", [sys.executable, str(HERE / "servers" / "sdk_http.py")], "listening on "),
+    Peer(
+        "bare Hypercorn",
+        [sys.executable, str(HERE / "servers" / "hypercorn_baseline.py")],
+        "listening on ",
+    ),
 ]
+# Ratio columns: (numerator, denominator) peer names, medians divided.
+RATIOS: Final = [("trio-mcp", "SDK"), ("trio-mcp", "bare Hypercorn")]
 
 
 class Server:
@@ -150,11 +162,11 @@ class Server:
 # --- one MCP session over raw HTTP ---------------------------------------------------------
 
 
-def _messages(response: httpx.Response) -> list[Any]:
+def _messages(response: RawResponse) -> list[Any]:
     """The JSON-RPC messages of a POST response: a JSON body or the `data:` lines of SSE."""
     kind = response.headers.get("content-type", "")
     if kind.startswith("application/json"):
-        body = json.loads(response.content)
+        body = json.loads(response.body)
         return body if isinstance(body, list) else [body]
     if kind.startswith("text/event-stream"):
         out: list[Any] = []
@@ -166,12 +178,12 @@ def _messages(response: httpx.Response) -> list[Any]:
                 out.append(json.loads("\n".join(data)))
                 data = []
         return out
-    raise BenchError(f"unexpected content-type {kind!r}: {response.content[:300]!r}")
+    raise BenchError(f"unexpected content-type {kind!r}: {response.body[:300]!r}")
 
 
-def _answer(response: httpx.Response, request_id: int) -> Any:
-    if response.status_code != 200:
-        raise BenchError(f"id {request_id}: HTTP {response.status_code}: {response.text[:300]}")
+def _answer(response: RawResponse, request_id: int) -> Any:
+    if response.status != 200:
+        raise BenchError(f"id {request_id}: HTTP {response.status}: {response.text[:300]}")
     found = [m for m in _messages(response) if isinstance(m, dict) and m.get("id") == request_id]
     if len(found) != 1:
         raise BenchError(f"id {request_id}: {len(found)} answers in {response.text[:300]!r}")
@@ -190,7 +202,7 @@ def _add_body(i: int) -> bytes:
     ).encode()
 
 
-def _check_add(response: httpx.Response, i: int) -> None:
+def _check_add(response: RawResponse, i: int) -> None:
     message = _answer(response, i)
     result = message.get("result")
     if not isinstance(result, dict) or result.get("isError"):
@@ -199,12 +211,16 @@ def _check_add(response: httpx.Response, i: int) -> None:
         raise BenchError(f"id {i}: wrong sum in {message!r:.300}")
 
 
+def _dump(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
 class Session:
-    """An initialized MCP session on its own keep-alive `httpx.Client`."""
+    """An initialized MCP session on its own keep-alive connection."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.client = httpx.Client(headers=HEADERS, timeout=IO_TIMEOUT)
+        self.http = HttpConnection(url, HEADERS, IO_TIMEOUT)
         init = {
             "jsonrpc": "2.0",
             "id": 0,
@@ -215,36 +231,37 @@ class Session:
                 "clientInfo": {"name": "http_bench", "version": "0"},
             },
         }
-        response = self.client.post(url, json=init)
+        response = self.http.request("POST", _dump(init))
         answer = _answer(response, 0)
         if "result" not in answer:
             raise BenchError(f"initialize failed: {answer!r:.300}")
         session_id = response.headers.get("mcp-session-id")
         if session_id:
-            self.client.headers["Mcp-Session-Id"] = session_id
-        self.client.headers["Mcp-Protocol-Version"] = answer["result"]["protocolVersion"]
-        done = self.client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-        if done.status_code not in (200, 202):
-            raise BenchError(f"notifications/initialized: HTTP {done.status_code}: {done.text}")
+            self.http.set_header("Mcp-Session-Id", session_id)
+        self.http.set_header("Mcp-Protocol-Version", answer["result"]["protocolVersion"])
+        done = self.http.request(
+            "POST", _dump({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        if done.status not in (200, 202):
+            raise BenchError(f"notifications/initialized: HTTP {done.status}: {done.text}")
 
-    def calls(self, ids: range, latencies: list[float] | None = None) -> list[httpx.Response]:
+    def calls(self, ids: range, latencies: list[float] | None = None) -> list[RawResponse]:
         """Call add for each id, one at a time; responses are checked by the caller, later."""
-        bodies = [_add_body(i) for i in ids]
-        post = self.client.post
-        url = self.url
+        requests = [self.http.prepare("POST", _add_body(i)) for i in ids]
+        send = self.http.send_prepared
         responses = []
         clock = time.perf_counter
-        for body in bodies:
+        for request in requests:
             t0 = clock()
-            responses.append(post(url, content=body))
+            responses.append(send(request))
             if latencies is not None:
                 latencies.append(clock() - t0)
         return responses
 
     def close(self) -> None:
-        with contextlib.suppress(httpx.HTTPError):
-            self.client.delete(self.url)
-        self.client.close()
+        with contextlib.suppress(OSError, HttpError):
+            self.http.request("DELETE")
+        self.http.close()
 
 
 # --- workloads -----------------------------------------------------------------------------
@@ -273,7 +290,7 @@ def sequential(server: Server, n: int) -> dict[str, float]:
     try:
         session.calls(range(1, 6))  # warm-up: first-call costs, connection already open
         latencies: list[float] = []
-        responses: list[httpx.Response] = []
+        responses: list[RawResponse] = []
 
         def run() -> None:
             responses.extend(session.calls(range(1, n + 1), latencies))
@@ -301,7 +318,7 @@ def concurrent(server: Server, sessions: int, n: int) -> dict[str, float]:
         for session in opened:
             session.calls(range(1, 3))  # warm-up
         start = threading.Barrier(sessions + 1)
-        results: list[list[httpx.Response]] = [[] for _ in opened]
+        results: list[list[RawResponse]] = [[] for _ in opened]
         errors: list[BaseException] = []
 
         def worker(k: int) -> None:
@@ -361,14 +378,18 @@ def _cell(values: Sequence[float], fmt: str) -> str:
 def table(rounds: dict[str, list[dict[str, float]]], sessions: int) -> str:
     names = [peer.name for peer in PEERS]
     lines = []
-    header = ["", *names, "trio-mcp/SDK"]
+    header = ["", *names, *(f"{a}/{b}" for a, b in RATIOS)]
     body = []
     for key, label, fmt in ROWS:
-        per_peer = [[r[key] for r in rounds[name] if key in r] for name in names]
-        ratio = "-"  # not for CPU shares: a busier server is not a better one
-        if "cpu" not in key and all(per_peer) and statistics.median(per_peer[1]):
-            ratio = f"{statistics.median(per_peer[0]) / statistics.median(per_peer[1]):.2f}x"
-        body.append([label.format(sessions=sessions), *(_cell(v, fmt) for v in per_peer), ratio])
+        per_peer = {name: [r[key] for r in rounds[name] if key in r] for name in names}
+        ratios = []
+        for a, b in RATIOS:
+            ratio = "-"  # not for CPU shares: a busier server is not a better one
+            if "cpu" not in key and per_peer[a] and per_peer[b]:
+                ratio = f"{statistics.median(per_peer[a]) / statistics.median(per_peer[b]):.2f}x"
+            ratios.append(ratio)
+        cells = [_cell(per_peer[name], fmt) for name in names]
+        body.append([label.format(sessions=sessions), *cells, *ratios])
     widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
     for row in [header, *body]:
         lines.append(
@@ -424,9 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
 
     versions = {
-        dist: _version(dist) for dist in ("trio-mcp", "trio", "hypercorn", "mcp", "uvicorn")
+        dist: _version(dist) for dist in ("trio-mcp", "trio", "hypercorn", "h11", "mcp", "uvicorn")
     }
-    versions["httpx"] = _version("httpx")
     print(
         f"Streamable HTTP benchmark, {stamp} ({'quick' if args.quick else 'full'} run, "
         f"{rounds_n} round(s), {elapsed:.0f} s)"
@@ -440,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"workloads: 1. {seq_n} sequential calls, one session and connection; "
         f"2. {sessions} sessions x {per_session} sequential calls, one thread each"
     )
-    print("cells: median [min-max] over rounds; trio-mcp/SDK divides the medians")
+    print("cells: median [min-max] over rounds; a/b columns divide the medians")
     print("       (above 1 is better for calls/s, below 1 is better for latency)")
     print()
     print(table(rounds, sessions))

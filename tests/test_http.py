@@ -126,6 +126,41 @@ async def test_notifications_and_responses_are_accepted_with_202_and_no_body() -
     for reply in (notified, responded, errored):
         assert reply.status == 202
         assert reply.response.content == b""
+        assert reply.response.headers["content-length"] == "0"
+
+
+async def test_json_answers_carry_their_length_and_ids_in_flight_stay_reserved() -> None:
+    # Requests that need no waiting (an inline tool here) are answered without a task of
+    # their own; they must still refuse an id that a waiting call of the session holds.
+    gate = Gate()
+    async with serve(gate.server()) as served:
+        client = await session(served)
+        waiting = client.make_request("tools/call", {"name": "test.wait", "arguments": {}})
+        async with trio.open_nursery() as nursery:
+            replies: list[Any] = []
+
+            async def first() -> None:
+                replies.append(await client.post(waiting))
+
+            nursery.start_soon(first)
+            await gate.started.wait()
+            clash = await client.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": waiting["id"],
+                    "method": "tools/call",
+                    "params": {"name": "calculator.add", "arguments": {"a": 1, "b": 2}},
+                }
+            )
+            gate.release.set()
+        added = await client.call("calculator.add", {"a": 1, "b": 2})
+    assert clash.status == 200
+    assert clash.last["error"]["code"] == -32600
+    assert replies[0].result["content"][0]["text"] == "released"
+    assert added.result["structuredContent"] == {"result": 3}
+    for reply in (clash, replies[0], added):
+        assert reply.kind == "application/json"
+        assert int(reply.response.headers["content-length"]) == len(reply.response.content)
 
 
 # -- 400 ---------------------------------------------------------------------------------------

@@ -336,6 +336,20 @@ class SessionRuntime:
         scope = self._scopes.get(request_id)
         return scope is not None and scope.cancel_called
 
+    def handle_now(self, request: Request) -> dict[str, Any] | None:
+        """Answer a request completely if that needs no waiting; None if it must go to `handle`.
+
+        For a per-request transport's fast path: a request answered here needs no task, no
+        cancel scope and no channel. One that must wait is left as it came (not admitted).
+        """
+        refused = self.admit(request)
+        if refused is not None:
+            return refused
+        response = self.answer_now(request)  # releases the request when it answers
+        if response is None:
+            self.release(request.id)
+        return response
+
     async def handle(self, message: Any, notify: NotificationSender) -> Any:
         """Handle one decoded message (or batch) completely; return what to answer, or None.
 

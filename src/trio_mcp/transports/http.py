@@ -104,6 +104,9 @@ class HttpSession(Protocol):
     def in_flight(self) -> int:
         """Requests running in this session."""
 
+    def handle_now(self, request: Request) -> Any:
+        """Answer a request at once if it needs no waiting; None if it must go to `handle`."""
+
     async def handle(self, message: Any, notify: Notify) -> Any:
         """Handle a decoded message or batch; return the answer (None when nothing is owed)."""
 
@@ -393,21 +396,31 @@ class McpHttpApp:
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
-                await send({"type": "http.response.start", "status": 200, "headers": [_JSON]})
-                await send({"type": "http.response.body", "body": _encode(answer)})
+                await _send_json(send, 200, _encode(answer))
                 return
-            await send({"type": "http.response.start", "status": 202, "headers": _sid(sid)})
-            await send({"type": "http.response.body", "body": b""})
+            await _send_json(send, 202, b"", _sid(sid))
             return
         if modern or self.options.stateless:
             await self._answer_sessionless(session, message, receive, send, modern=modern)
-            return
+        else:
+            await self._answer_in_session(session, message, sid, receive, send)
+
+    async def _answer_in_session(
+        self, session: HttpSession, message: Any, sid: str | None, receive: Receive, send: Send
+    ) -> None:
         key = id(session)  # the session outlives its key: removed when the count drops to 0
         handed = self._handed.get(key, 0)
         if handed >= self.options.max_in_flight_per_session:
             raise _Refused(
                 429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
             )
+        if not isinstance(message, list):
+            # The fast path: a request that needs no waiting (initialize, ping, tools/list, an
+            # inline tool) is answered right here, with no task, channel or disconnect watch.
+            answer = session.handle_now(message)
+            if answer is not None:
+                await _send_json(send, 200, _encode(answer), _sid(sid))
+                return
         self._handed[key] = handed + 1
         try:
             await self._answer(session, message, sid, receive, send)
@@ -428,6 +441,13 @@ class McpHttpApp:
             raise _Refused(
                 503, "Too many requests in flight; try again later", [(b"retry-after", b"1")]
             )
+        if not isinstance(message, list):
+            # The fast path, as in a session: answered here, it never holds a slot.
+            answer = session.handle_now(message)
+            if answer is not None:
+                status = _modern_status(answer) if modern else 200
+                await _send_json(send, status, _encode(answer))
+                return
         self._sessionless += weight
         try:
             await self._answer(session, message, None, receive, send, modern=modern)
@@ -555,7 +575,11 @@ class McpHttpApp:
                 body = _encode(first)
                 status = _modern_status(first) if modern else 200
                 await send(
-                    {"type": "http.response.start", "status": status, "headers": [_JSON, *headers]}
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [_JSON, _length(body), *headers],
+                    }
                 )
                 await finish(body)
             else:
@@ -846,13 +870,23 @@ async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) 
 
 async def _refuse(send: Send, refused: _Refused) -> None:
     body = dumps(error_response(refused.request_id, refused.code, refused.message))
-    await send(
-        {
-            "type": "http.response.start",
-            "status": refused.status,
-            "headers": [_JSON, *refused.headers],
-        }
-    )
+    await _send_json(send, refused.status, body, refused.headers)
+
+
+def _length(body: bytes) -> tuple[bytes, bytes]:
+    return (b"content-length", b"%d" % len(body))
+
+
+async def _send_json(
+    send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """A whole response: a JSON body (none for 202), with its length.
+
+    Content-Length lets an HTTP/1.1 server send the body as it is, where without it the
+    server frames it as chunks and ends it with a last empty chunk: one more write.
+    """
+    start = [_length(body), *headers] if status == 202 else [_JSON, _length(body), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
     await send({"type": "http.response.body", "body": body})
 
 
