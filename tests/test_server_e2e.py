@@ -149,6 +149,21 @@ async def test_sync_tools_run_in_a_thread_unless_inline() -> None:
     assert inline["result"]["structuredContent"] == {"result": True}
 
 
+@pytest.mark.parametrize("inline", [False, True], ids=["thread", "inline"])
+async def test_raw_tool_handler_gets_the_arguments_dict(inline: bool) -> None:
+    server = Server()
+    server.add_raw_tool(
+        "raw.echo",
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        lambda arguments: {"got": arguments},
+        inline=inline,
+    )
+    async with open_memory_peer(server) as peer:
+        response = await peer.call("raw.echo", {"a": 7})
+    assert response["result"].get("isError", False) is False
+    assert response["result"]["structuredContent"] == {"got": {"a": 7}}
+
+
 async def test_exceptions_become_error_results() -> None:
     server = Server()
 

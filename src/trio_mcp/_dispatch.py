@@ -193,7 +193,8 @@ class Dispatcher:
         except ArgumentsInvalid as exc:
             return self._invalid(tool, exc)
         try:
-            value = tool.fn(**kwargs)
+            # A raw tool takes the arguments dict itself (as in `_invoke`).
+            value = tool.fn(kwargs) if tool.compiled is None else tool.fn(**kwargs)
         except Exception as exc:
             return self._tool_failed(tool, exc)
         return self._result(tool, value)
