@@ -103,3 +103,39 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     for target in result["targets"]:
         assert target["met"] in (True, False, None)
     assert "targets (issue 3)" in done.stdout
+
+
+HTTP_BENCH = RUN.parent / "http_bench.py"
+HTTP_METRICS = {
+    "seq_calls_per_s",
+    "seq_p50_ms",
+    "seq_p99_ms",
+    "seq_cpu_drv",
+    "seq_cpu_srv",
+    "conc_calls_per_s",
+    "conc_cpu_drv",
+    "conc_cpu_srv",
+}
+
+
+def test_quick_http_run_reports_every_server(tmp_path: Path) -> None:
+    # The Streamable HTTP benchmark (trio-mcp, the SDK under uvicorn, a bare Hypercorn app)
+    # still runs end to end and checks every answer it times.
+    out = tmp_path / "http.json"
+    done = subprocess.run(
+        [sys.executable, str(HTTP_BENCH), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["quick"] is True
+    assert {"trio-mcp", "SDK", "bare Hypercorn"} == result["medians"].keys()
+    for server, medians in result["medians"].items():
+        assert medians.keys() >= HTTP_METRICS, server
+        assert medians["seq_calls_per_s"] > 0, server
+        assert medians["conc_calls_per_s"] > 0, server
+        assert 0 < medians["seq_p50_ms"] <= medians["seq_p99_ms"], server
+    assert "trio-mcp/SDK" in done.stdout
