@@ -331,11 +331,6 @@ class SessionRuntime:
         # tool, bad arguments, an async tool that never awaits): it is still not answered.
         return None if scope.cancel_called else response
 
-    def cancelled(self, request_id: RequestId) -> bool:
-        """Whether the client cancelled this admitted request."""
-        scope = self._scopes.get(request_id)
-        return scope is not None and scope.cancel_called
-
     def handle_now(self, request: Request) -> dict[str, Any] | None:
         """Answer a request completely if that needs no waiting; None if it must go to `handle`.
 
@@ -589,7 +584,7 @@ class _Connection:
     async def _request(self, request: Request) -> None:
         try:
             response = await self.runtime.answer(request, self.notify)
-            if response is not None and not self.runtime.cancelled(request.id):
+            if response is not None:  # None also when the client cancelled it
                 await self.send(response)
         finally:
             self.runtime.release(request.id)
