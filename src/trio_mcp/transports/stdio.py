@@ -72,13 +72,10 @@ def _fd_of(stream: object) -> int | None:
 class FrameReader(trio.abc.ReceiveChannel[list[bytes | LineTooLong]]):
     """Batches of lines from a byte stream (Rule 1); ends at the stream's end."""
 
-    def __init__(
-        self, stream: trio.abc.ReceiveStream, max_line_bytes: int, overflows: list[int]
-    ) -> None:
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line_bytes: int) -> None:
         self._stream = stream
         self._fd = _fd_of(stream)
         self._buffer = LineBuffer(max_line_bytes)
-        self._overflows = overflows
         self._ended = False
         self._closed = False
         # The last read found nothing waiting: the next `receive` waits before reading.
@@ -89,11 +86,7 @@ class FrameReader(trio.abc.ReceiveChannel[list[bytes | LineTooLong]]):
             self._ended = True
             raise trio.EndOfChannel
         self._empty = False
-        batch = self._buffer.feed(chunk)
-        for item in batch:
-            if isinstance(item, LineTooLong):
-                self._overflows.append(item.limit)
-        return batch
+        return self._buffer.feed(chunk)
 
     def _check(self) -> None:
         if self._closed:
@@ -282,11 +275,9 @@ class FrameWriter(trio.abc.SendChannel[bytes]):
 class StdioFrames:
     """The two frame channels over a pair of streams; use through `open_stdio_frames`."""
 
-    def __init__(self, receive: FrameReader, send: FrameWriter, overflows: list[int]) -> None:
+    def __init__(self, receive: FrameReader, send: FrameWriter) -> None:
         self.receive = receive
         self.send = send
-        #: The limit of every over-long line skipped so far.
-        self.overflows = overflows
 
 
 @contextlib.asynccontextmanager
@@ -310,10 +301,7 @@ async def open_stdio_frames(
     On exit, queued output gets `FLUSH_TIMEOUT` seconds to go out: a peer that stopped reading
     our output gets no more.
     """
-    overflows: list[int] = []
-    frames = StdioFrames(
-        FrameReader(read_stream, max_line_bytes, overflows), FrameWriter(write_stream), overflows
-    )
+    frames = StdioFrames(FrameReader(read_stream, max_line_bytes), FrameWriter(write_stream))
     try:
         yield frames
     finally:
