@@ -38,27 +38,24 @@ def _stats(tree: Any, where: str = "") -> list[tuple[str, dict[str, Any]]]:
     return []
 
 
-def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
-    out = tmp_path / "quick.json"
+def _run_quick(script: Path, *args: str, out: Path) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """Run a benchmark script's --quick mode; it must succeed. Its output and its JSON report."""
     done = subprocess.run(
-        [
-            sys.executable,
-            str(RUN),
-            "--quick",
-            "--rounds",
-            "1",
-            "--json",
-            str(out),
-            "--png",
-            str(tmp_path / "quick.png"),
-        ],
+        [sys.executable, str(script), "--quick", *args],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    return done, json.loads(out.read_text())
+
+
+def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
+    out = tmp_path / "quick.json"
+    done, result = _run_quick(
+        RUN, "--rounds", "1", "--json", str(out), "--png", str(tmp_path / "quick.png"), out=out
+    )
 
     assert result["quick"] is True
     assert result["rounds"] == 1
@@ -122,15 +119,7 @@ def test_quick_http_run_reports_every_server(tmp_path: Path) -> None:
     # The Streamable HTTP benchmark (trio-mcp, the SDK under uvicorn, a bare Hypercorn app)
     # still runs end to end and checks every answer it times.
     out = tmp_path / "http.json"
-    done = subprocess.run(
-        [sys.executable, str(HTTP_BENCH), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    done, result = _run_quick(HTTP_BENCH, "--json", str(out), out=out)
     assert result["quick"] is True
     assert {"trio-mcp", "SDK", "bare Hypercorn"} == result["medians"].keys()
     for server, medians in result["medians"].items():
