@@ -7,6 +7,11 @@ Rule 2: schemas are what clients cope with best: JSON Schema 2020-12, closed obj
         `X | None = None` parameters shown as plain optional `X`.
 Rule 3: validation failures become `ArgumentsInvalid` holding one line per field (path, what was
         expected, what arrived), written for a model to act on: no URLs, no model names.
+Rule 4: the plain types most tools use (str, int, float, bool, Literal, lists and str-keyed
+        dicts of them, and `X | None`) are compiled straight to pydantic-core, exactly as pydantic
+        would compile them, without importing pydantic: loading pydantic and building its
+        adapters was a third of a server's start-up. Every other type goes through pydantic.
+        tests/test_schema.py checks that both roads give the same schemas and the same outcomes.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -31,11 +36,20 @@ from typing import (
     get_origin,
 )
 
-from pydantic_core import PydanticSerializationError, ValidationError, to_json, to_jsonable_python
+from pydantic_core import (
+    PydanticSerializationError,
+    SchemaSerializer,
+    SchemaValidator,
+    ValidationError,
+    to_json,
+    to_jsonable_python,
+)
+from pydantic_core import core_schema as cs
 from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
+    from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
 from ._exceptions import ToolDefinitionError
 from ._signature import ParamSpec, Signature
@@ -69,8 +83,8 @@ class CompiledTool:
     output_schema: dict[str, Any] | None
     result_mode: ResultMode
     param_names: tuple[str, ...]
-    _adapter: TypeAdapter[Any] | None
-    _result_adapter: TypeAdapter[Any] | None
+    _validator: SchemaValidator | PluggableSchemaValidator | None
+    _serializer: SchemaSerializer | None
     #: For a return annotation of exactly int, float, bool or str: a value of exactly that type
     #: is already its own JSON form, and skips the serializer.
     _scalar: type | None = None
@@ -85,7 +99,7 @@ class CompiledTool:
         Raises:
             ArgumentsInvalid: one line per problem.
         """
-        if self._adapter is None:
+        if self._validator is None:
             if arguments:
                 names = ", ".join(sorted(arguments))
                 raise ArgumentsInvalid([f"{names}: unexpected argument (this tool takes none)"])
@@ -93,7 +107,7 @@ class CompiledTool:
         try:
             # The core validator itself: TypeAdapter.validate_python adds Python-level overhead
             # (a third of the cost for a two-number tool) that buys nothing here.
-            return self._adapter.validator.validate_python(arguments)  # type: ignore[no-any-return]
+            return self._validator.validate_python(arguments)  # type: ignore[no-any-return]
         except ValidationError as exc:
             raise ArgumentsInvalid(_explain(exc, self.param_names, arguments)) from None
 
@@ -118,8 +132,8 @@ class CompiledTool:
             return _content_result(value)
         if type(value) is self._scalar:
             data = value
-        elif self._result_adapter is not None:
-            data = self._result_adapter.serializer.to_python(value, mode="json", warnings="error")
+        elif self._serializer is not None:
+            data = self._serializer.to_python(value, mode="json", warnings="error")
         else:
             data = to_jsonable_python(value)
         # A declared non-object result is always wrapped, as its outputSchema says (even when a
@@ -209,8 +223,8 @@ def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[An
         raise
 
 
-def _input_schema(adapter: TypeAdapter[Any], params: tuple[ParamSpec, ...]) -> dict[str, Any]:
-    schema = inline_refs(_strip_titles(adapter.json_schema(mode="validation")))
+def _input_schema(schema: dict[str, Any], params: tuple[ParamSpec, ...]) -> dict[str, Any]:
+    """The `inputSchema` from the arguments' JSON Schema (titles stripped, refs inlined)."""
     props: dict[str, Any] = schema.get("properties", {})
     for p in params:
         prop = props[p.name]
@@ -235,6 +249,120 @@ def _input_schema(adapter: TypeAdapter[Any], params: tuple[ParamSpec, ...]) -> d
     if "$defs" in schema:
         out["$defs"] = schema["$defs"]
     return out
+
+
+def _pydantic_input(
+    qualname: str, params: tuple[ParamSpec, ...]
+) -> tuple[SchemaValidator | PluggableSchemaValidator, dict[str, Any]]:
+    from pydantic import PydanticUserError  # noqa: PLC0415 - see _field_annotation
+
+    adapter = _adapter_for(qualname, params)
+    try:
+        schema = inline_refs(_strip_titles(adapter.json_schema(mode="validation")))
+    except PydanticUserError as exc:  # validatable, but with no JSON Schema (a Callable...)
+        raise ToolDefinitionError(
+            f"parameters of {qualname}: pydantic cannot describe them as JSON Schema "
+            f"({exc}); use JSON-compatible types"
+        ) from None
+    return adapter.validator, schema
+
+
+# -- plain types, straight to pydantic-core (Rule 4) --------------------------------------------
+
+_SCALARS: dict[type, tuple[cs.CoreSchema, str]] = {
+    bool: (cs.bool_schema(), "boolean"),
+    int: (cs.int_schema(), "integer"),
+    float: (cs.float_schema(), "number"),
+    str: (cs.str_schema(), "string"),
+}
+_LITERAL_TYPES = {bool: "boolean", int: "integer", str: "string"}
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+_Plain = tuple[cs.CoreSchema, dict[str, Any]]
+
+
+def _plain(annotation: Any) -> _Plain | None:
+    """The core schema and JSON Schema pydantic would build for a plain type; None otherwise.
+
+    JSON Schema keys are sorted, as pydantic sorts them.
+    """
+    if type(annotation) is type:
+        scalar = _SCALARS.get(annotation)
+        return None if scalar is None else (scalar[0], {"type": scalar[1]})
+    form = _PLAIN_FORMS.get(get_origin(annotation))
+    return None if form is None else form(get_args(annotation))
+
+
+def _plain_literal(args: tuple[Any, ...]) -> _Plain | None:
+    kinds = {type(v) for v in args}
+    kind = _LITERAL_TYPES.get(kinds.pop()) if len(kinds) == 1 else None
+    if kind is None:
+        return None
+    values = list(args)
+    one: dict[str, Any] = {"const": values[0]} if len(values) == 1 else {"enum": values}
+    return cs.literal_schema(values), {**one, "type": kind}
+
+
+def _plain_list(args: tuple[Any, ...]) -> _Plain | None:
+    item = _plain(args[0]) if len(args) == 1 else None
+    if item is None:
+        return None
+    return cs.list_schema(item[0]), {"items": item[1], "type": "array"}
+
+
+def _plain_dict(args: tuple[Any, ...]) -> _Plain | None:
+    value = _plain(args[1]) if len(args) == 2 and args[0] is str else None
+    if value is None:
+        return None
+    return cs.dict_schema(cs.str_schema(), value[0]), {
+        "additionalProperties": value[1],
+        "type": "object",
+    }
+
+
+def _plain_optional(args: tuple[Any, ...]) -> _Plain | None:
+    """`X | None` (in either order); other unions are pydantic's."""
+    others = [a for a in args if a is not type(None)]
+    inner = _plain(others[0]) if len(args) == 2 and len(others) == 1 else None
+    if inner is None:
+        return None
+    return cs.nullable_schema(inner[0]), {"anyOf": [inner[1], {"type": "null"}]}
+
+
+_PLAIN_FORMS: dict[Any, Callable[[tuple[Any, ...]], _Plain | None]] = {
+    Literal: _plain_literal,
+    list: _plain_list,
+    dict: _plain_dict,
+    Union: _plain_optional,
+    types.UnionType: _plain_optional,
+}
+
+
+def _plain_input(
+    params: tuple[ParamSpec, ...],
+) -> tuple[SchemaValidator, dict[str, Any]] | None:
+    """Validator and JSON Schema of the arguments when every parameter has a plain type."""
+    fields: dict[str, cs.TypedDictField] = {}
+    props: dict[str, Any] = {}
+    for p in params:
+        plain = _plain(p.annotation)
+        if plain is None or not all(type(v) in _JSON_SCALARS for v in p.examples or ()):
+            return None
+        core, prop = plain
+        fields[p.name] = cs.typed_dict_field(core, required=p.required)
+        if p.description:
+            prop = {**prop, "description": p.description}
+        if p.examples:
+            prop = {**prop, "examples": list(p.examples)}
+        props[p.name] = dict(sorted(prop.items()))
+    config = cs.CoreConfig(title="arguments", extra_fields_behavior="forbid")
+    validator = SchemaValidator(cs.typed_dict_schema(fields, extra_behavior="forbid"), config)
+    schema: dict[str, Any] = {"additionalProperties": False, "properties": props}
+    required = [p.name for p in params if p.required]
+    if required:
+        schema["required"] = required
+    return validator, schema
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -270,42 +398,38 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "object"
 
 
-def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
+def compile_signature(qualname: str, sig: Signature, *, plain: bool = True) -> CompiledTool:
     """Build the schemas, validator and serializer for a function.
+
+    Args:
+        qualname: The function's name, for error messages.
+        sig: What `describe_function` read from it.
+        plain: Compile plain types straight to pydantic-core (Rule 4); False sends every type
+            through pydantic (the tests compare the two).
 
     Raises:
         ToolDefinitionError: when a parameter or the return type has no JSON Schema.
     """
-    from pydantic import PydanticUserError, TypeAdapter  # noqa: PLC0415 - see _field_annotation
-
     names = tuple(p.name for p in sig.params)
+    validator: SchemaValidator | PluggableSchemaValidator | None = None
+    input_schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
     if sig.params:
-        adapter: TypeAdapter[Any] | None = _adapter_for(qualname, sig.params)
-        assert adapter is not None
-        try:
-            input_schema = _input_schema(adapter, sig.params)
-        except PydanticUserError as exc:  # validatable, but with no JSON Schema (a Callable...)
-            raise ToolDefinitionError(
-                f"parameters of {qualname}: pydantic cannot describe them as JSON Schema "
-                f"({exc}); use JSON-compatible types"
-            ) from None
-    else:
-        adapter = None
-        input_schema = {"type": "object", "additionalProperties": False}
+        compiled = (_plain_input(sig.params) if plain else None) or _pydantic_input(
+            qualname, sig.params
+        )
+        validator = compiled[0]
+        input_schema = _input_schema(compiled[1], sig.params)
     ret = sig.return_annotation
     mode = _result_mode(ret)
     if mode is not None:
-        return CompiledTool(input_schema, None, mode, names, adapter, None)
-    try:
-        result_adapter: TypeAdapter[Any] = TypeAdapter(ret)
-        schema = inline_refs(_strip_titles(result_adapter.json_schema(mode="serialization")))
-    except PydanticUserError as exc:
-        raise ToolDefinitionError(
-            f"return type of {qualname}: pydantic cannot serialize {ret!r} ({exc}); "
-            "return a JSON-compatible type or leave the return unannotated"
-        ) from None
+        return CompiledTool(input_schema, None, mode, names, validator, None)
+    direct = _plain(ret) if plain else None
+    if direct is not None:
+        serializer, schema = SchemaSerializer(direct[0]), direct[1]
+    else:
+        serializer, schema = _pydantic_output(qualname, ret)
     if _is_object_schema(schema):
-        return CompiledTool(input_schema, schema, "structured", names, adapter, result_adapter)
+        return CompiledTool(input_schema, schema, "structured", names, validator, serializer)
     defs = schema.pop("$defs", None)
     wrapped: dict[str, Any] = {
         "type": "object",
@@ -315,7 +439,21 @@ def compile_signature(qualname: str, sig: Signature) -> CompiledTool:
     if defs:
         wrapped["$defs"] = defs
     scalar = ret if ret in (int, float, bool, str) else None
-    return CompiledTool(input_schema, wrapped, "wrapped", names, adapter, result_adapter, scalar)
+    return CompiledTool(input_schema, wrapped, "wrapped", names, validator, serializer, scalar)
+
+
+def _pydantic_output(qualname: str, ret: Any) -> tuple[SchemaSerializer, dict[str, Any]]:
+    from pydantic import PydanticUserError, TypeAdapter  # noqa: PLC0415 - see _field_annotation
+
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(ret)
+        schema = inline_refs(_strip_titles(adapter.json_schema(mode="serialization")))
+    except PydanticUserError as exc:
+        raise ToolDefinitionError(
+            f"return type of {qualname}: pydantic cannot serialize {ret!r} ({exc}); "
+            "return a JSON-compatible type or leave the return unannotated"
+        ) from None
+    return adapter.serializer, schema
 
 
 # -- schema clean-up -------------------------------------------------------------------------------
