@@ -278,6 +278,32 @@ after = sorted(m for m in sys.modules if m.startswith(("trio_mcp", "httpx", "hyp
 print(json.dumps([before, after]))
 """
 
+_RUNTIME_ON_USE = """
+import json, sys
+import trio_mcp
+declared = sorted(m for m in sys.modules if m.split(".")[0] in ("trio", "trio_mcp"))
+from trio_mcp import Server, run
+served = sorted(m for m in sys.modules if m.split(".")[0] in ("trio", "trio_mcp"))
+print(json.dumps([declared, served]))
+"""
+
+
+def test_import_loads_the_runtime_and_trio_only_when_a_server_is_used() -> None:
+    # A module that only declares tools (`from trio_mcp import Param, tool`) imports without
+    # trio; `Server` and `run` bring the runtime in.
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNTIME_ON_USE],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    declared, served = json.loads(proc.stdout)
+    runtime = {"trio", "trio_mcp._server", "trio_mcp._run"}
+    assert runtime.isdisjoint(declared)
+    assert {"trio_mcp._tools", "trio_mcp._signature"} <= set(declared)
+    assert runtime <= set(served)
+
 
 def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
     # A server started over stdio waits for `import trio_mcp`: the client half and the HTTP

@@ -29,8 +29,6 @@ from ._exceptions import (
     TransportError,
     TrioMCPError,
 )
-from ._run import http_app, run, serve_http, serve_stdio
-from ._server import Server
 from ._session import SUPPORTED_VERSIONS
 from ._signature import Param
 from ._tools import Tool, tool
@@ -48,12 +46,21 @@ from ._version import __version__ as __version__
 if TYPE_CHECKING:
     from ._client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
     from ._connect import open_client
+    from ._run import http_app, run, serve_http, serve_stdio
+    from ._server import Server
     from .transports.http import HttpOptions
     from .transports.http_client import RetryPolicy
 
-# The client half and the HTTP options load on first use: a server started over stdio never
-# needs them, and its start-up time is what users wait for.
+# What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
+# API only (tool, Param, ToolError, content blocks), so a module that merely defines tools imports
+# in a third of the time; `Server` and `run` load the runtime and trio. The client half and the
+# HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
+    "Server": "._server",
+    "http_app": "._run",
+    "run": "._run",
+    "serve_http": "._run",
+    "serve_stdio": "._run",
     "Client": "._client",
     "LogMessage": "._client",
     "Progress": "._client",
