@@ -112,6 +112,21 @@ async def open_memory_peer(server: Server, *, initialize: bool = True) -> AsyncI
         nursery.cancel_scope.cancel()
 
 
+def python_json(script: str, *args: str) -> Any:
+    """Run `script` in a fresh interpreter (`python -c script args...`); decode what it prints.
+
+    For what only a new process can show: which modules an import loads.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return json.loads(proc.stdout)
+
+
 def demo_command() -> list[str]:
     return [sys.executable, "-m", "demo_tools"]
 

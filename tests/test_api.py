@@ -13,8 +13,6 @@ import dataclasses
 import inspect
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 import pytest
 
 import trio_mcp
+from tests.helpers import python_json
 
 PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -241,32 +240,13 @@ print(json.dumps(report))
 
 
 def test_sans_io_modules_do_not_load_io_libraries() -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _PROBE,
-            json.dumps(sorted(FORBIDDEN)),
-            json.dumps(SANS_IO_MODULES),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    assert json.loads(proc.stdout) == {name: [] for name in SANS_IO_MODULES}
+    report = python_json(_PROBE, json.dumps(sorted(FORBIDDEN)), json.dumps(SANS_IO_MODULES))
+    assert report == {name: [] for name in SANS_IO_MODULES}
 
 
 def test_the_probe_would_see_trio() -> None:
     # The probe above is only worth something if it notices an I/O library when one is loaded.
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(["trio"]), json.dumps(["_run"])],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    assert json.loads(proc.stdout) == {"_run": ["trio"]}
+    assert python_json(_PROBE, json.dumps(["trio"]), json.dumps(["_run"])) == {"_run": ["trio"]}
 
 
 _LOADED_BY_IMPORT = """
@@ -291,14 +271,7 @@ print(json.dumps([declared, served]))
 def test_import_loads_the_runtime_and_trio_only_when_a_server_is_used() -> None:
     # A module that only declares tools (`from trio_mcp import Param, tool`) imports without
     # trio; `Server` and `run` bring the runtime in.
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUNTIME_ON_USE],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    declared, served = json.loads(proc.stdout)
+    declared, served = python_json(_RUNTIME_ON_USE)
     runtime = {"trio", "trio_mcp._server", "trio_mcp._run"}
     assert runtime.isdisjoint(declared)
     assert {"trio_mcp._tools", "trio_mcp._signature"} <= set(declared)
@@ -308,14 +281,7 @@ def test_import_loads_the_runtime_and_trio_only_when_a_server_is_used() -> None:
 def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
     # A server started over stdio waits for `import trio_mcp`: the client half and the HTTP
     # transports load on first use of their names.
-    proc = subprocess.run(
-        [sys.executable, "-c", _LOADED_BY_IMPORT],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    before, after = json.loads(proc.stdout)
+    before, after = python_json(_LOADED_BY_IMPORT)
     lazy = {"trio_mcp._client", "trio_mcp._connect", "trio_mcp.transports.http"}
     assert lazy.isdisjoint(before)
     assert not [m for m in before if m.startswith(("httpx", "hypercorn"))]
