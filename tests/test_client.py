@@ -349,14 +349,20 @@ async def test_structured_content_is_checked_against_the_output_schema() -> None
         assert (await client.call_tool("typed")).structured == {"count": 3}
 
 
-async def test_progress_and_log_notifications_reach_their_handlers() -> None:
+@pytest.mark.parametrize("version", [HANDSHAKE_VERSIONS[0], "2026-07-28"])
+async def test_progress_and_log_notifications_reach_their_handlers(version: str) -> None:
+    # The same in both eras, though 2026-07-28 has no logging/setLevel: there the client names
+    # its level in each request's _meta, and the server sends nothing to a request without one.
     logs: list[LogMessage] = []
     progress: list[Progress] = []
 
     async def on_progress(update: Progress) -> None:
         progress.append(update)
 
-    async with open_client(echo_tools.server, log_handler=logs.append) as client:
+    async with open_client(
+        echo_tools.server, log_handler=logs.append, protocol_version=version
+    ) as client:
+        assert client.protocol_version == version
         result = await client.call_tool("chatty", {"text": "hi"}, progress=on_progress)
         assert result.text == "hi"
         await client.set_log_level("debug")
@@ -368,6 +374,29 @@ async def test_progress_and_log_notifications_reach_their_handlers() -> None:
         LogMessage("debug", "debug: all", None),
         LogMessage("warning", "warning: all", "echo_tools"),
     ]
+
+
+async def test_a_modern_client_checks_its_log_level_itself() -> None:
+    async with open_client(echo_tools.server, protocol_version="2026-07-28") as client:
+        with pytest.raises(ValueError, match="unknown log level 'loud'"):
+            await client.set_log_level("loud")
+    async with open_client(echo_tools.server) as client:  # the handshake era asks the server
+        with pytest.raises(RequestError) as refused:
+            await client.set_log_level("loud")
+    assert refused.value.code == -32602
+
+
+@pytest.mark.parametrize("version", [HANDSHAKE_VERSIONS[0], "2026-07-28"])
+async def test_ping_in_both_eras(version: str) -> None:
+    # 2026-07-28 removed ping (trio-mcp answers it -32601 there): the client asks server/discover.
+    async with open_client(demo_tools.build_server(), protocol_version=version) as client:
+        await client.ping()
+        if version == "2026-07-28":
+            with pytest.raises(RequestError) as missing:
+                await client.request("ping")
+            assert missing.value.code == -32601
+        else:
+            assert await client.request("ping") == {}
 
 
 async def test_server_logs_go_to_python_logging_without_a_handler(

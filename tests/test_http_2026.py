@@ -257,6 +257,20 @@ async def test_unknown_method_is_404_with_method_not_found() -> None:
     assert handshake_era.last["error"]["code"] == -32601
 
 
+@pytest.mark.parametrize("method", ["ping", "logging/setLevel", "initialize"])
+async def test_handshake_era_methods_are_404_under_2026_07_28(method: str) -> None:
+    # 2026-07-28 removed them; a handshake-era session on the same server still has them.
+    message = modern_request(method)
+    async with serve() as served:
+        response = await post(served, message, mirrored(message))
+        client = served.client()
+        assert (await client.initialize()).status == 200
+        handshake_era = await client.request("ping")
+    refused(response, 404, -32601, "MethodNotFoundError")
+    assert handshake_era.status == 200
+    assert handshake_era.last["result"] == {}
+
+
 async def test_the_name_bearing_methods_need_mcp_name_even_when_not_served() -> None:
     message = modern_request("prompts/get", name="greeting")
     async with serve() as served:

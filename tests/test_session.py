@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from trio_mcp import RemoteProtocolError
+from trio_mcp._jsonrpc import METHOD_NOT_FOUND
 from trio_mcp._session import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
@@ -325,6 +326,18 @@ def test_modern_scope_beside_a_handshake_session() -> None:
     init(s, "2025-06-18")
     assert s.scope("tools/list", modern_meta()).version == MODERN
     assert s.scope("tools/list", {}).version == "2025-06-18"
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel"])
+def test_methods_the_modern_revision_removed_are_not_found(method: str) -> None:
+    # spec 2026-07-28, changelog: no handshake, no ping, no logging/setLevel (the log level
+    # travels in _meta). A handshake session beside it still answers them for its own era.
+    s = session()
+    init(s)
+    with raises(METHOD_NOT_FOUND) as info:
+        s.scope(method, modern_meta())
+    assert info.value.data == {"method": method}
+    assert s.scope(method, {}).version == "2025-11-25"
 
 
 @pytest.mark.parametrize("requested", ["2025-11-25", "2024-11-05", "2027-01-01", "nonsense", 5, ""])

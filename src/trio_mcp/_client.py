@@ -51,6 +51,7 @@ from ._jsonrpc import (
 )
 from ._session import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 from ._types import (
+    LOG_LEVELS,
     AudioContent,
     ContentBlock,
     EmbeddedResource,
@@ -92,7 +93,12 @@ MAX_PAGES: Final = 10_000
 _META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 _META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+_META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 _UNSUPPORTED_VERSION: Final = -32022
+# The log level a 2026-07-28 request asks for until `set_log_level`: what servers of the
+# handshake era send by default (trio-mcp's among them), so a log handler hears the same in
+# both eras. That revision's servers send no log at all to a request that names no level.
+_MODERN_DEFAULT_LOG_LEVEL: Final = "info"
 
 _LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -438,6 +444,7 @@ class Client:
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
         self._modern = False
+        self._log_level = _MODERN_DEFAULT_LOG_LEVEL  # sent in _meta under 2026-07-28 only
         self.protocol_version: str = protocol_version
         self.server_info: dict[str, Any] = {}
         self.server_capabilities: dict[str, Any] = {}
@@ -461,13 +468,15 @@ class Client:
         return self._link.session_id
 
     async def ping(self) -> None:
-        """Check that the server answers (`ping`).
+        """Check that the server answers.
+
+        Sends `ping`; under 2026-07-28, which has no ping, `server/discover`.
 
         Raises:
             ConnectionClosed: when the connection has ended.
             RequestError: when the server answers with an error.
         """
-        await self.request("ping", retry_safe=True)
+        await self.request("server/discover" if self._modern else "ping", retry_safe=True)
 
     async def list_tools(self) -> list[ToolInfo]:
         """Every tool the server offers, following `nextCursor` through all pages.
@@ -546,12 +555,21 @@ class Client:
         return result
 
     async def set_log_level(self, level: str) -> None:
-        """Ask the server to send log notifications at `level` and above (`logging/setLevel`).
+        """Ask the server to send log notifications at `level` and above.
+
+        Handshake era: one `logging/setLevel` request (the server's default is its own; info
+        for trio-mcp). 2026-07-28 has no such method: every later request names the level in
+        its `_meta` (info until this is called), so nothing is sent here.
 
         Raises:
             RequestError: when the server refuses the level.
+            ValueError: under 2026-07-28, for a level the specification does not name.
         """
-        await self.request("logging/setLevel", {"level": level}, retry_safe=True)
+        if not self._modern:
+            await self.request("logging/setLevel", {"level": level}, retry_safe=True)
+        elif level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; choose one of {', '.join(LOG_LEVELS)}")
+        self._log_level = level
 
     async def request(
         self,
@@ -694,6 +712,7 @@ class Client:
             _META_VERSION: self._wanted_version,
             _META_CAPABILITIES: {},
             _META_CLIENT_INFO: self._client_info,
+            _META_LOG_LEVEL: self._log_level,
         }
 
     # -- sending ------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Rule 1: versions live here and nowhere else. Two eras are spoken side by side:
         - handshake era (2024-11-05 .. 2025-11-25): `initialize` fixes one version for the
           connection; only `ping` (and `initialize`) may come before it;
         - modern era (2026-07-28): no handshake; each request names its version, capabilities
-          and log level in `params._meta`, and the session only checks and reads them.
+          and log level in `params._meta`, and the session only checks and reads them. That
+          revision has no `initialize`, `ping` or `logging/setLevel`: a request naming it gets
+          -32601 for them, as for any method the revision does not define.
         Every request is therefore resolved to a `RequestScope` that carries *its* version, so
         the code above never asks "which version is this connection?".
 Rule 2: a request id is in flight from `begin()` to `end()`; a second request with the same id
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._exceptions import RemoteProtocolError
-from ._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, RequestId
+from ._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
 from ._types import LOG_LEVELS, LogLevel
 
 __all__ = [
@@ -51,6 +53,9 @@ _META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 
 # Methods that a handshake-era client may send before `initialize` completes.
 _BEFORE_INIT: Final = frozenset({"initialize", "ping"})
+# spec 2026-07-28, changelog: the handshake is gone, and so are `ping` and `logging/setLevel`
+# (the log level travels in each request's `_meta`); its schema's ClientRequest lists none.
+_HANDSHAKE_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +294,7 @@ class ServerSession:
             return self._plain_scope  # the common case: nothing per-request to read
         requested = meta.get(_META_VERSION) if isinstance(meta, dict) else None
         if requested is not None:
-            return self._modern_scope(requested, meta, params)  # type: ignore[arg-type]
+            return self._modern_scope(method, requested, meta, params)  # type: ignore[arg-type]
         if self.protocol_version is None:
             if method in _BEFORE_INIT or method == "server/discover":
                 return RequestScope(
@@ -316,13 +321,19 @@ class ServerSession:
         return scope
 
     def _modern_scope(
-        self, requested: Any, meta: dict[str, Any], params: dict[str, Any] | None
+        self, method: str, requested: Any, meta: dict[str, Any], params: dict[str, Any] | None
     ) -> RequestScope:
         if requested not in self.versions or requested not in MODERN_VERSIONS:
             raise RemoteProtocolError(
                 "Unsupported protocol version",
                 UNSUPPORTED_PROTOCOL_VERSION,
                 {"supported": list(self.versions), "requested": requested},
+            )
+        if method in _HANDSHAKE_ONLY:
+            raise RemoteProtocolError(
+                f"Method not found: {method} (protocol version {requested} has no such method)",
+                METHOD_NOT_FOUND,
+                {"method": method},
             )
         check_request_meta(params)
         return RequestScope(
