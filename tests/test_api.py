@@ -13,6 +13,8 @@ import dataclasses
 import inspect
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -119,6 +121,26 @@ def _isort_key(name: str) -> tuple[int, list[Any]]:
 def test_every_name_in_all_exists() -> None:
     missing = [name for name in trio_mcp.__all__ if not hasattr(trio_mcp, name)]
     assert missing == []
+
+
+def test_dir_lists_every_export_before_it_is_loaded() -> None:
+    # Tab completion and help() read dir(); names loaded on first use must be there too.
+    listed = python_json("import json, trio_mcp; print(json.dumps(dir(trio_mcp)))")
+    assert set(trio_mcp.__all__) <= set(listed)
+
+
+def test_names_loaded_on_first_use_show_in_importtime() -> None:
+    # People profile start-up with `python -X importtime`; importlib.import_module would hide
+    # the modules a lazy name loads from it.
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from trio_mcp import Server, run"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert {"trio_mcp._server", "trio_mcp._run"} <= modules
 
 
 def test_all_has_no_duplicates() -> None:

@@ -102,6 +102,7 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
     for target in result["targets"]:
         assert target["met"] in (True, False, None)
     assert "targets (issue 3)" in done.stdout
+    assert "a server's imports (from trio_mcp import Server, run) take" in done.stdout
 
 
 HTTP_BENCH = RUN.parent / "http_bench.py"

@@ -9,6 +9,7 @@ import pytest
 from pydantic import Field
 
 from trio_mcp import Context, Param, ToolDefinitionError
+from trio_mcp._schema import compile_signature
 from trio_mcp._signature import describe_function, parse_docstring
 
 # -- docstrings ---------------------------------------------------------------------------------
@@ -347,6 +348,16 @@ def test_param_marker_is_stripped_other_metadata_kept() -> None:
     assert any(getattr(m, "metadata", None) for m in b.__metadata__)  # Field(ge=1) survives
     assert params["c"].examples == (1, 2)
     assert params["a"].examples is None
+
+
+def test_examples_are_read_once_into_a_tuple() -> None:
+    # A generator would be used up by whoever read it first, leaving an empty list in the schema.
+    def f(a: Annotated[int, Param("d", examples=(n for n in (1, 2)))]) -> None: ...
+
+    sig = describe_function(f)
+    assert sig.params[0].examples == (1, 2)
+    schema = compile_signature("f", sig).input_schema
+    assert schema["properties"]["a"]["examples"] == [1, 2]
 
 
 def test_last_param_marker_wins() -> None:

@@ -159,7 +159,8 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
                 annotation=stripped,
                 default=p.default,
                 description=description,
-                examples=marker.examples if marker else None,
+                # Once, as a tuple: a generator would be used up by the first reader.
+                examples=tuple(marker.examples) if marker and marker.examples else None,
             )
         )
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
