@@ -34,6 +34,7 @@ SANS_IO_MODULES = (
     "_jsonrpc",
     "_framing",
     "_types",
+    "_param_headers",
     "_session",
     "_context",
     "_signature",

@@ -1,0 +1,167 @@
+"""Tool parameters mirrored into HTTP headers: `x-mcp-header` (spec 2026-07-28), sans-IO.
+
+A tool's `inputSchema` may mark a property with `"x-mcp-header": "Region"`; over Streamable HTTP
+a client then sends the argument's value as `Mcp-Param-Region`, and the server checks that the
+header matches the body, so that intermediaries can route on the header alone.
+
+Rule 1: an annotation is valid only where the spec allows it: a non-empty RFC 9110 token,
+        unique (case-insensitively) in the schema, on a property of type integer, string or
+        boolean, reached from the root through `properties` keys alone (never through `items`,
+        `anyOf`, `$ref`...). One invalid annotation makes the whole tool definition invalid:
+        a server refuses to register it, a client leaves it out of `tools/list`.
+Rule 2: a header carries the argument's text: a string as it is, an integer in decimal, a
+        boolean as `true` / `false`. An absent or null argument has no header. Encoding for
+        the wire (the base64 sentinel) is the HTTP transport's business, not this module's.
+Rule 3: integers compare as numbers (`42` and `42.0` are the same value); nothing else does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+__all__ = [
+    "HEADER_PREFIX",
+    "InvalidHeaderAnnotation",
+    "argument_at",
+    "header_params",
+    "header_text",
+    "matches",
+]
+
+#: The header a marked parameter travels in is this prefix and the annotation's value.
+HEADER_PREFIX: Final = "Mcp-Param-"
+#: The annotation keyword.
+KEYWORD: Final = "x-mcp-header"
+
+# RFC 9110 section 5.6.2: token = 1*tchar.
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_PRIMITIVE: Final = frozenset({"integer", "string", "boolean"})
+# spec 2026-07-28: integer values MUST stay within IEEE 754 doubles' exact range.
+_SAFE_INTEGER: Final = 2**53 - 1
+# Keywords whose value is a map from names to schemas, and keywords whose value is data, not a
+# schema: an "x-mcp-header" key under the first is a name, under the second a value.
+_NAME_MAPS: Final = frozenset(
+    {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+)
+_DATA: Final = frozenset({"default", "examples", "const", "enum"})
+
+
+class InvalidHeaderAnnotation(ValueError):  # noqa: N818 - reads as the fact it reports
+    """An `x-mcp-header` annotation that breaks a rule of the spec (see Rule 1)."""
+
+
+def header_params(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The parameters a tool mirrors into headers: lower-cased header name -> property path.
+
+    The header name is `Mcp-Param-` and the annotation, lower-cased (header names are
+    case-insensitive); the path is the chain of property names from the schema's root.
+
+    Raises:
+        InvalidHeaderAnnotation: naming the first annotation that breaks Rule 1.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+    for where, node in _annotated(input_schema, ()):
+        value = node[KEYWORD]
+        path = _property_path(where)
+        if path is None:
+            raise InvalidHeaderAnnotation(
+                f"{KEYWORD} at {'/'.join(where) or 'the root'} is not on a property reached "
+                "through 'properties' alone"
+            )
+        shown = ".".join(path)
+        if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+            raise InvalidHeaderAnnotation(
+                f"{KEYWORD} of {shown} must be a non-empty HTTP token, not {value!r}"
+            )
+        if _json_type(node) not in _PRIMITIVE:
+            raise InvalidHeaderAnnotation(
+                f"{KEYWORD} of {shown} is on a property that is not of type integer, string "
+                "or boolean"
+            )
+        name = (HEADER_PREFIX + value).lower()
+        if name in found:
+            raise InvalidHeaderAnnotation(
+                f"{KEYWORD} {value!r} of {shown} is used twice (header names ignore case)"
+            )
+        found[name] = path
+    return found
+
+
+def _annotated(node: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every schema in `node` that carries the keyword, with its location (keys from root)."""
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _annotated(item, (*where, str(index)))
+        return
+    if not isinstance(node, Mapping):
+        return
+    if KEYWORD in node:
+        yield where, node
+    for key, value in node.items():
+        if key in _DATA:
+            continue
+        if key in _NAME_MAPS and isinstance(value, Mapping):
+            for name, sub in value.items():
+                yield from _annotated(sub, (*where, key, str(name)))
+        elif isinstance(value, Mapping | list):
+            yield from _annotated(value, (*where, key))
+
+
+def _property_path(where: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`properties/a/properties/b` -> ("a", "b"); None for any other location."""
+    if not where or len(where) % 2:
+        return None
+    keywords, names = where[0::2], where[1::2]
+    return names if all(k == "properties" for k in keywords) else None
+
+
+def _json_type(node: Mapping[str, Any]) -> str | None:
+    kind = node.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: a nullable primitive
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    return kind if isinstance(kind, str) else None
+
+
+_ABSENT: Final = object()
+
+
+def argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    """The argument at a property path, or None when it is absent (or null)."""
+    node = arguments
+    for name in path:
+        node = node.get(name, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        if node is _ABSENT:
+            return None
+    return node
+
+
+def header_text(value: Any) -> str | None:
+    """What a header carries for an argument (Rule 2); None when it has no header form.
+
+    Integers outside the exact range of doubles have none either: the spec forbids them there.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) <= _SAFE_INTEGER else None
+    if isinstance(value, str):
+        return value
+    return None
+
+
+# A JSON number: what an integer parameter's header may hold (`42`, `-7`, `42.0`, `4.2e1`).
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def matches(header: str, value: Any) -> bool:
+    """Whether a received header value (already decoded) matches the body's argument."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return header == header_text(value)
+    number = _NUMBER.fullmatch(header)
+    if number is None:
+        return False
+    whole = number.group(1) is None and number.group(2) is None
+    return (int(header) if whole else float(header)) == value
