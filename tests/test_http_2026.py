@@ -15,7 +15,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
@@ -27,7 +27,7 @@ import demo_tools
 from tests.helpers import init_params
 from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
-from trio_mcp import RequestError, Server, open_client
+from trio_mcp import Param, RequestError, Server, open_client
 from trio_mcp._run import http_app
 from trio_mcp._session import HANDSHAKE_VERSIONS
 from trio_mcp.transports.http_meta import decode_value, encode_value
@@ -186,6 +186,138 @@ async def test_mcp_name_in_the_base64_sentinel_is_decoded_before_comparing(
         "data": {"name": name},
     }
     validate_server_message(body, MODERN)
+
+
+# -- arguments mirrored into Mcp-Param-* headers (x-mcp-header) ---------------------------------
+
+
+def routed_server(calls: list[dict[str, Any]]) -> Server:
+    """A tool whose region (string), zone (integer) and dry run (boolean) travel in headers."""
+    server = Server("routed")
+
+    @server.tool("route", inline=True)
+    def route(
+        region: Annotated[str, Param("Region", header="Region")],
+        zone: Annotated[int | None, Param("Zone", header="Zone")] = None,
+        dry_run: Annotated[bool, Param(header="Dry-Run")] = False,
+        query: str = "",
+    ) -> str:
+        calls.append({"region": region, "zone": zone, "dry_run": dry_run, "query": query})
+        return "routed"
+
+    return server
+
+
+def routed(headers: dict[str, str] | None = None, **arguments: Any) -> tuple[Any, Any]:
+    message = modern_call("route", **arguments)
+    return message, {**mirrored(message), **(headers or {})}
+
+
+#: (case, the call and its headers, what the tool got) -> served with 200.
+PARAM_HEADERS_KEPT: list[tuple[str, tuple[Any, Any]]] = [
+    ("a string", routed({"mcp-param-region": "eu-west1"}, region="eu-west1")),
+    ("header name in any case", routed({"MCP-PARAM-REGION": "eu-west1"}, region="eu-west1")),
+    ("base64 for non-ASCII", routed({"mcp-param-region": encode_value("Zürich")}, region="Zürich")),
+    (
+        "integer, boolean",
+        routed(
+            {"mcp-param-region": "r", "mcp-param-zone": "42", "mcp-param-dry-run": "true"},
+            region="r",
+            zone=42,
+            dry_run=True,
+        ),
+    ),
+    (
+        "integer as 42.0",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "42.0"}, region="r", zone=42),
+    ),
+    ("a null argument has no header", routed({"mcp-param-region": "r"}, region="r", zone=None)),
+    ("an unmarked argument has none", routed({"mcp-param-region": "r"}, region="r", query="q")),
+    (
+        "undeclared Mcp-Param-* ignored",
+        routed({"mcp-param-region": "r", "mcp-param-x": "1"}, region="r"),
+    ),
+]
+
+#: (case, the call and its headers) -> refused with 400 and HeaderMismatch before the tool runs.
+PARAM_HEADERS_REFUSED: list[tuple[str, tuple[Any, Any]]] = [
+    ("missing", routed(region="eu-west1")),
+    ("differs", routed({"mcp-param-region": "eu-west2"}, region="eu-west1")),
+    ("differs in case", routed({"mcp-param-region": "EU-WEST1"}, region="eu-west1")),
+    ("not decoded", routed({"mcp-param-region": "Zürich".encode()}, region="Zürich")),  # type: ignore[dict-item]
+    ("bad sentinel", routed({"mcp-param-region": "=?base64?***?="}, region="r")),
+    (
+        "integer differs",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "43"}, region="r", zone=42),
+    ),
+    (
+        "integer not a number",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "4_2"}, region="r", zone=42),
+    ),
+    (
+        "boolean spelled 1",
+        routed({"mcp-param-region": "r", "mcp-param-dry-run": "1"}, region="r", dry_run=True),
+    ),
+    (
+        "header without argument",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "1"}, region="r"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "call"), PARAM_HEADERS_KEPT, ids=[c for c, _ in PARAM_HEADERS_KEPT]
+)
+async def test_mirrored_arguments_that_match_are_served(case: str, call: tuple[Any, Any]) -> None:
+    calls: list[dict[str, Any]] = []
+    message, headers = call
+    async with serve(routed_server(calls)) as served:
+        response = await post(served, message, headers)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["content"] == [{"type": "text", "text": "routed"}]
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("case", "call"), PARAM_HEADERS_REFUSED, ids=[c for c, _ in PARAM_HEADERS_REFUSED]
+)
+async def test_mirrored_arguments_that_do_not_match_are_400(
+    case: str, call: tuple[Any, Any]
+) -> None:
+    calls: list[dict[str, Any]] = []
+    message, headers = call
+    async with serve(routed_server(calls)) as served:
+        response = await post(served, message, headers)
+    body = refused(response, 400, -32020, "HeaderMismatchError")
+    assert "Mcp-Param-" in body["error"]["message"]
+    assert calls == []
+
+
+async def test_a_mirrored_header_sent_twice_is_400() -> None:
+    calls: list[dict[str, Any]] = []
+    message, headers = routed({"mcp-param-region": "r"}, region="r")
+    async with serve(routed_server(calls)) as served:
+        response = await post(served, message, [*headers.items(), ("Mcp-Param-Region", "r")])
+    refused(response, 400, -32020, "HeaderMismatchError")
+    assert calls == []
+
+
+async def test_the_handshake_era_has_no_mirrored_headers_to_check() -> None:
+    calls: list[dict[str, Any]] = []
+    async with serve(routed_server(calls)) as served:
+        client = served.client()
+        assert (await client.initialize()).status == 200
+        called = await client.call("route", {"region": "eu-west1"})
+        listed = await client.request("tools/list")
+    assert called.status == 200
+    assert calls == [{"region": "eu-west1", "zone": None, "dry_run": False, "query": ""}]
+    schema = listed.result["tools"][0]["inputSchema"]
+    assert schema["properties"]["region"]["x-mcp-header"] == "Region"
+    assert schema["properties"]["zone"] == {
+        "description": "Zone",
+        "type": "integer",
+        "x-mcp-header": "Zone",
+    }
 
 
 async def test_a_plain_name_may_come_encoded_but_a_sentinel_lookalike_may_not_come_plain() -> None:

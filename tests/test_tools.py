@@ -689,3 +689,72 @@ def test_server_tool_decorator_registers_and_returns_the_function() -> None:
     assert add(1, 2) == 3
     assert [t.name for t in server.tools] == ["deco.add"]
     assert server.tools[0].fn is add
+
+
+# -- arguments mirrored into HTTP headers (x-mcp-header, spec 2026-07-28) -------------------------
+
+
+def test_param_header_marks_the_property_and_names_its_path() -> None:
+    def route(
+        region: Annotated[str, Param("Where", header="Region")],
+        zone: Annotated[int | None, Param(header="Zone")] = None,
+        query: str = "",
+    ) -> None: ...
+
+    t = make_tool(route)
+    assert t.input_schema["properties"]["region"] == {
+        "description": "Where",
+        "type": "string",
+        "x-mcp-header": "Region",
+    }
+    assert t.input_schema["properties"]["zone"] == {"type": "integer", "x-mcp-header": "Zone"}
+    assert "x-mcp-header" not in t.input_schema["properties"]["query"]
+    assert t.param_headers == {"mcp-param-region": ("region",), "mcp-param-zone": ("zone",)}
+
+    def unmarked(region: Annotated[str, Param("Where")]) -> None: ...
+
+    assert make_tool(unmarked).param_headers == {}
+    assert "x-mcp-header" not in make_tool(unmarked).input_schema["properties"]["region"]
+
+
+def _number(x: Annotated[float, Param(header="X")]) -> None: ...
+
+
+def _twice(
+    a: Annotated[str, Param(header="Same")], b: Annotated[str, Param(header="sAME")]
+) -> None: ...
+
+
+def _spaced(a: Annotated[str, Param(header="Not A Token")]) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [
+        (_number, "not of type integer, string or boolean"),
+        (_twice, "used twice"),
+        (_spaced, "non-empty HTTP token"),
+    ],
+)
+def test_an_invalid_header_mark_fails_at_registration(fn: Any, reason: str) -> None:
+    with pytest.raises(ToolDefinitionError, match=reason) as info:
+        make_tool(fn)
+    assert fn.__name__ in str(info.value)
+    assert "x-mcp-header" in str(info.value)
+
+
+def test_a_raw_tool_schema_is_held_to_the_same_header_rules() -> None:
+    marked = {"type": "string", "x-mcp-header": "R"}
+    schema = {
+        "type": "object",
+        "properties": {"where": {"type": "object", "properties": {"r": marked}}},
+    }
+    assert make_raw_tool("raw", schema, lambda a: None).param_headers == {
+        "mcp-param-r": ("where", "r")
+    }
+    bad = {
+        "type": "object",
+        "properties": {"l": {"type": "array", "items": {"type": "string", "x-mcp-header": "L"}}},
+    }
+    with pytest.raises(ToolDefinitionError, match=r"tool 'raw'.*through 'properties' alone"):
+        make_raw_tool("raw", bad, lambda a: None)

@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -80,6 +80,10 @@ class _HttpBackend:
         if assumed_version in HANDSHAKE_VERSIONS and assumed_version in self.server.versions:
             runtime.session.adopt(assumed_version)
         return runtime
+
+    def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
+        found = self.server.registry.get(tool)
+        return {} if found is None else found.param_headers
 
     async def serve_channels(
         self,

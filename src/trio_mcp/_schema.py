@@ -242,6 +242,8 @@ def _input_schema(schema: dict[str, Any], params: tuple[ParamSpec, ...]) -> dict
                 # A default with no JSON form is simply not shown.
                 with contextlib.suppress(PydanticSerializationError):
                     prop["default"] = to_jsonable_python(default)
+        if p.header is not None:
+            props[p.name] = prop = {**prop, "x-mcp-header": p.header}
     out: dict[str, Any] = {"type": "object", "properties": props}
     if schema.get("required"):
         out["required"] = schema["required"]

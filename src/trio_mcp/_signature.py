@@ -33,10 +33,15 @@ class Param:
     Args:
         description: What the parameter means, written for the model.
         examples: Example values, shown in the schema.
+        header: Mirror the argument into the HTTP header `Mcp-Param-<header>` (spec
+            2026-07-28, `x-mcp-header`), so that proxies and load balancers can route on it
+            without reading the body; for integer, string and boolean parameters only, and
+            never for secrets (headers are visible to every intermediary).
     """
 
     description: str | None = None
     examples: tuple[Any, ...] | None = None
+    header: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,7 @@ class ParamSpec:
     default: Any  # inspect.Parameter.empty when required
     description: str | None
     examples: tuple[Any, ...] | None
+    header: str | None = None  # x-mcp-header, from Param(header=...)
 
     @property
     def required(self) -> bool:
@@ -161,6 +167,7 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
                 description=description,
                 # Once, as a tuple: a generator would be used up by the first reader.
                 examples=tuple(marker.examples) if marker and marker.examples else None,
+                header=marker.header if marker else None,
             )
         )
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar, overload
 
 from ._exceptions import RemoteProtocolError, ToolDefinitionError
 from ._jsonrpc import INVALID_PARAMS
+from ._param_headers import InvalidHeaderAnnotation, header_params
 from ._schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from ._signature import describe_function
 from ._types import ToolAnnotations
@@ -133,6 +134,8 @@ class Tool:
     is_async: bool = False
     inline: bool = False
     timeout: float | None = None
+    #: Arguments mirrored into HTTP headers (`x-mcp-header`): header name (lower case) -> path.
+    param_headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def definition(self, version: str) -> dict[str, Any]:
@@ -272,6 +275,7 @@ def make_tool(
         is_async=sig.is_async,
         inline=is_inline,
         timeout=_check_timeout(timeout, qualname) if timeout is not None else meta.timeout,
+        param_headers=_check_headers(compiled.input_schema, f"tool {tool_name!r} ({qualname})"),
     )
 
 
@@ -313,7 +317,15 @@ def make_raw_tool(
         is_async=inspect.iscoroutinefunction(handler),
         inline=inline,
         timeout=_check_timeout(timeout, name),
+        param_headers=_check_headers(input_schema, f"tool {name!r}"),
     )
+
+
+def _check_headers(input_schema: dict[str, Any], where: str) -> dict[str, tuple[str, ...]]:
+    try:
+        return header_params(input_schema)
+    except InvalidHeaderAnnotation as exc:
+        raise ToolDefinitionError(f"{where}: {exc} (spec 2026-07-28, x-mcp-header)") from None
 
 
 def discover_tools(obj: Any) -> list[Callable[..., Any]]:

@@ -29,9 +29,12 @@ Rule 6: a request is a 2026-07-28 one when its body names a version in `params._
         carries the required fields (else 400, -32602), and MCP-Protocol-Version, Mcp-Method
         and, for tools/call, resources/read and prompts/get, Mcp-Name are each sent once and
         equal the body's values, Mcp-Name after base64-sentinel decoding (else 400, -32020
-        HeaderMismatch). Its errors then take the HTTP status that revision gives them: 400 for
-        an unsupported version (-32022) or a missing client capability (-32021), 404 for an
-        unknown method (-32601); any other answer is 200.
+        HeaderMismatch). A tools/call also carries the `Mcp-Param-*` header of each argument
+        its tool mirrors (`x-mcp-header`; the backend says which, by tool name, so this module
+        still sees no schema): present and matching for an argument in the body, absent for
+        one that is not (else 400, -32020). Its errors then take the HTTP status that revision
+        gives them: 400 for an unsupported version (-32022) or a missing client capability
+        (-32021), 404 for an unknown method (-32601); any other answer is 200.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import collections
 import hmac
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -60,6 +63,7 @@ from .._jsonrpc import (
     loads,
     parse,
 )
+from .._param_headers import HEADER_PREFIX, argument_at, matches
 from .._session import UNSUPPORTED_PROTOCOL_VERSION, check_request_meta, requested_version
 from .http_meta import (
     HEADER_MISMATCH,
@@ -123,6 +127,14 @@ class HttpBackend(Protocol):
 
     def new_session(self, assumed_version: str | None = None) -> HttpSession:
         """A new session; with `assumed_version`, one that needs no `initialize` (stateless)."""
+
+    def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
+        """The arguments `tool` mirrors into headers (`x-mcp-header`).
+
+        Returns:
+            Lower-cased header name -> property path; empty for a tool that mirrors none, or
+            for no such tool.
+        """
 
     async def serve_channels(
         self,
@@ -474,6 +486,8 @@ class McpHttpApp:
             raise _Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
         if isinstance(message, Request):
             _check_request_metadata(scope["headers"], headers, message)
+            if message.method == "tools/call":
+                _check_param_headers(scope["headers"], message, self.backend.param_headers)
         return self.backend.new_session()
 
     def _session_for(
@@ -737,6 +751,54 @@ def _check_request_metadata(
     # A body without a string name is malformed itself: the dispatcher answers -32602.
     if isinstance(value, str):
         _expect(headers, request, b"mcp-name", value)
+
+
+def _check_param_headers(
+    raw_headers: Iterable[tuple[bytes, bytes]],
+    request: Request,
+    mirrored: Callable[[str], Mapping[str, tuple[str, ...]]],
+) -> None:
+    """Refuse a 2026-07-28 tools/call whose `Mcp-Param-*` headers do not match its arguments.
+
+    spec 2026-07-28, Streamable HTTP (Custom Headers from Tool Parameters): the header of an
+    argument that is present must be there and match it (integers compared as numbers); an
+    absent or null argument has none. Headers the tool does not declare are not ours to judge.
+    """
+    params = request.params or {}
+    name = params.get("name")
+    expected = mirrored(name) if isinstance(name, str) else {}
+    if not expected:
+        return
+    received: dict[bytes, list[bytes]] = collections.defaultdict(list)
+    for key, raw in raw_headers:
+        received[key.lower()].append(raw)
+    arguments = params.get("arguments")
+    for header, path in expected.items():
+        label = _param_label(header)
+        values = received.get(header.encode("latin-1"), [])
+        body = argument_at(arguments, path)
+        if len(values) > 1:
+            _mismatch(request, f"{label} header sent more than once")
+        if not values:
+            if body is not None:
+                _mismatch(request, f"required header {label} is missing")
+            continue
+        try:
+            value = decode_value(values[0], encoded=True)
+        except HeaderValueError as exc:
+            _mismatch(request, f"{label} header value {exc}")
+        if body is None:
+            _mismatch(request, f"{label} header sent for an argument the body does not have")
+        if not matches(value, body):
+            _mismatch(
+                request,
+                f"{label} header value {_shown(value)} does not match the argument "
+                f"{'.'.join(path)}",
+            )
+
+
+def _param_label(header: str) -> str:
+    return HEADER_PREFIX + header[len(HEADER_PREFIX) :]
 
 
 _LABELS: Final = {
