@@ -585,6 +585,32 @@ async def test_sdk_client_pinned_to_2026_sends_what_the_server_checks() -> None:
         assert headers["mcp-method"] == body["method"]
 
 
+async def test_sdk_client_mirrors_the_arguments_this_server_marks() -> None:
+    # Interop of x-mcp-header both ways: the official client reads Param(header=...) from our
+    # tools/list and sends Mcp-Param-* headers that our server checks against the body.
+    from mcp import Client  # noqa: PLC0415 - the SDK loads only for this test
+
+    calls: list[dict[str, Any]] = []
+    outcome: dict[str, Any] = {}
+
+    async def main(url: str) -> None:
+        async with Client(url, mode=MODERN) as client:
+            await client.list_tools()
+            routed = await client.call_tool("route", {"region": "Zürich", "zone": 7})
+            outcome["text"] = routed.content[0].text  # type: ignore[union-attr]
+
+    async with recording(routed_server(calls)) as recorded:
+        await trio.to_thread.run_sync(
+            lambda: asyncio.run(asyncio.wait_for(main(recorded.url), TIMEOUT))
+        )
+    assert outcome["text"] == "routed"
+    assert calls == [{"region": "Zürich", "zone": 7, "dry_run": False, "query": ""}]
+    (call_headers,) = [h for h, body in recorded.posts() if body["method"] == "tools/call"]
+    assert decode_value(call_headers["mcp-param-region"].encode(), encoded=True) == "Zürich"
+    assert call_headers["mcp-param-zone"] == "7"
+    assert "mcp-param-dry-run" not in call_headers
+
+
 # -- in-flight bounds --------------------------------------------------------------------------
 
 
