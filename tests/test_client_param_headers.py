@@ -1,6 +1,6 @@
 """The client's half of `x-mcp-header` (spec 2026-07-28, Streamable HTTP: Custom Headers from
-Tool Parameters): which tools it lists and which `Mcp-Param-*` headers its calls carry; and
-that nothing changes in the handshake era or off HTTP.
+Tool Parameters): which tools it lists, which `Mcp-Param-*` headers its calls carry, and how
+it answers HeaderMismatch; and that nothing changes in the handshake era or off HTTP.
 
 The peer is `tests/fixtures/header_server.py`, a scripted server (not trio-mcp's), behind a bare
 HTTP/1.1 server on a loopback port that keeps each request's headers, behind an in-memory
@@ -21,8 +21,8 @@ import pytest
 import trio
 
 from tests.fixtures import header_server
-from tests.fixtures.header_server import MODERN, HeaderServer
-from trio_mcp import open_client
+from tests.fixtures.header_server import HEADER_MISMATCH, MODERN, HeaderServer
+from trio_mcp import RequestError, open_client
 from trio_mcp._client import open_session
 from trio_mcp._exceptions import reraise_lone
 from trio_mcp.transports.links import ChannelLink
@@ -142,6 +142,40 @@ async def test_streamable_http_calls_carry_the_marked_arguments_as_headers(
             assert param_headers(headers) == {}
 
 
+async def test_a_header_mismatch_lists_the_tools_again_and_retries_once() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            bare_http() as (url, server),
+            open_client(url, protocol_version=MODERN) as client,
+        ):
+            # Listed before the server marked `region`: the first call sends no header for it.
+            unmarked = HeaderServer().tools[2]
+            server.tools = [{**unmarked, "name": "route"}]
+            await client.list_tools()
+            server.tools = HeaderServer().tools
+            server.refuse = "region-header"
+            before = len(server.seen)
+
+            result = await client.call_tool("route", {"region": "eu"})
+            assert json.loads(result.text) == {"region": "eu"}
+            calls = server.seen[before:]
+            assert [message["method"] for _, message in calls] == [
+                "tools/call",
+                "tools/list",
+                "tools/call",
+            ]
+            assert param_headers(calls[0][0]) == {}
+            assert param_headers(calls[2][0]) == {"mcp-param-region": "eu"}
+
+            # A second mismatch is the caller's to hear: one list, one retry, no more.
+            server.refuse = "always"
+            before = len(server.seen)
+            with pytest.raises(RequestError) as info:
+                await client.call_tool("route", {"region": "eu"})
+            assert info.value.code == HEADER_MISMATCH
+            assert server.methods()[before:] == ["tools/call", "tools/list", "tools/call"]
+
+
 async def test_the_handshake_era_over_http_ignores_the_annotations(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -156,6 +190,12 @@ async def test_the_handshake_era_over_http_ignores_the_annotations(
             assert [tool.name for tool in tools] == ["route", "bad.number", "plain"]
             await client.call_tool("route", {"region": "us-west1", "count": 1})
             assert last_call_headers(server) == {}
+            # HeaderMismatch belongs to 2026-07-28: here it is raised at once.
+            server.refuse = "always"
+            before = len(server.seen)
+            with pytest.raises(RequestError):
+                await client.call_tool("route", {"region": "us-west1"})
+            assert server.methods()[before:] == ["tools/call"]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 

@@ -13,7 +13,9 @@ Rule 4: when the incoming frames end, every waiting call fails with `ConnectionC
         message is the link's account of why (exit code, last stderr lines, network error).
 Rule 5: a request is sent once. It is sent again only when it cannot have run: the link says so
         (connection refused), the HTTP server refused the session (404, after which the client
-        initializes a new session), or the caller marked it `retry_safe`.
+        initializes a new session) or, under 2026-07-28, a tools/call's headers (HeaderMismatch,
+        after which the client lists the tools again, once), or the caller marked it
+        `retry_safe`.
 Rule 6: the only task is the reader, started by `open_session` and ended with its `async with`;
         a single error raised in the block comes out as itself, not as an ExceptionGroup.
 Rule 7: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
@@ -100,6 +102,9 @@ _META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 _META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 _UNSUPPORTED_VERSION: Final = -32022
+# spec 2026-07-28, Streamable HTTP: HeaderMismatch, the server's answer to a call whose
+# Mcp-Param-* headers do not match its arguments (checked before the tool runs).
+_HEADER_MISMATCH: Final = -32020
 # The log level a 2026-07-28 request asks for until `set_log_level`: what servers of the
 # handshake era send by default (trio-mcp's among them), so a log handler hears the same in
 # both eras. That revision's servers send no log at all to a request that names no level.
@@ -561,12 +566,24 @@ class Client:
 
         Raises:
             ToolCallError: when `raise_on_error` and the tool reported a failure.
-            RequestError: when the server refuses the call (unknown tool: -32602).
+            RequestError: when the server refuses the call (unknown tool: -32602; under
+                2026-07-28, headers that do not match the arguments: -32020, after one fresh
+                `list_tools` and one retry).
             RemoteProtocolError: when the result is malformed or breaks its output schema.
             ConnectionClosed: when the connection ends before the answer.
         """
         params = {"name": name, "arguments": dict(arguments or {})}
-        raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
+        try:
+            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
+        except RequestError as exc:
+            if not (self._modern and exc.code == _HEADER_MISMATCH):
+                raise
+            # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
+            # changed since it was listed; list again, then retry once (Rule 5: the server
+            # checks the headers before the tool runs).
+            logger.info("call of tool %r refused (%s); listing the tools again", name, exc)
+            await self.list_tools()
+            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
         result = _tool_result(raw)
         if result.is_error:
             if raise_on_error:
