@@ -13,9 +13,15 @@ Rule 4: when the incoming frames end, every waiting call fails with `ConnectionC
         message is the link's account of why (exit code, last stderr lines, network error).
 Rule 5: a request is sent once. It is sent again only when it cannot have run: the link says so
         (connection refused), the HTTP server refused the session (404, after which the client
-        initializes a new session), or the caller marked it `retry_safe`.
+        initializes a new session) or, under 2026-07-28, a tools/call's headers (HeaderMismatch,
+        after which the client lists the tools again, once), or the caller marked it
+        `retry_safe`.
 Rule 6: the only task is the reader, started by `open_session` and ended with its `async with`;
         a single error raised in the block comes out as itself, not as an ExceptionGroup.
+Rule 7: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
+        (`_param_headers`). A link that mirrors them into headers (Streamable HTTP) makes a tool
+        with an invalid annotation unusable: such a tool is left out of the list, with a
+        warning naming it and the reason. Over other links the annotations mean nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from ._jsonrpc import (
     parse,
     result_response,
 )
+from ._param_headers import InvalidHeaderAnnotation, header_params
 from ._session import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 from ._types import (
     LOG_LEVELS,
@@ -95,6 +102,9 @@ _META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 _META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 _UNSUPPORTED_VERSION: Final = -32022
+# spec 2026-07-28, Streamable HTTP: HeaderMismatch, the server's answer to a call whose
+# Mcp-Param-* headers do not match its arguments (checked before the tool runs).
+_HEADER_MISMATCH: Final = -32020
 # The log level a 2026-07-28 request asks for until `set_log_level`: what servers of the
 # handshake era send by default (trio-mcp's among them), so a log handler hears the same in
 # both eras. That revision's servers send no log at all to a request that names no level.
@@ -145,6 +155,18 @@ class Link(Protocol):
 
     def negotiated(self, version: str) -> None:
         """Learn the protocol version in use (HTTP sends it in a header)."""
+
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Learn which arguments of each tool a 2026-07-28 `tools/call` mirrors into headers.
+
+        Args:
+            tools: Tool name -> {lower-cased `Mcp-Param-*` header name: property path}, for
+                every listed tool; it replaces what an earlier call gave.
+
+        Returns:
+            Whether this link mirrors parameters at all (Streamable HTTP does; others ignore
+            the map and return False).
+        """
 
     async def close_reason(self) -> str:
         """Why `incoming` ended (may wait briefly, e.g. for a process's exit code)."""
@@ -482,7 +504,9 @@ class Client:
         """Every tool the server offers, following `nextCursor` through all pages.
 
         The tools are remembered, so that `call_tool` can check results against their output
-        schemas.
+        schemas. Under 2026-07-28 over Streamable HTTP, a tool whose `x-mcp-header`
+        annotations break the specification's rules is left out, with a warning that names it
+        and the reason; the others' annotated arguments go into headers from now on.
 
         Raises:
             ConnectionClosed: when the connection has ended.
@@ -507,6 +531,8 @@ class Client:
             seen.add(cursor)
         else:
             raise RemoteProtocolError(f"tools/list went on for more than {MAX_PAGES} pages")
+        if self._modern:
+            tools = self._mirror_params(tools)
         self._tools = {tool.name: tool for tool in tools}
         self._validators.clear()
         return tools
@@ -540,12 +566,24 @@ class Client:
 
         Raises:
             ToolCallError: when `raise_on_error` and the tool reported a failure.
-            RequestError: when the server refuses the call (unknown tool: -32602).
+            RequestError: when the server refuses the call (unknown tool: -32602; under
+                2026-07-28, headers that do not match the arguments: -32020, after one fresh
+                `list_tools` and one retry).
             RemoteProtocolError: when the result is malformed or breaks its output schema.
             ConnectionClosed: when the connection ends before the answer.
         """
         params = {"name": name, "arguments": dict(arguments or {})}
-        raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
+        try:
+            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
+        except RequestError as exc:
+            if not (self._modern and exc.code == _HEADER_MISMATCH):
+                raise
+            # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
+            # changed since it was listed; list again, then retry once (Rule 5: the server
+            # checks the headers before the tool runs).
+            logger.info("call of tool %r refused (%s); listing the tools again", name, exc)
+            await self.list_tools()
+            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
         result = _tool_result(raw)
         if result.is_error:
             if raise_on_error:
@@ -714,6 +752,25 @@ class Client:
             _META_CLIENT_INFO: self._client_info,
             _META_LOG_LEVEL: self._log_level,
         }
+
+    def _mirror_params(self, tools: list[ToolInfo]) -> list[ToolInfo]:
+        # Rule 7: the link learns every valid tool's headers; if it mirrors them, a tool whose
+        # annotations are invalid cannot be called as the specification requires: left out.
+        mirrored: dict[str, dict[str, tuple[str, ...]]] = {}
+        invalid: dict[str, str] = {}
+        for tool in tools:
+            try:
+                params = header_params(tool.input_schema)
+            except InvalidHeaderAnnotation as exc:
+                invalid[tool.name] = str(exc)
+            else:
+                if params:
+                    mirrored[tool.name] = params
+        if not self._link.mirror_params(mirrored) or not invalid:
+            return tools
+        for name, reason in invalid.items():
+            logger.warning("left out tool %r, whose definition is invalid: %s", name, reason)
+        return [tool for tool in tools if tool.name not in invalid]
 
     # -- sending ------------------------------------------------------------------------------
 

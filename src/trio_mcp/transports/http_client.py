@@ -6,7 +6,9 @@ Rule 1: Streamable HTTP is per request: `send` POSTs one message and, for a requ
         `initialize` answer goes on every later request, with `MCP-Protocol-Version`; the
         session is ended with DELETE when the link closes. A 2026-07-28 request (one naming
         its version in `params._meta`) mirrors that version, its method and, for tools/call,
-        the tool's name into MCP-Protocol-Version, Mcp-Method and Mcp-Name (`http_meta`).
+        the tool's name into MCP-Protocol-Version, Mcp-Method and Mcp-Name (`http_meta`), and
+        the arguments the tool marks with `x-mcp-header` (as the client last listed it, see
+        `mirror_params`) into Mcp-Param-* headers.
 Rule 2: a message is sent again only when it cannot have run: the connection was never made
         (refused, connect timeout), or the server refused it before reading it (429, 503), or
         the caller said it is safe (`retry_safe`). Waits between attempts grow exponentially
@@ -39,8 +41,9 @@ from .._exceptions import (
     TransportError,
 )
 from .._jsonrpc import METHOD_NOT_FOUND, dumps, loads
+from .._param_headers import argument_at, header_text
 from .._session import MODERN_VERSIONS, requested_version
-from .http_meta import request_headers
+from .http_meta import encode_value, request_headers
 
 if TYPE_CHECKING:
     import httpx
@@ -226,6 +229,8 @@ class StreamableHttpLink:
         self._in_send, self._in_receive = incoming
         self._session_id: str | None = None
         self._version: str | None = None
+        # Tool name -> {header name: property path}, as `mirror_params` last gave it.
+        self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
 
     @property
     def incoming(self) -> trio.MemoryReceiveChannel[bytes]:
@@ -240,6 +245,18 @@ class StreamableHttpLink:
     def negotiated(self, version: str) -> None:
         """Send `MCP-Protocol-Version: version` from now on."""
         self._version = version
+
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Mirror these arguments of each tool into `Mcp-Param-*` headers from now on.
+
+        Args:
+            tools: Tool name -> {lower-cased header name: property path}; replaces the last.
+
+        Returns:
+            True: this transport mirrors parameters (spec 2026-07-28).
+        """
+        self._param_headers = {name: dict(params) for name, params in tools.items()}
+        return True
 
     async def close_reason(self) -> str:
         """Why `incoming` ended: only the link's own closing ends it."""
@@ -315,6 +332,8 @@ class StreamableHttpLink:
         modern = requested_version(message.get("params")) if is_request else None
         if isinstance(modern, str):
             headers.update(request_headers(message, modern))
+            if message["method"] == "tools/call":
+                headers.update(self._param_values(message["params"]))
         async with self._http.stream("POST", self.url, content=body, headers=headers) as response:
             status = response.status_code
             if status in (429, 503):
@@ -334,6 +353,21 @@ class StreamableHttpLink:
                 await self._read_answer(response, message["id"])
             else:
                 await response.aclose()
+
+    def _param_values(self, params: Mapping[str, Any]) -> dict[str, str]:
+        # Rule 1: one header per mirrored argument that has a header form; none for an absent
+        # or null one (spec 2026-07-28, Custom Headers from Tool Parameters).
+        name = params.get("name")
+        mirrored = self._param_headers.get(name) if isinstance(name, str) else None
+        if not mirrored:
+            return {}
+        arguments = params.get("arguments")
+        values = {}
+        for header, path in mirrored.items():
+            text = header_text(argument_at(arguments, path))
+            if text is not None:
+                values[header] = encode_value(text)
+        return values
 
     async def _read_answer(self, response: httpx.Response, request_id: Any) -> None:
         status = response.status_code
@@ -453,6 +487,10 @@ class SseLink:
 
     def negotiated(self, version: str) -> None:
         """Nothing to do: the legacy transport carries no version header."""
+
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Nothing to do: the legacy transport carries no parameter headers."""
+        return False
 
     async def close_reason(self) -> str:
         """Why the event stream ended."""

@@ -7,8 +7,8 @@ or `params.uri`).
 
 Rule 1: a value that is not plain visible ASCII (control characters, non-ASCII text, leading or
         trailing spaces), or that looks like the sentinel itself, is sent as
-        `=?base64?<base64 of its UTF-8>?=`; only `Mcp-Name` (and `Mcp-Param-*`, which this
-        package does not use) may be encoded so.
+        `=?base64?<base64 of its UTF-8>?=`; only `Mcp-Name` and `Mcp-Param-*` (a tool's
+        `x-mcp-header` arguments, which the client sends) may be encoded so.
 Rule 2: decoding is strict: a sentinel whose payload is not valid base64 or not UTF-8 is
         malformed, never taken as the literal text, so it cannot match a body value by chance.
 Nothing here performs I/O; `http` (server) and `http_client` (client) apply it.

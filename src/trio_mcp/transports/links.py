@@ -77,6 +77,10 @@ class ChannelLink:
     def negotiated(self, version: str) -> None:
         """Nothing to do: channels carry no version."""
 
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Nothing to do: channels carry no headers, so annotations mean nothing here."""
+        return False
+
     async def close_reason(self) -> str:
         """Why the frames ended."""
         return f"the {self.name} closed the connection"
@@ -118,6 +122,10 @@ class ProcessLink:
 
     def negotiated(self, version: str) -> None:
         """Nothing to do: stdio carries no version."""
+
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Nothing to do: stdio carries no headers, so annotations mean nothing here."""
+        return False
 
     async def close_reason(self) -> str:
         """The server's exit code and the last lines of its stderr."""
