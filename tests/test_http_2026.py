@@ -611,6 +611,30 @@ async def test_sdk_client_mirrors_the_arguments_this_server_marks() -> None:
     assert "mcp-param-dry-run" not in call_headers
 
 
+async def test_trio_mcp_client_mirrors_what_the_server_marks_even_before_listing() -> None:
+    # A call before any tools/list goes without Mcp-Param-* headers: the server refuses it with
+    # HeaderMismatch before the tool runs, the client lists the tools and sends it once more.
+    calls: list[dict[str, Any]] = []
+    async with (
+        recording(routed_server(calls)) as recorded,
+        open_client(recorded.url, protocol_version=MODERN) as client,
+    ):
+        first = await client.call_tool("route", {"region": "eu-west1", "dry_run": True})
+        second = await client.call_tool("route", {"region": " padded ", "zone": 3})
+    assert (first.text, second.text) == ("routed", "routed")
+    assert calls == [
+        {"region": "eu-west1", "zone": None, "dry_run": True, "query": ""},
+        {"region": " padded ", "zone": 3, "dry_run": False, "query": ""},
+    ]
+    methods = [body["method"] for _, body in recorded.posts()]
+    assert methods == ["server/discover", "tools/call", "tools/list", "tools/call", "tools/call"]
+    headers = [h for h, body in recorded.posts() if body["method"] == "tools/call"]
+    assert not any(name.startswith("mcp-param-") for name in headers[0])
+    assert (headers[1]["mcp-param-region"], headers[1]["mcp-param-dry-run"]) == ("eu-west1", "true")
+    assert headers[2]["mcp-param-region"] == "=?base64?IHBhZGRlZCA=?="
+    assert headers[2]["mcp-param-zone"] == "3"
+
+
 # -- in-flight bounds --------------------------------------------------------------------------
 
 
