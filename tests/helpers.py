@@ -10,14 +10,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
-from trio_mcp import Server
+from trio_mcp import Client, Server
+from trio_mcp._client import open_session
+from trio_mcp._exceptions import reraise_lone
 from trio_mcp.transports import memory_channel_pair
+from trio_mcp.transports.links import ChannelLink
 
 LATEST = "2025-11-25"
 #: The demo server's tools, in registration order.
@@ -149,3 +152,35 @@ def exchange(lines: list[bytes], *, timeout: float = 30) -> tuple[list[Any], byt
     out, err = proc.communicate(b"".join(line + b"\n" for line in lines), timeout=timeout)
     messages = [json.loads(line) for line in out.splitlines()]
     return messages, err, proc.returncode
+
+
+ScriptedServer = Callable[[Any, Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+@asynccontextmanager
+async def scripted(answer: ScriptedServer, **options: Any) -> AsyncIterator[Client]:
+    """A client whose server is `answer(message, send)`, called for each message received.
+
+    For what well-behaved servers never do, and for servers a test scripts message by message.
+    """
+    client_end, server_end = memory_channel_pair()
+
+    async def serve() -> None:
+        async with server_end.send:
+            async for frame in server_end.receive:
+                message = json.loads(frame)
+
+                async def send(reply: Any) -> None:
+                    await server_end.send.send(json.dumps(reply).encode())
+
+                await answer(message, send)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            link = ChannelLink(client_end.send, client_end.receive)
+            async with open_session(link, **options) as client:
+                yield client
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        reraise_lone(group)

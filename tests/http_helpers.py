@@ -11,9 +11,10 @@ a header given to `post` overrides them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,3 +263,39 @@ class Gate:
             return gate.flooded
 
         return server
+
+
+# -- a bare HTTP/1.1 peer, for servers a test scripts byte by byte ---------------------------------
+
+
+async def read_request(stream: trio.SocketStream) -> tuple[dict[str, str], bytes] | None:
+    """Read one HTTP/1.1 request: its headers (names lower-cased) and its Content-Length body.
+
+    Returns None when the peer closes before a whole head arrived.
+    """
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    headers: dict[str, str] = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower().decode()] = value.strip().decode("latin-1")
+    while len(body) < int(headers.get("content-length", "0")):
+        body += await stream.receive_some(65536)
+    return headers, body
+
+
+@asynccontextmanager
+async def serve_bare(handler: Callable[[trio.SocketStream], Awaitable[None]]) -> AsyncIterator[str]:
+    """Serve `handler` (one call per connection) on a free loopback port; yields its /mcp URL."""
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, handler, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        yield f"http://127.0.0.1:{port}/mcp"
+        nursery.cancel_scope.cancel()

@@ -24,6 +24,8 @@ import trio
 
 import demo_tools
 from tests.fixtures import echo_tools
+from tests.helpers import scripted
+from tests.http_helpers import read_request, serve_bare
 from trio_mcp import (
     CallToolResult,
     Client,
@@ -39,12 +41,8 @@ from trio_mcp import (
     TransportError,
     open_client,
 )
-from trio_mcp._client import open_session
-from trio_mcp._exceptions import reraise_lone
 from trio_mcp._run import serve_http
 from trio_mcp._session import HANDSHAKE_VERSIONS
-from trio_mcp.transports.links import ChannelLink
-from trio_mcp.transports.memory import memory_channel_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -468,35 +466,6 @@ async def test_a_string_that_is_not_a_url_is_refused() -> None:
 # -- a scripted peer, for what well-behaved servers never do -------------------------------------
 
 
-ScriptedServer = Callable[[Any, Callable[[Any], Awaitable[None]]], Awaitable[None]]
-
-
-@asynccontextmanager
-async def scripted(answer: ScriptedServer, **options: Any) -> AsyncIterator[Client]:
-    """A client whose server is `answer(message, send)`, called for each message received."""
-    client_end, server_end = memory_channel_pair()
-
-    async def serve() -> None:
-        async with server_end.send:
-            async for frame in server_end.receive:
-                message = json.loads(frame)
-
-                async def send(reply: Any) -> None:
-                    await server_end.send.send(json.dumps(reply).encode())
-
-                await answer(message, send)
-
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve)
-            link = ChannelLink(client_end.send, client_end.receive)
-            async with open_session(link, **options) as client:
-                yield client
-            nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        reraise_lone(group)
-
-
 def reply(message: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
@@ -912,22 +881,12 @@ class BareHttp:
         self.calls = 0
 
     async def handle(self, stream: trio.SocketStream) -> None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                return
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        while len(body) < length:
-            body += await stream.receive_some(65536)
+        request = await read_request(stream)
+        if request is None:
+            return
+        _, body = request
         answer: bytes | None
-        if not length:  # the DELETE that ends the session
+        if not body:  # the DELETE that ends the session
             answer = http_response("204 No Content")
         else:
             message = json.loads(body)
@@ -947,13 +906,8 @@ class BareHttp:
 @asynccontextmanager
 async def bare_http(respond: Callable[[Any], bytes | None]) -> AsyncIterator[tuple[str, BareHttp]]:
     server = BareHttp(respond)
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            functools.partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1")
-        )
-        port = listeners[0].socket.getsockname()[1]
-        yield f"http://127.0.0.1:{port}/mcp", server
-        nursery.cancel_scope.cancel()
+    async with serve_bare(server.handle) as url:
+        yield url, server
 
 
 FAST_RETRY = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.001)

@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,11 +22,9 @@ import trio
 
 from tests.fixtures import header_server
 from tests.fixtures.header_server import HEADER_MISMATCH, MODERN, HeaderServer
+from tests.helpers import scripted
+from tests.http_helpers import read_request, serve_bare
 from trio_mcp import RequestError, open_client
-from trio_mcp._client import open_session
-from trio_mcp._exceptions import reraise_lone
-from trio_mcp.transports.links import ChannelLink
-from trio_mcp.transports.memory import memory_channel_pair
 
 #: Bounds any one test's waits on a socket or a subprocess.
 TIMEOUT = 20
@@ -45,19 +43,10 @@ def http_answer(status: int, message: Any) -> bytes:
 
 async def handle(server: HeaderServer, stream: trio.SocketStream) -> None:
     """One request per connection: read it, let `server` answer, close."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            return
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    headers: dict[str, str] = {}
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower().decode()] = value.strip().decode("latin-1")
-    while len(body) < int(headers.get("content-length", "0")):
-        body += await stream.receive_some(65536)
+    request = await read_request(stream)
+    if request is None:
+        return
+    headers, body = request
     if body:
         status, message = server.answer(json.loads(body), headers)
     else:  # a DELETE ending a session (none here: the server names no session)
@@ -69,15 +58,8 @@ async def handle(server: HeaderServer, stream: trio.SocketStream) -> None:
 @asynccontextmanager
 async def bare_http() -> AsyncIterator[tuple[str, HeaderServer]]:
     server = HeaderServer()
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            functools.partial(
-                trio.serve_tcp, functools.partial(handle, server), 0, host="127.0.0.1"
-            )
-        )
-        port = listeners[0].socket.getsockname()[1]
-        yield f"http://127.0.0.1:{port}/mcp", server
-        nursery.cancel_scope.cancel()
+    async with serve_bare(functools.partial(handle, server)) as url:
+        yield url, server
 
 
 def param_headers(headers: dict[str, str]) -> dict[str, str]:
@@ -202,24 +184,14 @@ async def test_the_handshake_era_over_http_ignores_the_annotations(
 @asynccontextmanager
 async def in_memory(**options: Any) -> AsyncIterator[Any]:
     server = HeaderServer()
-    client_end, server_end = memory_channel_pair()
 
-    async def serve() -> None:
-        async with server_end.send:
-            async for frame in server_end.receive:
-                _, reply = server.answer(json.loads(frame), {})
-                if reply is not None:
-                    await server_end.send.send(json.dumps(reply).encode())
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        _, reply = server.answer(message, {})
+        if reply is not None:
+            await send(reply)
 
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve)
-            link = ChannelLink(client_end.send, client_end.receive)
-            async with open_session(link, **options) as client:
-                yield client
-            nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        reraise_lone(group)
+    async with scripted(answer, **options) as client:
+        yield client
 
 
 @asynccontextmanager
