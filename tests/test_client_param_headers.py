@@ -88,6 +88,9 @@ CALLS: list[tuple[dict[str, Any], dict[str, str]]] = [
     ({"region": "line1\nline2"}, {"mcp-param-region": "=?base64?bGluZTEKbGluZTI=?="}),
     ({"region": "=?base64?literal?="}, {"mcp-param-region": "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="}),
     ({"count": -7, "dry": False}, {"mcp-param-count": "-7", "mcp-param-dry-run": "false"}),
+    ({"count": 42.0}, {"mcp-param-count": "42"}),  # JSON Schema counts 42.0 as an integer
+    ({"count": 2**60}, {"mcp-param-count": str(2**60)}),  # the server judges the argument
+    ({"count": 4.5, "region": ["r"]}, {}),  # no header form: left to argument validation
     ({"region": None, "count": None, "where": {"zone": None}}, {}),  # null: no header
     ({"query": "only unmarked"}, {}),  # absent: no header
     ({"where": "not an object"}, {}),  # nothing at the path

@@ -232,6 +232,10 @@ PARAM_HEADERS_KEPT: list[tuple[str, tuple[Any, Any]]] = [
         routed({"mcp-param-region": "r", "mcp-param-zone": "42.0"}, region="r", zone=42),
     ),
     ("a null argument has no header", routed({"mcp-param-region": "r"}, region="r", zone=None)),
+    (
+        "42.0 is an integer, sent as 42",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "42"}, region="r", zone=42.0),
+    ),
     ("an unmarked argument has none", routed({"mcp-param-region": "r"}, region="r", query="q")),
     (
         "undeclared Mcp-Param-* ignored",
@@ -262,6 +266,10 @@ PARAM_HEADERS_REFUSED: list[tuple[str, tuple[Any, Any]]] = [
         "header without argument",
         routed({"mcp-param-region": "r", "mcp-param-zone": "1"}, region="r"),
     ),
+    (
+        "5,000 digits",
+        routed({"mcp-param-region": "r", "mcp-param-zone": "9" * 5000}, region="r", zone=42),
+    ),
 ]
 
 
@@ -291,6 +299,43 @@ async def test_mirrored_arguments_that_do_not_match_are_400(
     body = refused(response, 400, -32020, "HeaderMismatchError")
     assert "Mcp-Param-" in body["error"]["message"]
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        routed(region=["r"]),
+        routed(region={"r": 1}),
+        routed({"mcp-param-region": "r"}, region="r", zone=4.5),
+    ],
+)
+async def test_an_argument_with_no_header_form_is_left_to_argument_validation(
+    call: tuple[Any, Any],
+) -> None:
+    # A list where a string belongs has no header to mirror: not a HeaderMismatch, but the
+    # tool's own invalid-arguments answer, as in every other era.
+    calls: list[dict[str, Any]] = []
+    message, headers = call
+    async with serve(routed_server(calls)) as served:
+        response = await post(served, message, headers)
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["isError"] is True
+    assert "Invalid arguments" in result["content"][0]["text"]
+    assert calls == []
+
+
+async def test_headers_are_not_judged_before_the_version_and_the_arguments_shape() -> None:
+    unsupported = routed(region="r")[0]
+    unsupported["params"]["_meta"] = {**META, VERSION: "2027-01-01"}
+    headers = {**mirrored(unsupported), "mcp-protocol-version": "2027-01-01"}
+    not_an_object = modern_call("route")
+    not_an_object["params"]["arguments"] = ["r"]
+    async with serve(routed_server([])) as served:
+        version = await post(served, unsupported, headers)
+        shape = await post(served, not_an_object, mirrored(not_an_object))
+    refused(version, 400, -32022, "UnsupportedProtocolVersionError")
+    assert shape.json()["error"]["code"] == -32602
 
 
 async def test_a_mirrored_header_sent_twice_is_400() -> None:

@@ -27,7 +27,7 @@ def test_the_spec_example_and_nested_properties() -> None:
     schema = obj(
         region=marked("string", description="The region"),
         query={"type": "string"},
-        where=obj(zone=marked(["integer", "null"], "Zone"), flag=marked("boolean", "Flag")),
+        where=obj(zone=marked("integer", "Zone"), flag=marked("boolean", "Flag")),
     )
     assert header_params(schema) == {
         "mcp-param-region": ("region",),
@@ -47,6 +47,7 @@ def test_no_annotation_no_headers() -> None:
         (obj(a=marked("number")), "not of type integer, string or boolean"),
         (obj(a=marked("array", items={"type": "string"})), "not of type"),
         (obj(a=marked(["string", "integer"])), "not of type"),
+        (obj(a=marked(["string", "null"])), "not of type"),  # a list of types: as the SDK reads it
         (obj(a={"enum": ["x", "y"], "x-mcp-header": "A"}), "not of type"),
         (obj(a=marked("string", "")), "non-empty HTTP token"),
         (obj(a=marked("string", "Has Space")), "non-empty HTTP token"),
@@ -68,10 +69,16 @@ def test_invalid_annotations_are_refused(schema: dict[str, Any], reason: str) ->
 
 
 def test_names_and_data_that_only_look_like_the_keyword_are_ignored() -> None:
-    # A property *named* x-mcp-header, and the keyword inside a default or an enum value.
+    # A property *named* x-mcp-header, the keyword inside values (default, enum, an OpenAPI
+    # example) and inside a keyword JSON Schema does not define (a vendor extension); boolean
+    # schemas; and "properties" that is not a map, where no property can be.
     schema = obj(
         **{"x-mcp-header": {"type": "string", "default": {"x-mcp-header": "D"}}},
         e={"enum": [{"x-mcp-header": "E"}]},
+        x={"type": "string", "x-ui": {"x-mcp-header": "Ui"}, "example": {"x-mcp-header": "X"}},
+        t=True,
+        f=False,
+        n={"type": "object", "properties": [{"type": "string", "x-mcp-header": "L"}]},
     )
     assert header_params(schema) == {}
 
@@ -96,9 +103,11 @@ def test_argument_at_a_path() -> None:
         (True, "true"),
         (False, "false"),
         (2**53 - 1, str(2**53 - 1)),
-        (2**53, None),
-        (-(2**53), None),
-        (1.5, None),
+        (2**70, str(2**70)),  # out of the spec's range, but sent: the server judges the argument
+        (42.0, "42"),  # JSON Schema counts 42.0 as an integer
+        (-0.0, "0"),
+        (1.5, None),  # no header form: argument validation refuses it in its own words
+        (float("inf"), None),
         (None, None),
         ([1], None),
         ({"a": 1}, None),
@@ -123,6 +132,10 @@ def test_header_text(value: Any, text: str | None) -> None:
         ("+42", 42, False),
         ("042", 42, False),
         ("0x2a", 42, False),
+        ("9007199254740993.0", 2**53, False),  # exact, not through floats
+        ("9" * 5000, 42, False),  # longer than int() converts
+        ("1e" + "9" * 50, 1, False),  # an exponent too large even for Decimal
+        ("42", 42.5, False),
         ("true", True, True),
         ("True", True, False),
         ("1", True, False),

@@ -5,20 +5,27 @@ a client then sends the argument's value as `Mcp-Param-Region`, and the server c
 header matches the body, so that intermediaries can route on the header alone.
 
 Rule 1: an annotation is valid only where the spec allows it: a non-empty RFC 9110 token,
-        unique (case-insensitively) in the schema, on a property of type integer, string or
-        boolean, reached from the root through `properties` keys alone (never through `items`,
-        `anyOf`, `$ref`...). One invalid annotation makes the whole tool definition invalid:
-        a server refuses to register it, a client leaves it out of `tools/list`.
-Rule 2: a header carries the argument's text: a string as it is, an integer in decimal, a
-        boolean as `true` / `false`. An absent or null argument has no header. Encoding for
-        the wire (the base64 sentinel) is the HTTP transport's business, not this module's.
-Rule 3: integers compare as numbers (`42` and `42.0` are the same value); nothing else does.
+        unique (case-insensitively) in the schema, on a property whose `type` is exactly
+        "integer", "string" or "boolean" (not a list of types, as the official SDK reads it
+        too), reached from the root through `properties` keys alone (never through `items`,
+        `anyOf`, `$ref`...). Only schema positions are searched: the keyword inside a value
+        (`default`, `examples`) or inside a keyword JSON Schema does not define (a vendor
+        extension) is no annotation. One invalid annotation makes the whole tool definition
+        invalid: a server refuses to register it, a client leaves it out of `tools/list`.
+Rule 2: a header carries the argument's text: a string as it is, an integer (or a float with no
+        fraction) in decimal, a boolean as `true` / `false`. An absent or null argument has no
+        header, and neither has a value of another kind (a list, a fraction), which the tool's
+        argument validation refuses in its own words. Encoding for the wire (the base64
+        sentinel) is the HTTP transport's business, not this module's.
+Rule 3: numbers compare exactly as numbers (`42`, `42.0` and `4.2e1` are the same value, with
+        no rounding through floats); nothing else does.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from typing import Any, Final
 
 __all__ = [
@@ -38,14 +45,27 @@ KEYWORD: Final = "x-mcp-header"
 # RFC 9110 section 5.6.2: token = 1*tchar.
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PRIMITIVE: Final = frozenset({"integer", "string", "boolean"})
-# spec 2026-07-28: integer values MUST stay within IEEE 754 doubles' exact range.
-_SAFE_INTEGER: Final = 2**53 - 1
-# Keywords whose value is a map from names to schemas, and keywords whose value is data, not a
-# schema: an "x-mcp-header" key under the first is a name, under the second a value.
-_NAME_MAPS: Final = frozenset(
-    {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
+# The JSON Schema keywords (2020-12, and drafts before it) whose values hold schemas: a map
+# from names to schemas, one schema, or a list of schemas. Nothing else is searched (Rule 1).
+_SCHEMA_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 )
-_DATA: Final = frozenset({"default", "examples", "const", "enum"})
+_SCHEMA_ONE: Final = frozenset(
+    {
+        "additionalProperties",
+        "additionalItems",
+        "items",
+        "contains",
+        "not",
+        "if",
+        "then",
+        "else",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_SCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
 
 
 class InvalidHeaderAnnotation(ValueError):  # noqa: N818 - reads as the fact it reports
@@ -90,23 +110,23 @@ def header_params(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]
 
 
 def _annotated(node: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every schema in `node` that carries the keyword, with its location (keys from root)."""
-    if isinstance(node, list):
-        for index, item in enumerate(node):
-            yield from _annotated(item, (*where, str(index)))
-        return
+    """Every schema under `node` that carries the keyword, with its location (keys from root).
+
+    Boolean schemas and anything that is not a schema where a schema belongs are skipped.
+    """
     if not isinstance(node, Mapping):
         return
     if KEYWORD in node:
         yield where, node
     for key, value in node.items():
-        if key in _DATA:
-            continue
-        if key in _NAME_MAPS and isinstance(value, Mapping):
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
             for name, sub in value.items():
                 yield from _annotated(sub, (*where, key, str(name)))
-        elif isinstance(value, Mapping | list):
+        elif key in _SCHEMA_ONE and isinstance(value, Mapping):
             yield from _annotated(value, (*where, key))
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for index, sub in enumerate(value):
+                yield from _annotated(sub, (*where, key, str(index)))
 
 
 def _property_path(where: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -119,9 +139,6 @@ def _property_path(where: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def _json_type(node: Mapping[str, Any]) -> str | None:
     kind = node.get("type")
-    if isinstance(kind, list):  # ["string", "null"]: a nullable primitive
-        kinds = [k for k in kind if k != "null"]
-        kind = kinds[0] if len(kinds) == 1 else None
     return kind if isinstance(kind, str) else None
 
 
@@ -139,29 +156,29 @@ def argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
 
 
 def header_text(value: Any) -> str | None:
-    """What a header carries for an argument (Rule 2); None when it has no header form.
-
-    Integers outside the exact range of doubles have none either: the spec forbids them there.
-    """
+    """What a header carries for an argument (Rule 2); None when it has no header form."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if abs(value) <= _SAFE_INTEGER else None
-    if isinstance(value, str):
-        return value
+    if isinstance(value, int | str):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return None
 
 
 # A JSON number: what an integer parameter's header may hold (`42`, `-7`, `42.0`, `4.2e1`).
-_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 def matches(header: str, value: Any) -> bool:
     """Whether a received header value (already decoded) matches the body's argument."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return header == header_text(value)
-    number = _NUMBER.fullmatch(header)
-    if number is None:
+    if _NUMBER.fullmatch(header) is None:
         return False
-    whole = number.group(1) is None and number.group(2) is None
-    return (int(header) if whole else float(header)) == value
+    # Decimal compares exactly with ints and floats and has no digit limit; an exponent too
+    # large even for it is no number this argument can be.
+    try:
+        return Decimal(header) == value
+    except ArithmeticError:
+        return False

@@ -63,7 +63,7 @@ from .._jsonrpc import (
     loads,
     parse,
 )
-from .._param_headers import HEADER_PREFIX, argument_at, matches
+from .._param_headers import HEADER_PREFIX, argument_at, header_text, matches
 from .._session import UNSUPPORTED_PROTOCOL_VERSION, check_request_meta, requested_version
 from .http_meta import (
     HEADER_MISMATCH,
@@ -486,7 +486,10 @@ class McpHttpApp:
             raise _Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
         if isinstance(message, Request):
             _check_request_metadata(scope["headers"], headers, message)
-            if message.method == "tools/call":
+            # An unsupported version is answered -32022 with the supported list, not judged by
+            # the headers of a revision the server does not speak.
+            served = requested_version(message.params) in self.backend.sessionless_versions
+            if message.method == "tools/call" and served:
                 _check_param_headers(scope["headers"], message, self.backend.param_headers)
         return self.backend.new_session()
 
@@ -761,18 +764,21 @@ def _check_param_headers(
     """Refuse a 2026-07-28 tools/call whose `Mcp-Param-*` headers do not match its arguments.
 
     spec 2026-07-28, Streamable HTTP (Custom Headers from Tool Parameters): the header of an
-    argument that is present must be there and match it (integers compared as numbers); an
-    absent or null argument has none. Headers the tool does not declare are not ours to judge.
+    argument that is present must be there and match it (numbers compared as numbers); an
+    absent or null argument has none. An argument with no header form (a list where a string
+    belongs) needs none, so that argument validation refuses it in its own words; and so does a
+    call whose arguments are no object at all (-32602 from the dispatcher). Headers the tool
+    does not declare are not ours to judge.
     """
     params = request.params or {}
     name = params.get("name")
+    arguments = params.get("arguments")
     expected = mirrored(name) if isinstance(name, str) else {}
-    if not expected:
+    if not expected or not isinstance(arguments, Mapping | None):
         return
     received: dict[bytes, list[bytes]] = collections.defaultdict(list)
     for key, raw in raw_headers:
         received[key.lower()].append(raw)
-    arguments = params.get("arguments")
     for header, path in expected.items():
         label = _param_label(header)
         values = received.get(header.encode("latin-1"), [])
@@ -780,7 +786,7 @@ def _check_param_headers(
         if len(values) > 1:
             _mismatch(request, f"{label} header sent more than once")
         if not values:
-            if body is not None:
+            if header_text(body) is not None:
                 _mismatch(request, f"required header {label} is missing")
             continue
         try:
