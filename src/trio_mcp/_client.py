@@ -56,7 +56,13 @@ from ._jsonrpc import (
     result_response,
 )
 from ._param_headers import InvalidHeaderAnnotation, header_params
-from ._session import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
+from ._session import (
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from ._types import (
     LOG_LEVELS,
     AudioContent,
@@ -101,10 +107,6 @@ _META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 _META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 _META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-_UNSUPPORTED_VERSION: Final = -32022
-# spec 2026-07-28, Streamable HTTP: HeaderMismatch, the server's answer to a call whose
-# Mcp-Param-* headers do not match its arguments (checked before the tool runs).
-_HEADER_MISMATCH: Final = -32020
 # The log level a 2026-07-28 request asks for until `set_log_level`: what servers of the
 # handshake era send by default (trio-mcp's among them), so a log handler hears the same in
 # both eras. That revision's servers send no log at all to a request that names no level.
@@ -576,7 +578,7 @@ class Client:
         try:
             raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
         except RequestError as exc:
-            if not (self._modern and exc.code == _HEADER_MISMATCH):
+            if not (self._modern and exc.code == HEADER_MISMATCH):
                 raise
             # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
             # changed since it was listed; list again, then retry once (Rule 5: the server
@@ -696,7 +698,7 @@ class Client:
             result = await self.request("server/discover", retry_safe=True)
         except RequestError as exc:
             self._modern = False
-            if exc.code != _UNSUPPORTED_VERSION:
+            if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 logger.info("server/discover failed (%s): falling back to initialize", exc)
                 return False
             supported = exc.data.get("supported") if isinstance(exc.data, dict) else None

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
 from ._exceptions import ToolDefinitionError
+from ._param_headers import KEYWORD as HEADER_KEYWORD
 from ._signature import ParamSpec, Signature
 from ._types import CONTENT_BLOCK_TYPES, CallToolResult
 
@@ -243,7 +244,7 @@ def _input_schema(schema: dict[str, Any], params: tuple[ParamSpec, ...]) -> dict
                 with contextlib.suppress(PydanticSerializationError):
                     prop["default"] = to_jsonable_python(default)
         if p.header is not None:
-            props[p.name] = prop = {**prop, "x-mcp-header": p.header}
+            props[p.name] = prop = {**prop, HEADER_KEYWORD: p.header}
     out: dict[str, Any] = {"type": "object", "properties": props}
     if schema.get("required"):
         out["required"] = schema["required"]

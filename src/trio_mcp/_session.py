@@ -26,6 +26,7 @@ from ._types import LOG_LEVELS, LogLevel
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
+    "HEADER_MISMATCH",
     "LATEST_HANDSHAKE_VERSION",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
@@ -45,6 +46,8 @@ SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 
 #: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+#: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
+HEADER_MISMATCH: Final = -32020
 
 _META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 _META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"

@@ -21,6 +21,8 @@ import binascii
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._session import HEADER_MISMATCH
+
 __all__ = [
     "HEADER_MISMATCH",
     "NAME_PARAMS",
@@ -31,8 +33,6 @@ __all__ = [
     "request_headers",
 ]
 
-#: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
-HEADER_MISMATCH: Final = -32020
 
 #: Method -> the params field that `Mcp-Name` mirrors (spec 2026-07-28, Standard Request
 #: Headers: required for these methods).
