@@ -526,6 +526,53 @@ async def test_a_version_the_client_does_not_speak_is_refused() -> None:
             pass
 
 
+@pytest.mark.parametrize(("refusals", "connects"), [(1, True), (2, False)])
+async def test_discover_retries_once_when_the_refusal_lists_our_version(
+    refusals: int, connects: bool
+) -> None:
+    # spec 2026-07-28, versioning: a client "SHOULD select a mutually supported version from
+    # the supported list and retry"; a server that refuses our version while listing it gets
+    # one retry, not an endless loop.
+    discovers: list[Any] = []
+
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        if message.get("method") != "server/discover":
+            return
+        discovers.append(message)
+        if len(discovers) <= refusals:
+            data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": data}
+            await send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+        else:
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+            await send(reply(message, result))
+
+    with trio.fail_after(TIMEOUT):
+        if connects:
+            async with scripted(answer, protocol_version="2026-07-28") as client:
+                assert client.protocol_version == "2026-07-28"
+        else:
+            with pytest.raises(RequestError, match="Unsupported protocol version"):
+                async with scripted(answer, protocol_version="2026-07-28"):
+                    pass
+    assert len(discovers) == 2
+
+
+@pytest.mark.parametrize("kind", ["input_required", "task", 3])
+async def test_a_result_that_is_not_complete_is_not_taken_for_success(kind: Any) -> None:
+    async def answer(message: Any, send: Callable[[Any], Awaitable[None]]) -> None:
+        if message.get("method") == "initialize":
+            await send(reply(message, INIT))
+        elif message.get("method") == "tools/call":
+            result = {"resultType": kind, "inputRequests": {"a": {"method": "roots/list"}}}
+            await send(reply(message, result))
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            with pytest.raises(RemoteProtocolError, match="resultType"):
+                await client.call_tool("t")
+
+
 async def test_content_blocks_become_records() -> None:
     blocks = [
         {"type": "text", "text": "t", "annotations": {"priority": 1}},

@@ -373,6 +373,15 @@ def _content_block(wire: Any) -> ContentBlock | dict[str, Any]:
 def _tool_result(result: Any) -> ToolResult:
     if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
         raise RemoteProtocolError(f"malformed tools/call result: {str(result)[:200]}")
+    kind = result.get("resultType", "complete")
+    if kind != "complete":
+        # spec 2026-07-28: an absent resultType means complete. Anything else (an
+        # "input_required" round, a task) asks for what this client neither declared nor
+        # handles: never mistake it for an empty success.
+        raise RemoteProtocolError(
+            f"tools/call answered with resultType {kind!r}, which this client does not "
+            "handle (it declares no client capabilities)"
+        )
     structured = result.get("structuredContent")
     meta = result.get("_meta")
     return ToolResult(
@@ -687,11 +696,14 @@ class Client:
             return
         await self._initialize()
 
-    async def _discover(self) -> bool:
+    async def _discover(self, *, retry: bool = True) -> bool:
         # spec 2026-07-28, versioning: probe with server/discover; a recognised modern error
         # (-32022) names the versions to retry with; any other error means a handshake server.
         # Over HTTP the version travels in the MCP-Protocol-Version header too, which is how a
         # server that speaks both eras tells a modern request from one missing its session.
+        # A -32022 whose list names our version (a server whose supported set changed under
+        # us, or one behind a balancer with mixed versions) gets one retry, as the spec's
+        # "select a mutually supported version from the supported list and retry" says.
         self._modern = True
         self._link.negotiated(self._wanted_version)
         try:
@@ -702,6 +714,8 @@ class Client:
                 logger.info("server/discover failed (%s): falling back to initialize", exc)
                 return False
             supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            if retry and isinstance(supported, list) and self._wanted_version in supported:
+                return await self._discover(retry=False)
             if not isinstance(supported, list) or not set(supported) & set(HANDSHAKE_VERSIONS):
                 raise
             return False
