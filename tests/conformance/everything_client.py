@@ -1,0 +1,316 @@
+"""The client the official MCP conformance suite runs in its client mode (`scripts/conformance`).
+
+Written with trio-mcp's public API only, the way a user would write a client. For each client
+scenario the suite starts a test server and runs this script with the server's URL as the last
+argument; the environment names the scenario (`MCP_CONFORMANCE_SCENARIO`), the protocol
+revision to speak (`MCP_CONFORMANCE_PROTOCOL_VERSION`: up to 2025-11-25 the initialize
+handshake, 2026-07-28 per-request `_meta`) and, for some scenarios, what to do
+(`MCP_CONFORMANCE_CONTEXT`, JSON). `SCENARIOS` maps each scenario to what a well-behaved client
+does against that server; the suite then judges what it saw on the wire.
+
+A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: OAuth, the skills
+extension, answering the server's own requests, resuming an SSE stream), and a scenario this
+script does not know, ends at once with exit code 2 and one line on stderr, so that a suite run
+never waits out its 30 s timeout on it. A scenario that fails exits 1 with the traceback.
+
+Run: through the suite (which appends the URL),
+
+    node .../conformance/dist/index.js client \
+        --command "python tests/conformance/everything_client.py" --suite all
+
+or by hand against a server the suite started: `MCP_CONFORMANCE_SCENARIO=tools_call
+python tests/conformance/everything_client.py http://localhost:PORT/mcp`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from trio_mcp import Client, ToolInfo
+
+#: A scenario's client behaviour: given the connected client and the suite's context object.
+Handler = Callable[["Client", Mapping[str, Any]], Awaitable[None]]
+
+# Seconds a whole scenario may take, connection included: under the suite's own 30 s limit, so
+# that a hang ends here with a traceback naming the call that hung, not as a bare timeout.
+SCENARIO_TIMEOUT: Final = 20.0
+# Rounds of input requests (SEP-2322) one tools/call may go through before we give up on it.
+MAX_INPUT_ROUNDS: Final = 10
+
+EXIT_FAILED: Final = 1
+EXIT_UNSUPPORTED: Final = 2
+
+
+class ScenarioError(Exception):
+    """The server's answers were not what the scenario describes."""
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+
+async def initialize(client: Client, context: Mapping[str, Any]) -> None:
+    # open_client has done the handshake; a client then asks what the server offers.
+    await client.list_tools()
+
+
+async def tools_call(client: Client, context: Mapping[str, Any]) -> None:
+    await _tools_by_name(client, "add_numbers")
+    result = await client.call_tool("add_numbers", {"a": 5, "b": 3}, raise_on_error=True)
+    _expect(result.text == "The sum of 5 and 3 is 8", f"unexpected result {result.text!r}")
+
+
+async def json_schema_2020_12_preservation(client: Client, context: Mapping[str, Any]) -> None:
+    tools = await _tools_by_name(client, "json_schema_2020_12_tool", "json_schema_echo")
+    # The schema as the client holds it after listing: whatever trio-mcp dropped or rewrote on
+    # the way in shows in the echo.
+    schema = tools["json_schema_2020_12_tool"].input_schema
+    await client.call_tool("json_schema_echo", {"schema": schema}, raise_on_error=True)
+
+
+async def json_schema_ref_no_deref(client: Client, context: Mapping[str, Any]) -> None:
+    # Listing is the test: the tool's schema holds a network $ref that must not be fetched.
+    await client.list_tools()
+
+
+async def call_every_tool(client: Client, context: Mapping[str, Any]) -> None:
+    # Every tool that list_tools keeps is fair game, so a tool that trio-mcp should have left
+    # out (an invalid x-mcp-header) gets called and the suite sees it.
+    for tool in await client.list_tools():
+        await client.call_tool(tool.name, placeholder_arguments(tool))
+
+
+async def http_standard_headers(client: Client, context: Mapping[str, Any]) -> None:
+    await call_every_tool(client, context)
+    # trio-mcp's client has no resources or prompts methods yet; `request` sends them as is,
+    # and the link still adds the Mcp-Method and Mcp-Name headers the scenario looks for.
+    resources = await client.request("resources/list")
+    for resource in _items(resources, "resources"):
+        await client.request("resources/read", {"uri": resource["uri"]})
+    prompts = await client.request("prompts/list")
+    for prompt in _items(prompts, "prompts"):
+        await client.request("prompts/get", {"name": prompt["name"]})
+
+
+async def http_custom_headers(client: Client, context: Mapping[str, Any]) -> None:
+    # Listing first: the x-mcp-header annotations it brings decide which arguments the link
+    # mirrors into Mcp-Param-* headers.
+    await client.list_tools()
+    for call in context.get("toolCalls", []):
+        await client.call_tool(call["name"], call["arguments"], raise_on_error=True)
+
+
+async def request_metadata(client: Client, context: Mapping[str, Any]) -> None:
+    # The checks are on the metadata of every request, so ordinary traffic is enough.
+    await client.list_tools()
+
+
+async def mrtr_request_state(client: Client, context: Mapping[str, Any]) -> None:
+    for tool in await client.list_tools():
+        await call_answering_input(client, tool.name, placeholder_arguments(tool))
+
+
+SCENARIOS: Final[Mapping[str, Handler]] = {
+    "initialize": initialize,
+    "tools_call": tools_call,
+    "json-schema-2020-12-preservation": json_schema_2020_12_preservation,
+    "json-schema-ref-no-deref": json_schema_ref_no_deref,
+    "http-standard-headers": http_standard_headers,
+    "http-custom-headers": http_custom_headers,
+    "http-invalid-tool-headers": call_every_tool,
+    "request-metadata": request_metadata,
+    "sep-2322-client-request-state": mrtr_request_state,
+}
+
+#: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
+UNSUPPORTED: Final[Mapping[str, str]] = {
+    "auth/": "OAuth authorization (the client cannot obtain or present tokens)",
+    "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
+    "elicitation-sep1034-client-defaults": (
+        "answering the server's elicitation/create (no elicitation handler, and no GET stream, "
+        "where a request not tied to a call of ours arrives)"
+    ),
+    "sse-retry": "resuming an SSE stream (retry field, Last-Event-ID, GET reconnection)",
+}
+
+
+# -- what a client does with a server's tools -----------------------------------------------------
+
+# A value of each JSON type, for the arguments a model would otherwise fill in.
+_PLACEHOLDERS: Final[Mapping[str, Any]] = {
+    "string": "example",
+    "integer": 1,
+    "number": 1.5,
+    "boolean": True,
+    "object": {},
+    "array": [],
+    "null": None,
+}
+
+
+def placeholder_arguments(tool: ToolInfo) -> dict[str, Any]:
+    """A value of the declared type (or the default) for each required parameter of `tool`."""
+    return {
+        parameter.name: parameter.default
+        if parameter.has_default
+        else _placeholder(tool.input_schema["properties"][parameter.name])
+        for parameter in tool.parameters
+        if parameter.required
+    }
+
+
+def _placeholder(schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):
+        kind = kind[0] if kind else None
+    return _PLACEHOLDERS.get(kind, "example") if isinstance(kind, str) else "example"
+
+
+async def call_answering_input(
+    client: Client, name: str, arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Call a tool, answering the input requests of an `input_required` result (SEP-2322).
+
+    trio-mcp's `call_tool` does not know `input_required` results yet, so this speaks the
+    multi-round-trip protocol through `Client.request`: each retry is a new request that
+    carries the answers and echoes the server's `requestState` untouched (none when it sent
+    none); a result without `resultType` is complete.
+
+    Returns:
+        The complete result object.
+    """
+    params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
+    for _ in range(MAX_INPUT_ROUNDS):
+        result = await client.request("tools/call", params)
+        if not isinstance(result, dict):
+            raise ScenarioError(f"tools/call {name!r} answered {result!r}")
+        if result.get("resultType", "complete") != "input_required":
+            return result
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict):
+            raise ScenarioError(f"input_required result without inputRequests: {result!r}")
+        params = {
+            "name": name,
+            "arguments": dict(arguments),
+            "inputResponses": {key: _answer(request) for key, request in requests.items()},
+        }
+        if "requestState" in result:
+            params["requestState"] = result["requestState"]
+    raise ScenarioError(f"tools/call {name!r} still wanted input after {MAX_INPUT_ROUNDS} rounds")
+
+
+def _answer(request: Any) -> dict[str, Any]:
+    # An unattended client: it accepts every form, filling each field with its default or a
+    # value of its type. (It cannot declare the elicitation capability first: open_client has
+    # no way to name client capabilities yet, so every request says {}.)
+    method = request.get("method") if isinstance(request, dict) else None
+    if method != "elicitation/create":
+        raise ScenarioError(f"cannot answer an input request of method {method!r}")
+    params = request.get("params")
+    schema = params.get("requestedSchema") if isinstance(params, dict) else None
+    fields = schema.get("properties") if isinstance(schema, dict) else None
+    content = {
+        key: field["default"] if "default" in field else _placeholder(field)
+        for key, field in (fields if isinstance(fields, dict) else {}).items()
+        if isinstance(field, dict)
+    }
+    return {"action": "accept", "content": content}
+
+
+async def _tools_by_name(client: Client, *names: str) -> dict[str, ToolInfo]:
+    tools = {tool.name: tool for tool in await client.list_tools()}
+    missing = [name for name in names if name not in tools]
+    _expect(not missing, f"the server lists no tool {', '.join(missing)}")
+    return tools
+
+
+def _items(result: Any, key: str) -> list[dict[str, Any]]:
+    items = result.get(key) if isinstance(result, dict) else None
+    if not isinstance(items, list):
+        raise ScenarioError(f"malformed list result: {result!r}")
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise ScenarioError(message)
+
+
+# -- running one scenario ------------------------------------------------------------------------
+
+
+def unsupported(scenario: str) -> str | None:
+    """The trio-mcp feature `scenario` needs and lacks, or None."""
+    for name, feature in UNSUPPORTED.items():
+        family = name.endswith(("/", "-"))
+        if scenario == name or (family and scenario.startswith(name)):
+            return feature
+    return None
+
+
+def run_scenario(
+    handler: Handler, url: str, version: str | None, context: Mapping[str, Any]
+) -> int:
+    """Connect to `url`, speaking `version` (trio-mcp's default when None), and run `handler`.
+
+    Returns:
+        The exit code: 0 done, 1 the scenario failed (traceback on stderr), 2 a revision
+        trio-mcp does not speak.
+    """
+    # Imported here, not at the top: a scenario turned away in `main` exits in milliseconds
+    # rather than after the ~0.6 s these imports take, which adds up over dozens of scenarios.
+    import trio  # noqa: PLC0415
+
+    from trio_mcp import SUPPORTED_VERSIONS, open_client  # noqa: PLC0415
+
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        print(f"not supported by trio-mcp yet: protocol version {version}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+
+    async def scenario() -> None:
+        with trio.fail_after(SCENARIO_TIMEOUT):
+            connection = (
+                open_client(url) if version is None else open_client(url, protocol_version=version)
+            )
+            async with connection as client:
+                await handler(client, context)
+
+    # What trio-mcp reports (a tool left out of the list, a fallback to initialize) belongs in
+    # the stderr the suite keeps with each scenario's results; httpx's line per request not.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    logging.getLogger("trio_mcp").setLevel(logging.INFO)
+    try:
+        trio.run(scenario)
+    except Exception:
+        traceback.print_exc()
+        return EXIT_FAILED
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Run the scenario the environment names against the server URL last in `argv`."""
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if len(argv) < 2:
+        print("usage: everything_client.py <server-url>", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    feature = unsupported(scenario)
+    if feature is not None:
+        print(f"not supported by trio-mcp yet: {feature}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    handler = SCENARIOS.get(scenario)
+    if handler is None:
+        print(f"unknown scenario {scenario!r} (MCP_CONFORMANCE_SCENARIO)", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
+    return run_scenario(handler, argv[-1], version, context)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
