@@ -17,7 +17,7 @@ other's numbers, and keeps this work out of the stdio driver's CPU accounting.
 - register: seconds to register COUNT generated tools (see toolgen.py), then `tools/list` of
   them through the same in-memory path (first call, and the median of five more).
 - codec: encode+decode of a typical request and response with each JSON codec available, for
-  the choice `trio_mcp._jsonrpc` made (pydantic-core's).
+  the choice `trio_mcp._core.jsonrpc` made (pydantic-core's).
 """
 
 from __future__ import annotations

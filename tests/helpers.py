@@ -17,8 +17,8 @@ from typing import Any
 import trio
 
 from trio_mcp import Client, Server
-from trio_mcp._client import open_session
 from trio_mcp._exceptions import reraise_lone
+from trio_mcp._runtime.client import open_session
 from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 

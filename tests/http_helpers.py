@@ -25,10 +25,10 @@ import trio
 import demo_tools
 from tests.helpers import LATEST, init_params
 from trio_mcp import Context, Server
+from trio_mcp._core.server_session import requested_version
 from trio_mcp._run import serve_http
-from trio_mcp._session import requested_version
-from trio_mcp.transports.http import HttpOptions
-from trio_mcp.transports.http_meta import request_headers
+from trio_mcp.transports.http.app import HttpOptions
+from trio_mcp.transports.http.headers import request_headers
 
 ACCEPT = "application/json, text/event-stream"
 POST_HEADERS = {"accept": ACCEPT, "content-type": "application/json"}

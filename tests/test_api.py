@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,19 +29,30 @@ from tests.helpers import python_json
 PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# L0-L4 of DESIGN.md section 2, plus _context (between _signature and _session).
-SANS_IO_MODULES = (
-    "_exceptions",
-    "_jsonrpc",
-    "_framing",
-    "_types",
-    "_param_headers",
-    "_session",
-    "_context",
-    "_signature",
-    "_schema",
-    "_tools",
-)
+
+def _sans_io_modules() -> tuple[str, ...]:
+    """Every module under the sans-IO contract of pyproject.toml, the one place it is named."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    (contract,) = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c["name"] == "Sans-IO core imports no I/O libraries"
+    ]
+    modules: list[str] = []
+    for dotted in contract["source_modules"]:
+        name = dotted.removeprefix("trio_mcp.")
+        folder = PACKAGE_DIR / name
+        if folder.is_dir():  # a package: itself and every module in it, at any depth
+            for path in sorted(folder.rglob("*.py")):
+                parts = path.relative_to(PACKAGE_DIR).with_suffix("").parts
+                modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+        else:
+            modules.append(name)
+    return tuple(modules)
+
+
+# L0-L3 of DESIGN.md section 2.
+SANS_IO_MODULES = _sans_io_modules()
 # Event loops, network clients and servers, and the stdlib's own I/O multiplexing.
 FORBIDDEN = frozenset(
     {
@@ -141,7 +153,7 @@ def test_names_loaded_on_first_use_show_in_importtime() -> None:
         timeout=60,
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
-    assert {"trio_mcp._server", "trio_mcp._run"} <= modules
+    assert {"trio_mcp._runtime.server", "trio_mcp._run"} <= modules
 
 
 def test_all_has_no_duplicates() -> None:
@@ -238,7 +250,8 @@ def _imported_modules(tree: ast.AST) -> set[str]:
 
 @pytest.mark.parametrize("module", SANS_IO_MODULES)
 def test_sans_io_module_has_no_io_import_in_its_source(module: str) -> None:
-    path = PACKAGE_DIR / f"{module}.py"
+    path = PACKAGE_DIR.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     assert _imported_modules(tree) & FORBIDDEN == set()
 
@@ -265,6 +278,12 @@ print(json.dumps(report))
 def test_sans_io_modules_do_not_load_io_libraries() -> None:
     report = python_json(_PROBE, json.dumps(sorted(FORBIDDEN)), json.dumps(SANS_IO_MODULES))
     assert report == {name: [] for name in SANS_IO_MODULES}
+
+
+def test_the_sans_io_list_covers_the_core_and_the_features() -> None:
+    assert {"_exceptions", "_core.jsonrpc", "_core.server_session", "_features.tools"} <= set(
+        SANS_IO_MODULES
+    )
 
 
 def test_the_probe_would_see_trio() -> None:
@@ -295,9 +314,9 @@ def test_import_loads_the_runtime_and_trio_only_when_a_server_is_used() -> None:
     # A module that only declares tools (`from trio_mcp import Param, tool`) imports without
     # trio; `Server` and `run` bring the runtime in.
     declared, served = python_json(_RUNTIME_ON_USE)
-    runtime = {"trio", "trio_mcp._server", "trio_mcp._run"}
+    runtime = {"trio", "trio_mcp._runtime.server", "trio_mcp._run"}
     assert runtime.isdisjoint(declared)
-    assert {"trio_mcp._tools", "trio_mcp._signature"} <= set(declared)
+    assert {"trio_mcp._features.tools", "trio_mcp._features.signature"} <= set(declared)
     assert runtime <= set(served)
 
 
@@ -305,7 +324,7 @@ def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
     # A server started over stdio waits for `import trio_mcp`: the client half and the HTTP
     # transports load on first use of their names.
     before, after = python_json(_LOADED_BY_IMPORT)
-    lazy = {"trio_mcp._client", "trio_mcp._connect", "trio_mcp.transports.http"}
+    lazy = {"trio_mcp._runtime.client", "trio_mcp._connect", "trio_mcp.transports.http.app"}
     assert lazy.isdisjoint(before)
     assert not [m for m in before if m.startswith(("httpx", "hypercorn"))]
     assert lazy <= set(after)

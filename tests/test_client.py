@@ -41,8 +41,8 @@ from trio_mcp import (
     TransportError,
     open_client,
 )
+from trio_mcp._core.server_session import HANDSHAKE_VERSIONS
 from trio_mcp._run import serve_http
-from trio_mcp._session import HANDSHAKE_VERSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

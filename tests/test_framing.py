@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_mcp._framing import DEFAULT_MAX_LINE_BYTES, LineBuffer, LineTooLong
+from trio_mcp._core.framing import DEFAULT_MAX_LINE_BYTES, LineBuffer, LineTooLong
 
 
 def feed_all(buf: LineBuffer, chunks: list[bytes]) -> list[bytes | LineTooLong]:

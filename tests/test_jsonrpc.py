@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_mcp import RemoteProtocolError
-from trio_mcp._jsonrpc import (
+from trio_mcp._core.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp._param_headers import (
+from trio_mcp._core.param_headers import (
     InvalidHeaderAnnotation,
     argument_at,
     header_params,

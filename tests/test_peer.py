@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from trio_mcp import LocalProtocolError, RemoteProtocolError
-from trio_mcp._jsonrpc import (
+from trio_mcp._core.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -22,7 +22,7 @@ from trio_mcp._jsonrpc import (
     parse,
     result_response,
 )
-from trio_mcp._peer import CANCELLED, ErrorDetail, Outcome, Peer
+from trio_mcp._core.peer import CANCELLED, ErrorDetail, Outcome, Peer
 
 # Values that are not JSON-RPC ids although Python compares some of them equal to 1.
 NOT_IDS: list[Any] = [True, False, 1.0, None, [1], {"id": 1}]

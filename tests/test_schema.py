@@ -26,8 +26,8 @@ from trio_mcp import (
     TextContent,
     ToolDefinitionError,
 )
-from trio_mcp._schema import ArgumentsInvalid, CompiledTool, compile_signature, inline_refs
-from trio_mcp._signature import describe_function
+from trio_mcp._features.schema import ArgumentsInvalid, CompiledTool, compile_signature, inline_refs
+from trio_mcp._features.signature import describe_function
 
 
 def compiled(fn: Callable[..., Any]) -> CompiledTool:

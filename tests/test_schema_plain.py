@@ -18,8 +18,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.helpers import python_json
-from trio_mcp._schema import ArgumentsInvalid, CompiledTool, _plain, compile_signature
-from trio_mcp._signature import ParamSpec, Signature
+from trio_mcp._features.schema import ArgumentsInvalid, CompiledTool, _plain, compile_signature
+from trio_mcp._features.signature import ParamSpec, Signature
 
 
 class Color(enum.Enum):

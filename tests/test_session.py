@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from trio_mcp import RemoteProtocolError
-from trio_mcp._jsonrpc import METHOD_NOT_FOUND
-from trio_mcp._session import (
+from trio_mcp._core.jsonrpc import METHOD_NOT_FOUND
+from trio_mcp._core.server_session import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
     MODERN_VERSIONS,
@@ -17,7 +17,7 @@ from trio_mcp._session import (
     RequestScope,
     ServerSession,
 )
-from trio_mcp._types import LOG_LEVELS
+from trio_mcp._core.types import LOG_LEVELS
 
 INFO = {"name": "srv", "version": "1"}
 CAPS = {"tools": {"listChanged": False}, "logging": {}}

@@ -9,8 +9,8 @@ import pytest
 from pydantic import Field
 
 from trio_mcp import Context, Param, ToolDefinitionError
-from trio_mcp._schema import compile_signature
-from trio_mcp._signature import describe_function, parse_docstring
+from trio_mcp._features.schema import compile_signature
+from trio_mcp._features.signature import describe_function, parse_docstring
 
 # -- docstrings ---------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import trio.testing
 
 from tests.helpers import demo_command
 from trio_mcp import Server, tool
-from trio_mcp._framing import LineTooLong
+from trio_mcp._core.framing import LineTooLong
 from trio_mcp.transports.stdio import FrameReader, FrameWriter, open_stdio_frames
 
 TIMEOUT = 10

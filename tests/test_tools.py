@@ -18,8 +18,8 @@ from trio_mcp import (
     ToolDefinitionError,
     tool,
 )
-from trio_mcp._schema import ArgumentsInvalid
-from trio_mcp._tools import (
+from trio_mcp._features.schema import ArgumentsInvalid
+from trio_mcp._features.tools import (
     TOOL_NAME_PATTERN,
     Tool,
     ToolMeta,

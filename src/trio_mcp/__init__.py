@@ -15,7 +15,16 @@ def add(
 
 from typing import TYPE_CHECKING, Any
 
-from ._context import Context
+from ._core.server_session import SUPPORTED_VERSIONS
+from ._core.types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
 from ._exceptions import (
     ConnectionClosed,
     LocalProtocolError,
@@ -29,47 +38,38 @@ from ._exceptions import (
     TransportError,
     TrioMCPError,
 )
-from ._session import SUPPORTED_VERSIONS
-from ._signature import Param
-from ._tools import Tool, tool
-from ._types import (
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    ToolAnnotations,
-)
+from ._features.context import Context
+from ._features.signature import Param
+from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from ._client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
     from ._connect import open_client
     from ._run import http_app, run, serve_http, serve_stdio
-    from ._server import Server
-    from .transports.http import HttpOptions
-    from .transports.http_client import RetryPolicy
+    from ._runtime.client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
+    from ._runtime.server import Server
+    from .transports.http.app import HttpOptions
+    from .transports.http.client import RetryPolicy
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
 # API only (tool, Param, ToolError, content blocks), so a module that merely defines tools imports
 # in a third of the time; `Server` and `run` load the runtime and trio. The client half and the
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
-    "Server": "._server",
+    "Server": "._runtime.server",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
     "serve_stdio": "._run",
-    "Client": "._client",
-    "LogMessage": "._client",
-    "Progress": "._client",
-    "ToolInfo": "._client",
-    "ToolParameter": "._client",
-    "ToolResult": "._client",
+    "Client": "._runtime.client",
+    "LogMessage": "._runtime.client",
+    "Progress": "._runtime.client",
+    "ToolInfo": "._runtime.client",
+    "ToolParameter": "._runtime.client",
+    "ToolResult": "._runtime.client",
     "open_client": "._connect",
-    "HttpOptions": ".transports.http",
-    "RetryPolicy": ".transports.http_client",
+    "HttpOptions": ".transports.http.app",
+    "RetryPolicy": ".transports.http.client",
 }
 
 

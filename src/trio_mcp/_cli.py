@@ -28,8 +28,8 @@ from typing import Any
 from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
 from ._run import run
-from ._server import Server
-from .transports.http import DEFAULT_ALLOWED_ORIGINS, HttpOptions
+from ._runtime.server import Server
+from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 
 __all__ = ["load_server", "main"]
 

@@ -26,10 +26,10 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._client import Client, LogMessage, Progress, ToolInfo, ToolResult, describe_type
 from ._connect import open_client
+from ._core.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from ._exceptions import TrioMCPError
-from ._types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+from ._runtime.client import Client, LogMessage, Progress, ToolInfo, ToolResult, describe_type
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 

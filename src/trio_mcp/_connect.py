@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._client import Client, Link, LogHandler, open_session
+from ._core.framing import DEFAULT_MAX_LINE_BYTES
+from ._core.server_session import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
-from ._framing import DEFAULT_MAX_LINE_BYTES
-from ._server import Server
-from ._session import LATEST_HANDSHAKE_VERSION
-from .transports.http_client import RetryPolicy, open_sse_link, open_streamable_http_link
+from ._runtime.client import Client, Link, LogHandler, open_session
+from ._runtime.server import Server
+from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
 from .transports.links import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ChannelLink,

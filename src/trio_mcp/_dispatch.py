@@ -21,9 +21,7 @@ from typing import Any, Final
 
 import trio
 
-from ._context import Context, NotificationSender
-from ._exceptions import RemoteProtocolError, ToolError
-from ._jsonrpc import (
+from ._core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -31,9 +29,11 @@ from ._jsonrpc import (
     error_response,
     result_response,
 )
-from ._schema import ArgumentsInvalid
-from ._session import RequestScope, ServerSession
-from ._tools import Tool, ToolRegistry
+from ._core.server_session import RequestScope, ServerSession
+from ._exceptions import RemoteProtocolError, ToolError
+from ._features.context import Context, NotificationSender
+from ._features.schema import ArgumentsInvalid
+from ._features.tools import Tool, ToolRegistry
 
 __all__ = ["Dispatcher"]
 

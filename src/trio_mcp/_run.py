@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from ._server import Server, SessionRuntime
-from ._session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._core.server_session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._runtime.server import Server, SessionRuntime
 from .transports.stdio import open_stdio_frames, stdout_guard
 
 if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
-    from .transports.http import HttpOptions, McpHttpApp
+    from .transports.http.app import HttpOptions, McpHttpApp
 
 __all__ = ["http_app", "run", "serve_http", "serve_stdio"]
 
@@ -101,7 +101,7 @@ def http_app(server: Server, options: HttpOptions | None = None) -> McpHttpApp:
     For use under any ASGI server that runs on trio; run `await app.run()` beside it so that
     idle sessions expire. `serve_http` does all of that with Hypercorn.
     """
-    from .transports.http import McpHttpApp  # noqa: PLC0415 - HTTP code loads only when used
+    from .transports.http.app import McpHttpApp  # noqa: PLC0415 - HTTP code loads only when used
 
     return McpHttpApp(_HttpBackend(server), options)
 
@@ -233,6 +233,6 @@ async def _run_stdio(server: Server) -> None:
 
 
 def _default_path() -> str:
-    from .transports.http import HttpOptions  # noqa: PLC0415 - HTTP code loads only when used
+    from .transports.http.app import HttpOptions  # noqa: PLC0415 - HTTP code loads only when used
 
     return HttpOptions().path

@@ -1,6 +1,6 @@
 """Client-side links over frame channels: an in-process peer, and a server run as a subprocess.
 
-A link is what the client runtime (`trio_mcp._client.Client`) talks through: `send` one
+A link is what the client runtime (`trio_mcp._runtime.client.Client`) talks through: `send` one
 message, read frames from `incoming`, and `close_reason` for why `incoming` ended.
 
 Rule 1: a subprocess link owns its process for the `async with` block. On exit it closes the
@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import trio
 
+from .._core.framing import DEFAULT_MAX_LINE_BYTES, LineTooLong
+from .._core.jsonrpc import dumps
 from .._exceptions import TransportError
-from .._framing import DEFAULT_MAX_LINE_BYTES, LineTooLong
-from .._jsonrpc import dumps
 from .stdio import StdioFrames, open_stdio_frames
 
 __all__ = ["ChannelLink", "ProcessLink", "open_process_link"]

@@ -29,7 +29,7 @@ from typing import Final
 
 import trio
 
-from .._framing import DEFAULT_MAX_LINE_BYTES, LineBuffer, LineTooLong
+from .._core.framing import DEFAULT_MAX_LINE_BYTES, LineBuffer, LineTooLong
 
 __all__ = ["FrameReader", "FrameWriter", "StdioFrames", "open_stdio_frames", "stdout_guard"]
 

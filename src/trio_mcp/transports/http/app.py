@@ -50,8 +50,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
-from .._exceptions import RemoteProtocolError
-from .._jsonrpc import (
+from ..._core.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     InvalidMessage,
@@ -63,9 +62,14 @@ from .._jsonrpc import (
     loads,
     parse,
 )
-from .._param_headers import HEADER_PREFIX, argument_at, header_text, matches
-from .._session import UNSUPPORTED_PROTOCOL_VERSION, check_request_meta, requested_version
-from .http_meta import (
+from ..._core.param_headers import HEADER_PREFIX, argument_at, header_text, matches
+from ..._core.server_session import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    check_request_meta,
+    requested_version,
+)
+from ..._exceptions import RemoteProtocolError
+from .headers import (
     HEADER_MISMATCH,
     NAME_PARAMS,
     ROUTING_HEADERS,

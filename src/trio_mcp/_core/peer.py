@@ -35,8 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
-from ._exceptions import LocalProtocolError, RemoteProtocolError
-from ._jsonrpc import INVALID_REQUEST, ErrorResponse, Notification, Request, RequestId, Response
+from .._exceptions import LocalProtocolError, RemoteProtocolError
+from .jsonrpc import INVALID_REQUEST, ErrorResponse, Notification, Request, RequestId, Response
 
 __all__ = ["CANCELLED", "ErrorDetail", "Outcome", "Peer"]
 

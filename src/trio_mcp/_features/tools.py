@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
-from ._exceptions import RemoteProtocolError, ToolDefinitionError
-from ._jsonrpc import INVALID_PARAMS
-from ._param_headers import InvalidHeaderAnnotation, header_params
-from ._schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
-from ._signature import describe_function
-from ._types import ToolAnnotations
+from .._core.jsonrpc import INVALID_PARAMS
+from .._core.param_headers import InvalidHeaderAnnotation, header_params
+from .._core.types import ToolAnnotations
+from .._exceptions import RemoteProtocolError, ToolDefinitionError
+from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
+from .signature import describe_function
 
 __all__ = [
     "TOOL_NAME_PATTERN",

@@ -33,17 +33,17 @@ from urllib.parse import urljoin, urlsplit
 
 import trio
 
-from .._exceptions import (
+from ..._core.jsonrpc import METHOD_NOT_FOUND, dumps, loads
+from ..._core.param_headers import argument_at, header_text
+from ..._core.server_session import MODERN_VERSIONS, requested_version
+from ..._exceptions import (
     ConnectionClosed,
     RemoteProtocolError,
     RequestError,
     SessionExpiredError,
     TransportError,
 )
-from .._jsonrpc import METHOD_NOT_FOUND, dumps, loads
-from .._param_headers import argument_at, header_text
-from .._session import MODERN_VERSIONS, requested_version
-from .http_meta import encode_value, request_headers
+from .headers import encode_value, request_headers
 
 if TYPE_CHECKING:
     import httpx

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._exceptions import RemoteProtocolError
-from ._jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
-from ._types import LOG_LEVELS, LogLevel
+from .._exceptions import RemoteProtocolError
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
+from .types import LOG_LEVELS, LogLevel
 
 __all__ = [
     "HANDSHAKE_VERSIONS",

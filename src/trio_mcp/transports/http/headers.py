@@ -21,7 +21,7 @@ import binascii
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._session import HEADER_MISMATCH
+from ..._core.server_session import HEADER_MISMATCH
 
 __all__ = [
     "HEADER_MISMATCH",

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ._jsonrpc import RequestId
-from ._session import RequestScope, ServerSession
-from ._types import LogLevel
+from .._core.jsonrpc import RequestId
+from .._core.server_session import RequestScope, ServerSession
+from .._core.types import LogLevel
 
 __all__ = ["Context", "NotificationSender"]
 

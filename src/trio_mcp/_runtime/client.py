@@ -36,16 +36,8 @@ from typing import Any, Final, Protocol
 
 import trio
 
-from ._exceptions import (
-    ConnectionClosed,
-    RemoteProtocolError,
-    RequestError,
-    SessionExpiredError,
-    ToolCallError,
-    reraise_lone,
-)
-from ._framing import LineTooLong
-from ._jsonrpc import (
+from .._core.framing import LineTooLong
+from .._core.jsonrpc import (
     METHOD_NOT_FOUND,
     ErrorResponse,
     Notification,
@@ -55,15 +47,15 @@ from ._jsonrpc import (
     parse,
     result_response,
 )
-from ._param_headers import InvalidHeaderAnnotation, header_params
-from ._session import (
+from .._core.param_headers import InvalidHeaderAnnotation, header_params
+from .._core.server_session import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
     LATEST_HANDSHAKE_VERSION,
     MODERN_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from ._types import (
+from .._core.types import (
     LOG_LEVELS,
     AudioContent,
     ContentBlock,
@@ -72,7 +64,15 @@ from ._types import (
     ResourceLink,
     TextContent,
 )
-from ._version import __version__
+from .._exceptions import (
+    ConnectionClosed,
+    RemoteProtocolError,
+    RequestError,
+    SessionExpiredError,
+    ToolCallError,
+    reraise_lone,
+)
+from .._version import __version__
 
 __all__ = [
     "CLIENT_VERSIONS",

@@ -18,7 +18,7 @@ from typing import Any, Final, TypeGuard
 
 from pydantic_core import from_json, to_json
 
-from ._exceptions import RemoteProtocolError
+from .._exceptions import RemoteProtocolError
 
 __all__ = [
     "INTERNAL_ERROR",

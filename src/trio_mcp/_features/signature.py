@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin
 
-from ._context import Context
-from ._exceptions import ToolDefinitionError
+from .._exceptions import ToolDefinitionError
+from .context import Context
 
 __all__ = ["Param", "ParamSpec", "Signature", "describe_function", "parse_docstring"]
 

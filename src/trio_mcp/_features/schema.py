@@ -51,10 +51,10 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
     from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
-from ._exceptions import ToolDefinitionError
-from ._param_headers import KEYWORD as HEADER_KEYWORD
-from ._signature import ParamSpec, Signature
-from ._types import CONTENT_BLOCK_TYPES, CallToolResult
+from .._core.param_headers import KEYWORD as HEADER_KEYWORD
+from .._core.types import CONTENT_BLOCK_TYPES, CallToolResult
+from .._exceptions import ToolDefinitionError
+from .signature import ParamSpec, Signature
 
 __all__ = [
     "ArgumentsInvalid",

@@ -21,11 +21,8 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from ._context import NotificationSender
-from ._dispatch import Dispatcher
-from ._exceptions import RemoteProtocolError
-from ._framing import DEFAULT_MAX_LINE_BYTES, LineTooLong
-from ._jsonrpc import (
+from .._core.framing import DEFAULT_MAX_LINE_BYTES, LineTooLong
+from .._core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     ErrorResponse,
@@ -38,8 +35,12 @@ from ._jsonrpc import (
     error_response,
     parse,
 )
-from ._session import SUPPORTED_VERSIONS, ServerSession
-from ._tools import (
+from .._core.server_session import SUPPORTED_VERSIONS, ServerSession
+from .._core.types import ToolAnnotations
+from .._dispatch import Dispatcher
+from .._exceptions import RemoteProtocolError
+from .._features.context import NotificationSender
+from .._features.tools import (
     RawHandler,
     Tool,
     ToolRegistry,
@@ -47,8 +48,7 @@ from ._tools import (
     make_raw_tool,
     make_tool,
 )
-from ._types import ToolAnnotations
-from ._version import __version__
+from .._version import __version__
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
