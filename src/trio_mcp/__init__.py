@@ -11,6 +11,25 @@ def add(
 ) -> float:
     return a + b
 ```
+
+Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
+
+1. `_run.serve_stdio` opens `transports/stdio`: the reader takes what stdin has ready as one
+   batch of lines; `_runtime/server._Connection.run` reads the batches.
+2. `_core/jsonrpc.parse` classifies each line (request, notification, response, or an invalid
+   message that is still answered).
+3. `_runtime/server.SessionRuntime` admits the request: `_core/server_session` resolves the
+   revision it speaks (`_core/versions`) into a `RequestScope` and marks its id in flight.
+4. `_dispatch.Dispatcher` routes it: `respond_now` answers at once what needs no waiting (an
+   `inline=True` tool); anything else runs in a task of its own through `respond`. Both look
+   the tool up (`_features/tools`), validate the arguments (`_features/schema`), call the
+   function through `_runtime/invoke` (worker thread, limiter, timeout) and turn its value or
+   exception into the result: the one error boundary.
+5. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
+   answered for one read of input in one write to stdout.
+
+Streamable HTTP enters at `transports/http/app` instead (one ASGI request per message) and
+meets the same `SessionRuntime`; the client half is `_runtime/client` over `transports/`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import trio
 
 from ._core.framing import DEFAULT_MAX_LINE_BYTES
-from ._core.server_session import LATEST_HANDSHAKE_VERSION
+from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
 from ._runtime.client import Client, Link, LogHandler, open_session
 from ._runtime.server import Server

@@ -6,20 +6,17 @@ Rule 2: this is the error boundary. `ToolError` -> `isError` result with its mes
         any other `Exception` from a tool -> `isError` "TypeName: message" (or a masked message),
         traceback to the log; `RemoteProtocolError` -> its JSON-RPC error; a bug of ours ->
         -32603. `BaseException`s that are not `Exception`s (Cancelled, KeyboardInterrupt) pass.
-Rule 3: requests that need no waiting (initialize, ping, tools/list, setLevel, discover, and
+Rule 3: no I/O and no event loop here: running a tool (threads, limiters, timeouts) is the
+        runtime's `Invoker`, handed in at construction; this module only awaits it.
+Rule 4: requests that need no waiting (initialize, ping, tools/list, setLevel, discover, and
         calls of `inline=True` tools that take no Context) are answered by `respond_now` on the
         reader's own task, without spawning one; everything else goes through `respond`.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
-from collections.abc import Callable
-from typing import Any, Final
-
-import trio
+from typing import Any, Final, Protocol
 
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
@@ -30,22 +27,35 @@ from ._core.jsonrpc import (
     result_response,
 )
 from ._core.server_session import RequestScope, ServerSession
+from ._core.versions import Revision, revision
 from ._exceptions import RemoteProtocolError, ToolError
 from ._features.context import Context, NotificationSender
 from ._features.schema import ArgumentsInvalid
 from ._features.tools import Tool, ToolRegistry
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "Invoker", "ToolTimedOut"]
 
 logger = logging.getLogger("trio_mcp")
-
-# Worker threads per sync tool: trio's own default for all threads of a process is 40; per tool
-# we allow as many, so a tool gets what a whole trio program would and hangs only itself.
-THREADS_PER_TOOL: Final = 40
 
 _NOW_METHODS: Final = frozenset(
     {"initialize", "ping", "tools/list", "logging/setLevel", "server/discover"}
 )
+
+
+class ToolTimedOut(Exception):  # noqa: N818 - an outcome, reported as a tool error result
+    """A tool's own `timeout` expired before it returned (raised by an `Invoker`)."""
+
+    def __init__(self, tool: Tool) -> None:
+        super().__init__(tool.name)
+        self.tool = tool
+
+
+class Invoker(Protocol):
+    """Runs a tool's function with validated arguments (the runtime's job: Rule 3)."""
+
+    async def invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        """Call `tool`; its return value. Raises what the tool raised, or `ToolTimedOut`."""
+        ...
 
 
 def _error_result(text: str) -> dict[str, Any]:
@@ -57,6 +67,7 @@ class Dispatcher:
 
     Args:
         registry: The tools to serve.
+        invoker: Runs tool functions (threads, limiters, timeouts).
         page_size: Tools per `tools/list` page (None: all in one page).
         mask_error_details: Send "Internal error in tool X" instead of the exception's type and
             message for unexpected exceptions (the traceback is logged either way).
@@ -65,6 +76,7 @@ class Dispatcher:
     def __init__(
         self,
         registry: ToolRegistry,
+        invoker: Invoker,
         *,
         page_size: int | None = None,
         mask_error_details: bool = False,
@@ -74,10 +86,7 @@ class Dispatcher:
         self.registry = registry
         self.page_size = page_size
         self.mask_error_details = mask_error_details
-        # One thread limiter per sync tool: an abandoned thread (cancelled or timed out) keeps
-        # its token until it really ends, so with trio's single process-wide limiter one
-        # hanging tool could starve every sync tool of every client.
-        self._limiters: dict[str, trio.CapacityLimiter] = {}
+        self.invoker = invoker
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -152,10 +161,7 @@ class Dispatcher:
         result: dict[str, Any] = {"tools": [t.definition(scope.version) for t in tools]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        if scope.modern:
-            result["ttlMs"] = 0
-            result["cacheScope"] = "public"
-        return result
+        return ServerSession.cacheable(scope, result)
 
     # -- tools/call -------------------------------------------------------------------------------
 
@@ -216,39 +222,12 @@ class Dispatcher:
                 request_id=request.id, tool_name=tool.name, scope=scope, send=notify
             )
         try:
-            with trio.move_on_after(
-                tool.timeout if tool.timeout is not None else float("inf")
-            ) as cs:
-                value = await self._invoke(tool, kwargs)
+            value = await self.invoker.invoke(tool, kwargs)
+        except ToolTimedOut:
+            return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
         except Exception as exc:
             return self._tool_failed(tool, exc)
-        if cs.cancelled_caught:
-            return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
         return self._result(tool, value)
-
-    def _limiter(self, tool: Tool) -> trio.CapacityLimiter:
-        limiter = self._limiters.get(tool.name)
-        if limiter is None:
-            limiter = self._limiters[tool.name] = trio.CapacityLimiter(THREADS_PER_TOOL)
-        return limiter
-
-    async def _invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
-        fn: Callable[..., Any] = tool.fn
-        if tool.compiled is None:  # a raw tool takes the arguments dict itself
-            fn, kwargs = functools.partial(tool.fn, kwargs), {}
-        if tool.is_async or tool.inline:
-            value = fn(**kwargs)
-        else:
-            # A sync tool may block; it runs in a worker thread so the loop keeps serving. On
-            # cancellation the thread is abandoned (Python cannot stop it) and finishes alone.
-            value = await trio.to_thread.run_sync(
-                functools.partial(fn, **kwargs),
-                abandon_on_cancel=True,
-                limiter=self._limiter(tool),
-            )
-        if inspect.isawaitable(value):
-            value = await value
-        return value
 
     def _invalid(self, tool: Tool, exc: ArgumentsInvalid) -> dict[str, Any]:
         lines = "\n".join(f"- {line}" for line in exc.lines)
@@ -276,22 +255,23 @@ class Dispatcher:
     def _finish(
         session: ServerSession, scope: RequestScope, result: dict[str, Any]
     ) -> dict[str, Any]:
-        if scope.version < "2025-06-18":
+        known = revision(scope.version)
+        if not known.structured:
             result.pop("structuredContent", None)  # not part of the older revisions
-            result["content"] = [_downgrade(block, scope.version) for block in result["content"]]
+            result["content"] = [_downgrade(block, known) for block in result["content"]]
         return session.complete(scope, result)
 
 
-def _downgrade(block: dict[str, Any], version: str) -> dict[str, Any]:
-    """A content block a client of `version` understands (older revisions lack some types)."""
+def _downgrade(block: dict[str, Any], known: Revision) -> dict[str, Any]:
+    """A content block a client of revision `known` understands (older ones lack some types)."""
     kind = block.get("type")
-    if kind == "resource_link":  # since 2025-06-18
+    if kind == "resource_link" and not known.structured:
         return {"type": "text", "text": f"Resource {block.get('name', '')}: {block.get('uri', '')}"}
-    if kind == "audio" and version < "2025-03-26":
+    if kind == "audio" and not known.audio:
         mime = block.get("mimeType", "audio")
         return {
             "type": "text",
-            "text": f"[{mime} content not shown: protocol {version} has no audio]",
+            "text": f"[{mime} content not shown: protocol {known.name} has no audio]",
         }
     return block
 

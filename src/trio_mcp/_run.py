@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from ._core.server_session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from ._runtime.server import Server, SessionRuntime
 from .transports.stdio import open_stdio_frames, stdout_guard
 

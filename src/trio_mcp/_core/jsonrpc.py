@@ -36,6 +36,7 @@ __all__ = [
     "classify",
     "dumps",
     "error_response",
+    "is_request_id",
     "loads",
     "parse",
     "result_response",
@@ -135,7 +136,8 @@ def error_response(
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def _valid_id(value: Any) -> TypeGuard[RequestId]:
+def is_request_id(value: Any) -> TypeGuard[RequestId]:
+    """Whether `value` may be a request id: an int or a str (Rule 3)."""
     # bool is a subclass of int but is not a JSON-RPC id; floats are discouraged by the
     # JSON-RPC spec and forbidden by MCP (ids are string | integer).
     return (type(value) is int) or isinstance(value, str)
@@ -157,7 +159,7 @@ def classify(obj: Any) -> Message | InvalidMessage:
         return _invalid(None, f"Invalid Request: expected a JSON object, got {_json_type(obj)}")
     has_id = "id" in obj
     raw_id = obj.get("id")
-    echo_id: RequestId | None = raw_id if has_id and _valid_id(raw_id) else None
+    echo_id: RequestId | None = raw_id if has_id and is_request_id(raw_id) else None
     if obj.get("jsonrpc") != "2.0":
         return _invalid(echo_id, 'Invalid Request: "jsonrpc" must be exactly "2.0"')
     if obj.get("method") is not None or ("result" not in obj and "error" not in obj):
@@ -176,7 +178,7 @@ def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | 
     if "id" not in obj:
         return Notification(method, params)
     raw_id = obj["id"]
-    if not _valid_id(raw_id):
+    if not is_request_id(raw_id):
         return _invalid(
             None,
             f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
@@ -201,10 +203,14 @@ def _bad_params(method: str, has_id: bool, echo_id: RequestId | None) -> Invalid
 def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
     # A response from the peer (the server sends no requests yet, but a client does).
     raw_id = obj.get("id")
-    if "result" in obj and "error" not in obj and _valid_id(raw_id):
+    if "result" in obj and "error" not in obj and is_request_id(raw_id):
         return Response(raw_id, obj["result"])
     error = obj.get("error")
-    if isinstance(error, dict) and "result" not in obj and (raw_id is None or _valid_id(raw_id)):
+    if (
+        isinstance(error, dict)
+        and "result" not in obj
+        and (raw_id is None or is_request_id(raw_id))
+    ):
         code = error.get("code")
         message = error.get("message")
         if type(code) is int and isinstance(message, str):

@@ -22,9 +22,25 @@ from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
+from .meta import CAPABILITIES as _META_CAPABILITIES
+from .meta import CLIENT_INFO as _META_CLIENT_INFO
+from .meta import LOG_LEVEL as _META_LOG_LEVEL
+from .meta import PROTOCOL_VERSION as _META_VERSION
+from .meta import SERVER_INFO, progress_token
 from .types import LOG_LEVELS, LogLevel
+from .versions import (
+    HANDSHAKE_ONLY_METHODS,
+    HANDSHAKE_VERSIONS,
+    HEADER_MISMATCH,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    revision,
+)
 
 __all__ = [
+    "CACHE_HINTS",
     "HANDSHAKE_VERSIONS",
     "HEADER_MISMATCH",
     "LATEST_HANDSHAKE_VERSION",
@@ -37,28 +53,13 @@ __all__ = [
     "requested_version",
 ]
 
-#: Handshake-era revisions, newest first.
-HANDSHAKE_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[0]
-#: Revisions where every request carries its own version in `_meta`.
-MODERN_VERSIONS: Final = ("2026-07-28",)
-SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
-
-#: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
-UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
-#: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
-HEADER_MISMATCH: Final = -32020
-
-_META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-_META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-_META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-_META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+#: The caching hints of a cacheable result (spec 2026-07-28, SEP-2549: lists, reads and
+#: discovery): what this server lists may change at any time (list_changed), so a client may
+#: not reuse it (0 ms), and it holds nothing user-specific.
+CACHE_HINTS: Final = {"ttlMs": 0, "cacheScope": "public"}
 
 # Methods that a handshake-era client may send before `initialize` completes.
 _BEFORE_INIT: Final = frozenset({"initialize", "ping"})
-# spec 2026-07-28, changelog: the handshake is gone, and so are `ping` and `logging/setLevel`
-# (the log level travels in each request's `_meta`); its schema's ClientRequest lists none.
-_HANDSHAKE_ONLY: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +76,7 @@ class RequestScope:
     @property
     def modern(self) -> bool:
         """Whether this request speaks a per-request (2026-07-28 or later) revision."""
-        return self.version in MODERN_VERSIONS
+        return revision(self.version).per_request
 
 
 def requested_version(params: dict[str, Any] | None) -> Any:
@@ -131,18 +132,6 @@ def check_request_meta(params: dict[str, Any] | None) -> None:
 
 def _log_rank(level: str) -> int:
     return LOG_LEVELS.index(level)
-
-
-def _progress_token(params: dict[str, Any] | None) -> int | str | None:
-    if not params:
-        return None
-    meta = params.get("_meta")
-    if not isinstance(meta, dict):
-        return None
-    token = meta.get("progressToken")
-    if (type(token) is int) or isinstance(token, str):
-        return token
-    return None
 
 
 class ServerSession:
@@ -260,9 +249,8 @@ class ServerSession:
         result: dict[str, Any] = {
             "supportedVersions": list(self.versions),
             "capabilities": self.capabilities,
-            "_meta": {"io.modelcontextprotocol/serverInfo": self.server_info},
-            "ttlMs": 0,
-            "cacheScope": "public",
+            "_meta": {SERVER_INFO: self.server_info},
+            **CACHE_HINTS,
         }
         if self.instructions:
             result["instructions"] = self.instructions
@@ -305,7 +293,7 @@ class ServerSession:
                     None,
                     {},
                     None,
-                    _progress_token(params),
+                    progress_token(params),
                 )
             raise RemoteProtocolError(
                 f"Invalid Request: {method!r} before initialize; send initialize first"
@@ -317,7 +305,7 @@ class ServerSession:
             self.client_info,
             self.client_capabilities,
             self.log_level,
-            _progress_token(params),
+            progress_token(params),
         )
         if meta is None:
             self._plain_scope = scope
@@ -332,7 +320,7 @@ class ServerSession:
                 UNSUPPORTED_PROTOCOL_VERSION,
                 {"supported": list(self.versions), "requested": requested},
             )
-        if method in _HANDSHAKE_ONLY:
+        if method in HANDSHAKE_ONLY_METHODS:
             raise RemoteProtocolError(
                 f"Method not found: {method} (protocol version {requested} has no such method)",
                 METHOD_NOT_FOUND,
@@ -344,7 +332,7 @@ class ServerSession:
             meta.get(_META_CLIENT_INFO),
             meta[_META_CAPABILITIES],
             meta.get(_META_LOG_LEVEL),
-            _progress_token(params),
+            progress_token(params),
         )
 
     def begin(self, request_id: RequestId) -> None:
@@ -377,6 +365,13 @@ class ServerSession:
     def log_enabled(scope: RequestScope, level: LogLevel) -> bool:
         """Whether a log message at `level` may be sent under `scope`."""
         return scope.log_level is not None and _log_rank(level) >= _log_rank(scope.log_level)
+
+    @staticmethod
+    def cacheable(scope: RequestScope, result: dict[str, Any]) -> dict[str, Any]:
+        """Add the caching hints a cacheable result carries under `scope`'s revision."""
+        if scope.modern:
+            result.update(CACHE_HINTS)
+        return result
 
     def complete(self, scope: RequestScope, result: dict[str, Any]) -> dict[str, Any]:
         """Add what the request's version requires of every result (2026-07-28: resultType)."""

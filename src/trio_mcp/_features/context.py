@@ -16,6 +16,7 @@ from typing import Any
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
 from .._core.types import LogLevel
+from .._core.versions import revision
 
 __all__ = ["Context", "NotificationSender"]
 
@@ -82,7 +83,7 @@ class Context:
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and self._scope.version != "2024-11-05":
+        if message is not None and revision(self._scope.version).progress_message:
             params["message"] = message
         await self._send("notifications/progress", params)
 

@@ -9,7 +9,6 @@ Rule 3: the registry keeps registration order; `tools/list` pages through it in 
 
 from __future__ import annotations
 
-import base64
 import inspect
 import re
 import types
@@ -17,10 +16,11 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
-from .._core.jsonrpc import INVALID_PARAMS
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.types import ToolAnnotations
-from .._exceptions import RemoteProtocolError, ToolDefinitionError
+from .._core.versions import revision
+from .._exceptions import ToolDefinitionError
+from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
 
@@ -147,15 +147,16 @@ class Tool:
         cached = self._wire.get(version)
         if cached is not None:
             return cached
+        known = revision(version)
         wire: dict[str, Any] = {"name": self.name}
-        if self.title and version >= "2025-06-18":
+        if self.title and known.structured:
             wire["title"] = self.title
         if self.description:
             wire["description"] = self.description
         wire["inputSchema"] = self.input_schema
-        if self.output_schema is not None and version >= "2025-06-18":
+        if self.output_schema is not None and known.structured:
             wire["outputSchema"] = self.output_schema
-        if self.annotations is not None and version >= "2025-03-26":
+        if self.annotations is not None and known.tool_annotations:
             hints = self.annotations.to_wire()
             if hints:
                 wire["annotations"] = hints
@@ -373,75 +374,12 @@ def _unique(fns: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
     return out
 
 
-class ToolRegistry:
-    """Tools by name, in registration order."""
+class ToolRegistry(Registry[Tool]):
+    """Tools by name, in registration order (Rule 3); see `Registry`."""
 
     def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
-        self._order: list[Tool] | None = None
-
-    def add(self, new: Tool) -> None:
-        """Register a tool.
-
-        Raises:
-            ToolDefinitionError: when a tool with the same name exists.
-        """
-        existing = self._tools.get(new.name)
-        if existing is not None:
-            raise ToolDefinitionError(
-                f"duplicate tool name {new.name!r}: already registered by "
-                f"{getattr(existing.fn, '__qualname__', existing.fn)!r}; give one a different name"
-            )
-        self._tools[new.name] = new
-        self._order = None
-
-    def remove(self, name: str) -> None:
-        """Unregister a tool (KeyError if it is not registered)."""
-        del self._tools[name]
-        self._order = None
-
-    def get(self, name: str) -> Tool | None:
-        """The tool with this name, or None."""
-        return self._tools.get(name)
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
-
-    def page(self, cursor: str | None, page_size: int | None) -> tuple[list[Tool], str | None]:
-        """One page of tools and the cursor of the next (None on the last page).
-
-        Raises:
-            RemoteProtocolError: -32602 for a cursor this registry did not issue.
-        """
-        if self._order is None:
-            self._order = list(self._tools.values())
-        tools = self._order
-        start = 0
-        if cursor is not None:
-            start = _decode_cursor(cursor)
-            if start > len(tools):
-                raise RemoteProtocolError(
-                    f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS
-                )
-        if page_size is None:
-            return tools[start:], None
-        end = start + page_size
-        return tools[start:end], (_encode_cursor(end) if end < len(tools) else None)
+        super().__init__("tools", _holder)
 
 
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"tools:{offset}".encode()).decode("ascii")
-
-
-def _decode_cursor(cursor: Any) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
-        prefix, _, number = text.partition(":")
-        if prefix == "tools" and number.isdigit():
-            return int(number)
-    except (ValueError, AttributeError, UnicodeError):
-        pass
-    raise RemoteProtocolError(f"Invalid params: unknown cursor {cursor!r}", INVALID_PARAMS)
+def _holder(tool: Tool) -> str:
+    return repr(getattr(tool.fn, "__qualname__", tool.fn))

@@ -49,6 +49,7 @@ from .._features.tools import (
     make_tool,
 )
 from .._version import __version__
+from .invoke import TrioInvoker
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
@@ -110,7 +111,10 @@ class Server:
         self.versions = versions
         self.registry = ToolRegistry()
         self.dispatcher = Dispatcher(
-            self.registry, page_size=page_size, mask_error_details=mask_error_details
+            self.registry,
+            TrioInvoker(),
+            page_size=page_size,
+            mask_error_details=mask_error_details,
         )
 
     # -- registration ---------------------------------------------------------------------------

@@ -1,0 +1,41 @@
+"""The `_meta` keys of MCP messages and the predicates on ids and tokens, defined once.
+
+Rule 1: a request id is an `int` or a `str`, never a `bool` (which Python counts as an int), a
+        float or null (JSON-RPC 2.0 allows numbers, MCP's schema narrows them to integers).
+        The same holds for a progress token.
+Rule 2: the per-request keys of 2026-07-28 live under the `io.modelcontextprotocol/` prefix
+        (spec 2026-07-28, basic: General fields); both the server and the client read them
+        from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .jsonrpc import is_request_id
+
+__all__ = [
+    "CAPABILITIES",
+    "CLIENT_INFO",
+    "LOG_LEVEL",
+    "PROGRESS_TOKEN",
+    "PROTOCOL_VERSION",
+    "SERVER_INFO",
+    "is_request_id",
+    "progress_token",
+]
+
+PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+#: In a `server/discover` result's `_meta`: who the server is (spec PR #3002).
+SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+PROGRESS_TOKEN: Final = "progressToken"
+
+
+def progress_token(params: dict[str, Any] | None) -> int | str | None:
+    """The progress token a request's `_meta` carries, or None when it asks for no progress."""
+    meta = params.get("_meta") if params else None
+    token = meta.get(PROGRESS_TOKEN) if isinstance(meta, dict) else None
+    return token if is_request_id(token) else None

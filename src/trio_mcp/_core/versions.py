@@ -1,0 +1,96 @@
+"""What each MCP revision has: one table that every version test in the package asks.
+
+Rule 1: no other module compares revision strings. A question about a revision ("does it know
+        `structuredContent`?", "does it have a handshake?") is a field of its `Revision` here;
+        a new revision is one new row, and a new difference one new field.
+Rule 2: revisions are of two eras. The handshake era (2024-11-05 .. 2025-11-25) fixes one
+        revision per connection through `initialize`; the per-request era (2026-07-28) names the
+        revision, the client's capabilities and its log level in each request's `_meta`.
+Rule 3: facts come from the specification texts of each revision (changelogs and schemas);
+        the field's comment names where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "HANDSHAKE_ONLY_METHODS",
+    "HANDSHAKE_VERSIONS",
+    "HEADER_MISMATCH",
+    "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "Revision",
+    "revision",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One protocol revision and the features that tell it apart from the others.
+
+    Attributes:
+        name: The revision's date string, as sent on the wire.
+        per_request: 2026-07-28 and later: no handshake; each request names its revision,
+            capabilities and log level in `_meta`; results carry `resultType`; lists and
+            discovery carry the caching hints `ttlMs` and `cacheScope` (SEP-2549).
+        handshake_methods: Requests only a handshake-era revision has: 2026-07-28 removed
+            `initialize`, `ping` and `logging/setLevel` (its changelog; its schema's
+            ClientRequest lists none of them).
+        tool_annotations: Tool `annotations` (since 2025-03-26).
+        audio: Audio content blocks (since 2025-03-26).
+        progress_message: A `message` in progress notifications (since 2025-03-26).
+        structured: `structuredContent`, `outputSchema`, tool `title` and `resource_link`
+            content blocks (since 2025-06-18).
+    """
+
+    name: str
+    per_request: bool
+    tool_annotations: bool
+    audio: bool
+    progress_message: bool
+    structured: bool
+
+    @property
+    def handshake(self) -> bool:
+        """Whether `initialize` fixes this revision for the whole connection."""
+        return not self.per_request
+
+
+_TABLE: Final = (
+    # name          per_request  annotations  audio  progress_msg  structured
+    Revision("2026-07-28", True, True, True, True, True),
+    Revision("2025-11-25", False, True, True, True, True),
+    Revision("2025-06-18", False, True, True, True, True),
+    Revision("2025-03-26", False, True, True, True, False),
+    Revision("2024-11-05", False, False, False, False, False),
+)
+_BY_NAME: Final = {row.name: row for row in _TABLE}
+
+#: Handshake-era revisions, newest first.
+HANDSHAKE_VERSIONS: Final = tuple(row.name for row in _TABLE if row.handshake)
+LATEST_HANDSHAKE_VERSION: Final = HANDSHAKE_VERSIONS[0]
+#: Revisions where every request carries its own revision in `_meta`.
+MODERN_VERSIONS: Final = tuple(row.name for row in _TABLE if row.per_request)
+#: Every revision this package speaks, newest first.
+SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+
+#: Requests that only handshake-era revisions define (2026-07-28 changelog).
+HANDSHAKE_ONLY_METHODS: Final = frozenset({"initialize", "ping", "logging/setLevel"})
+
+#: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+#: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
+HEADER_MISMATCH: Final = -32020
+
+
+def revision(name: str) -> Revision:
+    """The table row of a supported revision.
+
+    Raises:
+        KeyError: for a revision this package does not speak (callers check support first).
+    """
+    return _BY_NAME[name]
