@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.helpers import python_json
-from trio_mcp._features.schema import ArgumentsInvalid, CompiledTool, _plain, compile_signature
+from trio_mcp._features.schema import ArgumentsInvalid, CompiledTool, compile_signature, plain_type
 from trio_mcp._features.signature import ParamSpec, Signature
 
 
@@ -154,12 +154,12 @@ def result(tool: CompiledTool, value: Any) -> str:
 
 @pytest.mark.parametrize("annotation", PLAIN, ids=repr)
 def test_plain_types_have_a_direct_form(annotation: Any) -> None:
-    assert _plain(annotation) is not None
+    assert plain_type(annotation) is not None
 
 
 @pytest.mark.parametrize("annotation", NOT_PLAIN, ids=repr)
 def test_other_types_are_left_to_pydantic(annotation: Any) -> None:
-    assert _plain(annotation) is None
+    assert plain_type(annotation) is None
 
 
 @pytest.mark.parametrize("annotation", PLAIN, ids=repr)

@@ -37,6 +37,7 @@ __all__ = [
     "dumps",
     "error_response",
     "is_request_id",
+    "json_type",
     "loads",
     "parse",
     "result_response",
@@ -156,7 +157,7 @@ def classify(obj: Any) -> Message | InvalidMessage:
     (with the request's id when that id itself was valid, else null).
     """
     if not isinstance(obj, dict):
-        return _invalid(None, f"Invalid Request: expected a JSON object, got {_json_type(obj)}")
+        return _invalid(None, f"Invalid Request: expected a JSON object, got {json_type(obj)}")
     has_id = "id" in obj
     raw_id = obj.get("id")
     echo_id: RequestId | None = raw_id if has_id and is_request_id(raw_id) else None
@@ -181,7 +182,7 @@ def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | 
     if not is_request_id(raw_id):
         return _invalid(
             None,
-            f'Invalid Request: "id" must be a string or an integer, got {_json_type(raw_id)}',
+            f'Invalid Request: "id" must be a string or an integer, got {json_type(raw_id)}',
         )
     return Request(raw_id, method, params)
 
@@ -236,15 +237,17 @@ def parse(data: bytes | bytearray | str) -> tuple[list[Message | InvalidMessage]
     return [classify(obj)], False
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+# Tried in order: bool before int, since bool is a subclass of int.
+_JSON_TYPES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    ((list, tuple), "array"),
+)
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value, for messages ("got array")."""
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "object")

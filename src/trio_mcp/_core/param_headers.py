@@ -95,7 +95,7 @@ def header_params(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]
             raise InvalidHeaderAnnotation(
                 f"{KEYWORD} of {shown} must be a non-empty HTTP token, not {value!r}"
             )
-        if _json_type(node) not in _PRIMITIVE:
+        if _declared_type(node) not in _PRIMITIVE:
             raise InvalidHeaderAnnotation(
                 f"{KEYWORD} of {shown} is on a property that is not of type integer, string "
                 "or boolean"
@@ -137,7 +137,7 @@ def _property_path(where: tuple[str, ...]) -> tuple[str, ...] | None:
     return names if all(k == "properties" for k in keywords) else None
 
 
-def _json_type(node: Mapping[str, Any]) -> str | None:
+def _declared_type(node: Mapping[str, Any]) -> str | None:
     kind = node.get("type")
     return kind if isinstance(kind, str) else None
 
