@@ -22,7 +22,9 @@ from trio_mcp._runtime.client import open_session
 from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
+#: The newest handshake-era revision and the per-request one: the two the tests speak most.
 LATEST = "2025-11-25"
+MODERN = "2026-07-28"
 #: The demo server's tools, in registration order.
 DEMO_TOOLS = [
     "calculator.add",

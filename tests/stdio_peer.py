@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Final
 
 import trio
 
+from tests.helpers import MODERN, init_params
 from tests.schema_check import validate_transcript
 
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -27,9 +28,8 @@ ECHO_TOOLS: Final = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 TIMEOUT: Final = 15.0
 #: Handshake-era version assumed for a session that never initializes.
 DEFAULT_VERSION: Final = "2025-11-25"
-MODERN_VERSION: Final = "2026-07-28"
 MODERN_META: Final = {
-    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 
@@ -41,14 +41,6 @@ def demo_command() -> list[str]:
 def echo_command(attribute: str | None = None) -> list[str]:
     target = ECHO_TOOLS if attribute is None else f"{ECHO_TOOLS}:{attribute}"
     return [sys.executable, "-m", "trio_mcp", "run", target]
-
-
-def init_params(version: str) -> dict[str, Any]:
-    return {
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name": "stdio-tests", "version": "0"},
-    }
 
 
 class ServerClosedOutputError(AssertionError):
@@ -172,7 +164,7 @@ class ProcessPeer:
 
         Handshake era: `ping`. 2026-07-28 has no `ping`; `server/discover` stands in.
         """
-        if self.version == MODERN_VERSION:
+        if self.version == MODERN:
             pong = await self.request("server/discover", {"_meta": MODERN_META})
         else:
             pong = await self.request("ping")
@@ -186,7 +178,7 @@ class ProcessPeer:
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        if self.version == MODERN_VERSION:
+        if self.version == MODERN:
             params["_meta"] = MODERN_META
         return await self.request("tools/call", params)
 

@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.helpers import LATEST, init_params
+from tests.helpers import LATEST, MODERN, init_params
 from tests.http_helpers import (
     ACCEPT,
     POST_HEADERS,
@@ -34,7 +34,6 @@ from trio_mcp import Server
 
 BATTLE = "wh40k.battle_simulation"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-MODERN = "2026-07-28"
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},

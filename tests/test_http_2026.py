@@ -24,7 +24,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 import demo_tools
-from tests.helpers import init_params
+from tests.helpers import MODERN, init_params
 from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
 from trio_mcp import Param, RequestError, Server, open_client
@@ -32,7 +32,6 @@ from trio_mcp._core.server_session import HANDSHAKE_VERSIONS
 from trio_mcp._run import http_app
 from trio_mcp.transports.http.headers import decode_value, encode_value
 
-MODERN = "2026-07-28"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 VERSION = "io.modelcontextprotocol/protocolVersion"
 META: dict[str, Any] = {VERSION: MODERN, CAPS: {}}

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.helpers import MODERN
 from tests.schema_check import (
     SCHEMA_DIR,
     VERSIONS,
@@ -20,7 +21,6 @@ from tests.schema_check import (
 )
 
 HANDSHAKE = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-MODERN = "2026-07-28"
 
 
 def init_result(version: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import MODERN
 from trio_mcp import RemoteProtocolError
 from trio_mcp._core.jsonrpc import METHOD_NOT_FOUND
 from trio_mcp._core.server_session import (
@@ -21,7 +22,6 @@ from trio_mcp._core.types import LOG_LEVELS
 
 INFO = {"name": "srv", "version": "1"}
 CAPS = {"tools": {"listChanged": False}, "logging": {}}
-MODERN = "2026-07-28"
 V = "io.modelcontextprotocol/protocolVersion"
 
 

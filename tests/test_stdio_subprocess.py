@@ -12,14 +12,12 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import DEMO_TOOLS, exchange
+from tests.helpers import DEMO_TOOLS, MODERN, exchange, init_params
 from tests.schema_check import validate_transcript
 from tests.stdio_peer import (
     MODERN_META,
-    MODERN_VERSION,
     TIMEOUT,
     echo_command,
-    init_params,
     open_server,
 )
 
@@ -121,10 +119,10 @@ async def test_unsupported_version_gets_the_latest_offered() -> None:
 
 async def test_stateless_2026_session_needs_no_initialize() -> None:
     async with open_server() as peer:
-        peer.version = MODERN_VERSION
+        peer.version = MODERN
         meta = {"_meta": MODERN_META}
         discovered = await peer.request("server/discover", meta)
-        assert MODERN_VERSION in discovered["result"]["supportedVersions"]
+        assert MODERN in discovered["result"]["supportedVersions"]
         assert discovered["result"]["resultType"] == "complete"
 
         listed = await peer.request("tools/list", meta)
@@ -147,7 +145,7 @@ async def test_stateless_2026_session_needs_no_initialize() -> None:
             {"_meta": {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
         )
         error = assert_error(unsupported, -32022, unsupported["id"])
-        assert MODERN_VERSION in error["data"]["supported"]
+        assert MODERN in error["data"]["supported"]
 
         assert await peer.finish() == 0
     assert peer.check_schema() == len(peer.received)
@@ -155,7 +153,7 @@ async def test_stateless_2026_session_needs_no_initialize() -> None:
 
 async def test_stateless_log_notifications_follow_the_request_log_level() -> None:
     async with open_server(echo_command()) as peer:
-        peer.version = MODERN_VERSION
+        peer.version = MODERN
         meta = {**MODERN_META, "io.modelcontextprotocol/logLevel": "debug", "progressToken": "t"}
         done = await peer.request(
             "tools/call", {"name": "chatty", "arguments": {"text": "x"}, "_meta": meta}

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from tests.conformance import everything_server, suite
+from tests.helpers import MODERN
 from trio_mcp import LogMessage, Progress, open_client
-
-MODERN = "2026-07-28"
 
 
 def _text(text: str) -> dict[str, Any]:
