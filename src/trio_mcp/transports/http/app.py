@@ -45,14 +45,13 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import trio
 
 from ..._core.jsonrpc import (
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     InvalidMessage,
     Notification,
     Request,
@@ -62,20 +61,9 @@ from ..._core.jsonrpc import (
     loads,
     parse,
 )
-from ..._core.param_headers import HEADER_PREFIX, argument_at, header_text, matches
-from ..._core.server_session import (
-    UNSUPPORTED_PROTOCOL_VERSION,
-    check_request_meta,
-    requested_version,
-)
+from ..._core.server_session import requested_version
 from ..._exceptions import RemoteProtocolError
-from .headers import (
-    HEADER_MISMATCH,
-    NAME_PARAMS,
-    ROUTING_HEADERS,
-    HeaderValueError,
-    decode_value,
-)
+from .headers import check_param_headers, check_request_metadata, modern_status
 
 __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
@@ -222,15 +210,6 @@ class _Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answe
 
 
 LEGACY_INBOX: Final = 16
-
-# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own
-# (Rule 6); -32021 is MissingRequiredClientCapabilityError (basic, _meta).
-_MODERN_ERROR_STATUS: Final = {
-    HEADER_MISMATCH: 400,
-    -32021: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
 
 _JSON: Final = (b"content-type", b"application/json")
 _SSE_HEADERS: Final = [
@@ -461,7 +440,7 @@ class McpHttpApp:
             # The fast path, as in a session: answered here, it never holds a slot.
             answer = session.handle_now(message)
             if answer is not None:
-                status = _modern_status(answer) if modern else 200
+                status = modern_status(answer) if modern else 200
                 await _send_json(send, status, _encode(answer))
                 return
         self._sessionless += weight
@@ -489,12 +468,15 @@ class McpHttpApp:
         if isinstance(message, list):
             raise _Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
         if isinstance(message, Request):
-            _check_request_metadata(scope["headers"], headers, message)
-            # An unsupported version is answered -32022 with the supported list, not judged by
-            # the headers of a revision the server does not speak.
-            served = requested_version(message.params) in self.backend.sessionless_versions
-            if message.method == "tools/call" and served:
-                _check_param_headers(scope["headers"], message, self.backend.param_headers)
+            try:
+                check_request_metadata(scope["headers"], headers, message)
+                # An unsupported version is answered -32022 with the supported list, not judged
+                # by the headers of a revision the server does not speak.
+                served = requested_version(message.params) in self.backend.sessionless_versions
+                if message.method == "tools/call" and served:
+                    check_param_headers(scope["headers"], message, self.backend.param_headers)
+            except RemoteProtocolError as exc:
+                raise _Refused(400, exc.message, code=exc.code, request_id=message.id) from None
         return self.backend.new_session()
 
     def _session_for(
@@ -594,7 +576,7 @@ class McpHttpApp:
                 await finish(b": request cancelled; no response follows\n\n")
             elif not _is_notification(first):
                 body = _encode(first)
-                status = _modern_status(first) if modern else 200
+                status = modern_status(first) if modern else 200
                 await send(
                     {
                         "type": "http.response.start",
@@ -727,121 +709,6 @@ async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
 
 def _is_notification(item: Any) -> bool:
     return isinstance(item, dict) and "method" in item and "id" not in item
-
-
-def _modern_status(answer: Any) -> int:
-    error = answer.get("error") if isinstance(answer, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return _MODERN_ERROR_STATUS.get(code, 200) if type(code) is int else 200
-
-
-def _check_request_metadata(
-    raw_headers: Iterable[tuple[bytes, bytes]], headers: dict[bytes, bytes], request: Request
-) -> None:
-    """Refuse a 2026-07-28 request whose `_meta` or mirrored headers are not right (Rule 6)."""
-    try:
-        check_request_meta(request.params)
-    except RemoteProtocolError as exc:
-        # spec 2026-07-28, basic (`_meta`): -32602, and "on HTTP, the response status MUST be
-        # 400 Bad Request".
-        raise _Refused(400, exc.message, code=exc.code, request_id=request.id) from None
-    # A header sent twice is refused: an intermediary reading the first copy and this server
-    # the last would each trust a different value, which is what mirroring must rule out.
-    seen = collections.Counter(name.lower() for name, _ in raw_headers)
-    for name in ROUTING_HEADERS:
-        if seen[name] > 1:
-            _mismatch(request, f"{_LABELS[name]} header sent more than once")
-    _expect(headers, request, b"mcp-protocol-version", requested_version(request.params))
-    _expect(headers, request, b"mcp-method", request.method)
-    key = NAME_PARAMS.get(request.method)
-    value = (request.params or {}).get(key) if key is not None else None
-    # A body without a string name is malformed itself: the dispatcher answers -32602.
-    if isinstance(value, str):
-        _expect(headers, request, b"mcp-name", value)
-
-
-def _check_param_headers(
-    raw_headers: Iterable[tuple[bytes, bytes]],
-    request: Request,
-    mirrored: Callable[[str], Mapping[str, tuple[str, ...]]],
-) -> None:
-    """Refuse a 2026-07-28 tools/call whose `Mcp-Param-*` headers do not match its arguments.
-
-    spec 2026-07-28, Streamable HTTP (Custom Headers from Tool Parameters): the header of an
-    argument that is present must be there and match it (numbers compared as numbers); an
-    absent or null argument has none. An argument with no header form (a list where a string
-    belongs) needs none, so that argument validation refuses it in its own words; and so does a
-    call whose arguments are no object at all (-32602 from the dispatcher). Headers the tool
-    does not declare are not ours to judge.
-    """
-    params = request.params or {}
-    name = params.get("name")
-    arguments = params.get("arguments")
-    expected = mirrored(name) if isinstance(name, str) else {}
-    if not expected or not isinstance(arguments, Mapping | None):
-        return
-    received: dict[bytes, list[bytes]] = collections.defaultdict(list)
-    for key, raw in raw_headers:
-        received[key.lower()].append(raw)
-    for header, path in expected.items():
-        label = _param_label(header)
-        values = received.get(header.encode("latin-1"), [])
-        body = argument_at(arguments, path)
-        if len(values) > 1:
-            _mismatch(request, f"{label} header sent more than once")
-        if not values:
-            if header_text(body) is not None:
-                _mismatch(request, f"required header {label} is missing")
-            continue
-        try:
-            value = decode_value(values[0], encoded=True)
-        except HeaderValueError as exc:
-            _mismatch(request, f"{label} header value {exc}")
-        if body is None:
-            _mismatch(request, f"{label} header sent for an argument the body does not have")
-        if not matches(value, body):
-            _mismatch(
-                request,
-                f"{label} header value {_shown(value)} does not match the argument "
-                f"{'.'.join(path)}",
-            )
-
-
-def _param_label(header: str) -> str:
-    return HEADER_PREFIX + header[len(HEADER_PREFIX) :]
-
-
-_LABELS: Final = {
-    b"mcp-protocol-version": "MCP-Protocol-Version",
-    b"mcp-method": "Mcp-Method",
-    b"mcp-name": "Mcp-Name",
-}
-
-
-def _expect(headers: dict[bytes, bytes], request: Request, name: bytes, body_value: str) -> None:
-    # spec 2026-07-28, Streamable HTTP (Server Validation): a required standard header that is
-    # missing, holds invalid characters or differs from the body is a HeaderMismatch, 400.
-    label = _LABELS[name]
-    raw = headers.get(name)
-    if raw is None:
-        _mismatch(request, f"required header {label} is missing")
-    try:
-        value = decode_value(raw, encoded=name == b"mcp-name")
-    except HeaderValueError as exc:
-        _mismatch(request, f"{label} header value {exc}")
-    if value != body_value:
-        _mismatch(
-            request,
-            f"{label} header value {_shown(value)} does not match body value {_shown(body_value)}",
-        )
-
-
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 100 else value[:100] + "...")
-
-
-def _mismatch(request: Request, what: str) -> NoReturn:
-    raise _Refused(400, f"Header mismatch: {what}", code=HEADER_MISMATCH, request_id=request.id)
 
 
 def _encode(message: Any) -> bytes:
