@@ -11,10 +11,17 @@ Rule 1: a value that is not plain visible ASCII (control characters, non-ASCII t
         `x-mcp-header` arguments, which the client sends) may be encoded so.
 Rule 2: decoding is strict: a sentinel whose payload is not valid base64 or not UTF-8 is
         malformed, never taken as the literal text, so it cannot match a body value by chance.
-Rule 3: the server's checks of a 2026-07-28 request (`check_request_metadata`,
-        `check_param_headers`) raise `RemoteProtocolError` carrying the JSON-RPC code to answer
-        with (-32602 for `_meta`, -32020 HeaderMismatch for a header); the transport answers
-        it with 400. `modern_status` gives the HTTP status of such a request's answer.
+Rule 3: the server checks a 2026-07-28 request before it is handed on: its `_meta` carries the
+        required fields (else -32602), and MCP-Protocol-Version, Mcp-Method and, for tools/call,
+        resources/read and prompts/get, Mcp-Name are each sent once and equal the body's
+        values, Mcp-Name after sentinel decoding (else -32020 HeaderMismatch). A tools/call
+        also carries the `Mcp-Param-*` header of each argument its tool mirrors
+        (`x-mcp-header`): present and matching for an argument in the body, absent for one that
+        is not (else -32020). The checks raise `RemoteProtocolError` with that code; the
+        transport answers it with 400.
+Rule 4: the answer to a 2026-07-28 request takes the HTTP status that revision gives its error
+        (`modern_status`): 400 for -32020, an unsupported version (-32022) or a missing client
+        capability (-32021), 404 for an unknown method (-32601); any other answer is 200.
 Nothing here performs I/O (no trio, no ASGI): `streamable` (server) and `client` apply it.
 """
 
@@ -133,8 +140,8 @@ def request_headers(message: Mapping[str, Any], version: str) -> dict[str, str]:
 
 # -- the server's checks of a 2026-07-28 request -------------------------------------------------
 
-# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own;
-# -32021 is MissingRequiredClientCapabilityError (basic, _meta).
+# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own
+# (Rule 4); -32021 is MissingRequiredClientCapabilityError (basic, _meta).
 _MODERN_ERROR_STATUS: Final = {
     HEADER_MISMATCH: 400,
     -32021: 400,
@@ -150,7 +157,7 @@ _LABELS: Final = {
 
 
 def modern_status(answer: Any) -> int:
-    """The HTTP status of a 2026-07-28 request's answer: 200 unless its error has one (Rule 3)."""
+    """The HTTP status of a 2026-07-28 request's answer: 200 unless its error has one (Rule 4)."""
     error = answer.get("error") if isinstance(answer, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return _MODERN_ERROR_STATUS.get(code, 200) if type(code) is int else 200
@@ -159,7 +166,7 @@ def modern_status(answer: Any) -> int:
 def check_request_metadata(
     raw_headers: Iterable[tuple[bytes, bytes]], headers: Mapping[bytes, bytes], request: Request
 ) -> None:
-    """Refuse a 2026-07-28 request whose `_meta` or standard headers are not right.
+    """Refuse a 2026-07-28 request whose `_meta` or standard headers are not right (Rule 3).
 
     Args:
         raw_headers: The request's headers as received, repeats included.
