@@ -1,0 +1,183 @@
+"""The legacy HTTP+SSE transport (2024-11-05): a GET stream at /sse, POSTs to /messages.
+
+Rule 1: a GET to /sse opens a session: its stream first sends the `endpoint` event naming
+        `/messages?sessionId=...`, then every message the server sends, until the client
+        disconnects (which cancels the session's work) or the server shuts down.
+Rule 2: a POST to /messages hands its body to the session named in its query string and is
+        answered 202 at once; the answers go on the stream. Bodies queue up to `LEGACY_INBOX`
+        per session; past it, 429.
+Rule 3: a legacy session counts its requests from POST to answer (or cancellation) and is held
+        to the same per-session bound as a Streamable HTTP one (`max_in_flight_per_session`,
+        429).
+Rule 4: `begin_shutdown` closes every session's input and refuses new streams (503): each
+        session finishes the calls it runs, sends their answers, and its stream ends.
+"""
+
+from __future__ import annotations
+
+import collections
+import secrets
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+import trio
+
+from ..._core.jsonrpc import Notification, Request, RequestId, loads, parse
+from ..._exceptions import RemoteProtocolError
+from .asgi import (
+    SSE_HEADERS,
+    Receive,
+    Refused,
+    Scope,
+    Send,
+    cancel_on_disconnect,
+    check_content_type,
+    read_body,
+)
+from .options import HttpOptions
+from .sessions import Entry, HttpBackend, SessionTable
+
+__all__ = ["LEGACY_INBOX", "LegacySse"]
+
+# Bodies queued per legacy session before POSTs get 429: each may be max_body_bytes, so the
+# queue is short (16, like the SDKs' small stream buffers), not the in-flight cap.
+LEGACY_INBOX: Final = 16
+
+
+class LegacySse:
+    """The /sse stream and the /messages POSTs of the legacy transport.
+
+    Args:
+        backend: The MCP side; its `serve_channels` serves each session.
+        options: Limits.
+        sessions: The session table, shared with Streamable HTTP.
+    """
+
+    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+        self.backend = backend
+        self.options = options
+        self._sessions = sessions
+        self._closing = False
+
+    def begin_shutdown(self) -> None:
+        """Close the input of every legacy session and refuse new ones (Rule 4)."""
+        self._closing = True
+        self._sessions.end_legacy()
+
+    async def stream(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        """Serve one session's stream until the client disconnects or the session ends."""
+        if self._closing:
+            raise Refused(503, "Shutting down", [(b"retry-after", b"5")])
+        self._sessions.check_room()
+        sid = secrets.token_hex(16)
+        inbox_send, inbox_receive = trio.open_memory_channel[bytes](LEGACY_INBOX)
+        outbox_send, outbox_receive = trio.open_memory_channel[bytes](256)
+        entry = Entry(
+            None, trio.current_time(), legacy_inbox=inbox_send, legacy_pending=collections.Counter()
+        )
+        self._sessions.add(sid, entry)
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+            endpoint = f"/messages?sessionId={sid}".encode()
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"event: endpoint\ndata: " + endpoint + b"\n\n",
+                    "more_body": True,
+                }
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+
+                async def serve() -> None:
+                    await self.backend.serve_channels(inbox_receive, outbox_send)
+                    await outbox_send.aclose()
+
+                nursery.start_soon(serve)
+                async with outbox_receive:
+                    async for frame in outbox_receive:
+                        _answered(entry, frame)
+                        await send(
+                            {
+                                "type": "http.response.body",
+                                "body": b"event: message\ndata: " + frame + b"\n\n",
+                                "more_body": True,
+                            }
+                        )
+                nursery.cancel_scope.cancel()
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            self._sessions.end(sid)
+
+    async def post(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
+        """Queue one POSTed body for its session (Rules 2, 3)."""
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
+        if not sid:
+            raise Refused(400, "Missing sessionId query parameter")
+        entry = self._sessions.get(sid)
+        if entry is None or entry.legacy_inbox is None:
+            raise Refused(404, "Unknown or closed session")
+        check_content_type(headers)
+        body = await read_body(receive, headers, self.options.max_body_bytes)
+        entry.last_seen = trio.current_time()
+        # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
+        # the POSTs to queue up to the inbox's size.
+        messages, _ = parse(body)
+        requests = [m.id for m in messages if isinstance(m, Request)]
+        if requests and entry.legacy_in_flight + len(requests) > (
+            self.options.max_in_flight_per_session
+        ):
+            raise Refused(
+                429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
+            )
+        try:
+            entry.legacy_inbox.send_nowait(body)
+        except trio.WouldBlock:
+            raise Refused(
+                429, "Too many messages queued for this session", [(b"retry-after", b"1")]
+            ) from None
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise Refused(404, "Session closed") from None
+        # Counted once queued, with no checkpoint in between: the session cannot answer first.
+        _count(entry, requests, messages)
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b"Accepted"})
+
+
+def _count(entry: Entry, requests: list[RequestId], messages: Sequence[Any]) -> None:
+    pending = entry.legacy_pending
+    assert pending is not None
+    pending.update(requests)
+    entry.legacy_in_flight += len(requests)
+    for message in messages:
+        # A cancelled request is never answered (the server runtime's Rule 2): done now.
+        if isinstance(message, Notification) and message.method == "notifications/cancelled":
+            _settle(entry, (message.params or {}).get("requestId"))
+
+
+def _answered(entry: Entry, frame: bytes) -> None:
+    if not entry.legacy_in_flight:
+        return  # nothing to settle: notifications, or answers to invalid messages
+    try:
+        message = loads(frame)
+    except RemoteProtocolError:
+        return
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and "method" not in item:
+            _settle(entry, item.get("id"))
+
+
+def _settle(entry: Entry, request_id: Any) -> None:
+    pending = entry.legacy_pending
+    # Only an int or str names a request (True would find the id 1).
+    if pending is None or not (type(request_id) is int or isinstance(request_id, str)):
+        return
+    if pending[request_id] > 0:
+        pending[request_id] -= 1
+        if not pending[request_id]:
+            del pending[request_id]
+        entry.legacy_in_flight -= 1

@@ -1,0 +1,69 @@
+"""Limits and security settings of the HTTP transport (`HttpOptions`).
+
+Rule 1: every default limit has a comment giving its precedent or its reason.
+Rule 2: the defaults are safe for a server on this machine: browser pages from elsewhere are
+        refused (DNS-rebinding guard), and every resource a client can make the server hold
+        (sessions, requests in flight, body bytes, idle time) is bounded.
+Nothing here performs I/O; `app` re-exports both names, where the facade and the CLI find them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["DEFAULT_ALLOWED_ORIGINS", "HttpOptions"]
+
+#: Browser origins accepted by default: pages served from this machine only (DNS-rebinding
+#: guard). Requests without an Origin header (non-browser clients) are always accepted.
+DEFAULT_ALLOWED_ORIGINS: Final = (
+    "http://localhost",
+    "http://127.0.0.1",
+    "http://[::1]",
+    "https://localhost",
+    "https://127.0.0.1",
+    "https://[::1]",
+)
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Limits and security settings of the HTTP transport.
+
+    Attributes:
+        path: The Streamable HTTP endpoint.
+        allowed_origins: Browser origins accepted (scheme://host, any port); "*" allows all.
+        bearer_token: When set, every request must carry `Authorization: Bearer <token>`.
+        stateless: No sessions: every request stands alone (for many workers behind a load
+            balancer). Handshake-era clients are served under their MCP-Protocol-Version.
+        legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
+        max_body_bytes: Largest request body.
+        max_sessions: Sessions open at once (Streamable HTTP and legacy SSE together).
+        max_in_flight_per_session: Requests running at once in one session (Streamable HTTP
+            or legacy SSE); past it, 429.
+        max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
+            (every request in stateless mode, and 2026-07-28 requests); past it, 503.
+        session_idle_timeout: Seconds after which a session with nothing running expires.
+    """
+
+    path: str = "/mcp"
+    allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
+    bearer_token: str | None = None
+    stateless: bool = False
+    legacy_sse: bool = True
+    # 16 MiB, as for a stdio line: room for base64 images and embedded resources.
+    max_body_bytes: int = 16 * 1024 * 1024
+    # 1,000 sessions: each costs a few KiB when idle; the bound keeps a flood of initialize
+    # requests from growing memory without end.
+    max_sessions: int = 1000
+    # As the stdio transport's max_in_flight (see _server.DEFAULT_MAX_IN_FLIGHT).
+    max_in_flight_per_session: int = 1024
+    # The same bound as one session's: without sessions the whole server is, for bounding, one
+    # session that many clients share. Under HTTP/1.1 each request in flight also holds a
+    # connection, so with the common default of 1,024 open files per process (`ulimit -n`) a
+    # server could not hold many more anyway; more load wants more workers behind the load
+    # balancer, which the 503 sends on to another one (e.g. nginx's proxy_next_upstream).
+    max_in_flight_sessionless: int = 1024
+    # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
+    # that comes back later is told 404 and re-initializes (spec: session management).
+    session_idle_timeout: float = 1800.0

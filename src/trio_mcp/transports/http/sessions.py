@@ -1,0 +1,151 @@
+"""The HTTP transport's session table, and what it needs from the MCP side.
+
+Rule 1: the transport sees the MCP side only through `HttpBackend` and its `HttpSession`s:
+        sessions that `handle` one decoded message, and a channel server for the legacy
+        transport. It never sees tools or schemas.
+Rule 2: sessions are bounded: at most `max_sessions` open at once (Streamable HTTP and legacy
+        SSE together; past it, 503), and one with nothing running expires after
+        `session_idle_timeout`, so a later request naming it gets 404, as the spec prescribes,
+        and the client re-initializes. A legacy session never expires while its stream is open.
+Rule 3: a session leaves the table in one place, `end`: its running requests are cancelled,
+        or, for a legacy session, its input is closed so that it finishes what it runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import trio
+
+from ..._core.jsonrpc import Request, RequestId
+from .asgi import Refused
+from .options import HttpOptions
+
+__all__ = ["Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
+
+logger = logging.getLogger("trio_mcp.http")
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class HttpSession(Protocol):
+    """One MCP session as the HTTP transport sees it."""
+
+    @property
+    def in_flight(self) -> int:
+        """Requests running in this session."""
+
+    def handle_now(self, request: Request) -> Any:
+        """Answer a request at once if it needs no waiting; None if it must go to `handle`."""
+
+    async def handle(self, message: Any, notify: Notify) -> Any:
+        """Handle a decoded message or batch; return the answer (None when nothing is owed)."""
+
+    def cancel_all(self) -> None:
+        """Cancel every request running in this session."""
+
+
+class HttpBackend(Protocol):
+    """What the HTTP transport needs from the MCP side."""
+
+    versions: tuple[str, ...]
+    #: Revisions without sessions (2026-07-28): their requests stand alone in every mode.
+    sessionless_versions: tuple[str, ...]
+
+    def new_session(self, assumed_version: str | None = None) -> HttpSession:
+        """A new session; with `assumed_version`, one that needs no `initialize` (stateless)."""
+
+    def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
+        """The arguments `tool` mirrors into headers (`x-mcp-header`).
+
+        Returns:
+            Lower-cased header name -> property path; empty for a tool that mirrors none, or
+            for no such tool.
+        """
+
+    async def serve_channels(
+        self,
+        receive: trio.MemoryReceiveChannel[bytes],
+        send: trio.MemorySendChannel[bytes],
+        *,
+        task_status: trio.TaskStatus[None] = ...,
+    ) -> None:
+        """Serve one legacy-SSE session over frame channels until `receive` ends."""
+
+
+# Not frozen: a session's record changes as its requests come and go (last_seen, the legacy
+# counts), and the table owns it; nothing outside the transport holds one.
+@dataclass
+class Entry:
+    """One open session: a Streamable HTTP one (`session`) or a legacy SSE one (`legacy_*`)."""
+
+    session: HttpSession | None  # None for a legacy SSE session
+    last_seen: float
+    legacy_inbox: trio.MemorySendChannel[bytes] | None = None
+    # Legacy SSE: ids of the requests POSTed and not yet answered or cancelled (a multiset, as
+    # a duplicate id is answered with an error of its own), and their count.
+    legacy_pending: collections.Counter[RequestId] | None = None
+    legacy_in_flight: int = 0
+
+
+class SessionTable:
+    """The open sessions by id, bounded and expired when idle.
+
+    Args:
+        options: `max_sessions` and `session_idle_timeout` are read from it.
+    """
+
+    def __init__(self, options: HttpOptions) -> None:
+        self._options = options
+        self._entries: dict[str, Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, sid: str) -> Entry | None:
+        """The session named `sid`, if it is open."""
+        return self._entries.get(sid)
+
+    def check_room(self) -> None:
+        """Refuse (503) a new session when `max_sessions` are open (Rule 2)."""
+        if len(self._entries) >= self._options.max_sessions:
+            raise Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
+
+    def add(self, sid: str, entry: Entry) -> None:
+        """Open a session under `sid`."""
+        self._entries[sid] = entry
+
+    def end(self, sid: str) -> None:
+        """Close the session `sid`, if it is open (Rule 3)."""
+        entry = self._entries.pop(sid, None)
+        if entry is None:
+            return
+        if entry.session is not None:
+            entry.session.cancel_all()
+        if entry.legacy_inbox is not None:
+            entry.legacy_inbox.close()
+
+    def end_legacy(self) -> None:
+        """Close every legacy SSE session."""
+        for sid, entry in list(self._entries.items()):
+            if entry.legacy_inbox is not None:
+                self.end(sid)
+
+    async def expire_idle(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Expire idle sessions until cancelled (Rule 2)."""
+        task_status.started()
+        timeout = self._options.session_idle_timeout
+        while True:
+            await trio.sleep(min(timeout / 4, 60))
+            now = trio.current_time()
+            for sid, entry in list(self._entries.items()):
+                busy = entry.session is not None and entry.session.in_flight
+                if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
+                    logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
+                    self.end(sid)

@@ -1,0 +1,344 @@
+"""Streamable HTTP: POST and DELETE at the MCP endpoint, answered in a session or alone.
+
+Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
+        in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
+        shape (400), then either the request metadata of a 2026-07-28 request (400, Rule 5)
+        or the protocol version header (400) and the session (400 missing / 404 unknown), and
+        last the limits (429 per session / 503 server-wide). A refused request never reaches
+        a session.
+Rule 2: a request's answer is `application/json` when the response is the first thing it
+        produces, and an SSE stream when a notification (progress, log) comes first: then the
+        notifications and finally the response go on that stream, in order.
+Rule 3: a client that disconnects while its request runs cancels that request. (The spec says a
+        disconnection SHOULD NOT be read as cancellation, for servers that can redeliver; this
+        one keeps no event log to resume from, so the result could never be delivered. Under
+        2026-07-28 closing the stream MUST be taken as the cancellation.)
+Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
+        sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
+Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
+        MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
+        the mode) and must be well formed before it is handed on: `headers` checks its `_meta`
+        and the headers that mirror its body, among them the `Mcp-Param-*` header of each
+        argument its tool mirrors (the backend says which, by tool name, so this module still
+        sees no schema). Its errors then take the HTTP status that revision gives them
+        (`headers.modern_status`); any other answer is 200.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from ..._core.jsonrpc import InvalidMessage, Request, parse
+from ..._core.server_session import requested_version
+from ..._exceptions import RemoteProtocolError
+from .asgi import (
+    JSON_HEADER,
+    SSE_HEADERS,
+    Receive,
+    Refused,
+    Scope,
+    Send,
+    cancel_on_disconnect,
+    check_content_type,
+    content_length,
+    encode,
+    event,
+    read_body,
+    send_json,
+)
+from .headers import check_param_headers, check_request_metadata, modern_status
+from .options import HttpOptions
+from .sessions import Entry, HttpBackend, HttpSession, SessionTable
+
+__all__ = ["StreamableHttp"]
+
+logger = logging.getLogger("trio_mcp.http")
+
+
+class StreamableHttp:
+    """The Streamable HTTP endpoint's POST and DELETE.
+
+    Args:
+        backend: The MCP side.
+        options: Limits and mode (stateless or not).
+        sessions: The session table, shared with the legacy transport.
+    """
+
+    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+        self.backend = backend
+        self.options = options
+        self._sessions = sessions
+        # Requests each session has been handed, counted here and not by the session: the
+        # session admits a request only once its task runs, so a burst of POSTs would all pass
+        # a check of `session.in_flight` before any of them is admitted.
+        self._handed: dict[int, int] = {}
+        # Requests handed to sessionless sessions (stateless mode, 2026-07-28), server-wide.
+        self._sessionless = 0
+
+    async def post(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
+        """Answer one POST: a message or a batch (Rules 1, 2)."""
+        check_content_type(headers)
+        accept = headers.get(b"accept", b"").lower()
+        wildcard = b"*/*" in accept
+        if not wildcard and not (b"application/json" in accept and b"text/event-stream" in accept):
+            raise Refused(406, "Accept must list both application/json and text/event-stream")
+        body = await read_body(receive, headers, self.options.max_body_bytes)
+        messages, is_batch = parse(body)
+        if not is_batch and isinstance(messages[0], InvalidMessage):
+            # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
+            error = messages[0].error
+            raise Refused(400, error.message, code=error.code, request_id=error.id)
+        message: Any = messages if is_batch else messages[0]
+        version = headers.get(b"mcp-protocol-version")
+        modern = self._is_modern(version, messages)
+        if modern:
+            sid, session = None, self._modern_session(scope, headers, message)
+        else:
+            is_init = isinstance(message, Request) and message.method == "initialize"
+            sid, session = self._session_for(headers, is_init, version)
+        has_request = any(isinstance(m, Request) for m in messages)
+        if not has_request:
+            answer = await session.handle(message, _no_notify)
+            if answer is not None:  # a batch with invalid entries: those are answered
+                await send_json(send, 200, encode(answer))
+                return
+            await send_json(send, 202, b"", _sid(sid))
+            return
+        if modern or self.options.stateless:
+            await self._answer_sessionless(session, message, receive, send, modern=modern)
+        else:
+            await self._answer_in_session(session, message, sid, receive, send)
+
+    async def delete(self, headers: dict[bytes, bytes], send: Send) -> None:
+        """End the session a DELETE names: 204, or 400 / 404 when it names none open."""
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            raise Refused(400, "Missing Mcp-Session-Id header")
+        sid = raw.decode("latin-1")
+        entry = self._sessions.get(sid)
+        if entry is None or entry.session is None:
+            raise Refused(404, "Unknown or expired session")
+        self._sessions.end(sid)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _answer_in_session(
+        self, session: HttpSession, message: Any, sid: str | None, receive: Receive, send: Send
+    ) -> None:
+        key = id(session)  # the session outlives its key: removed when the count drops to 0
+        handed = self._handed.get(key, 0)
+        if handed >= self.options.max_in_flight_per_session:
+            raise Refused(
+                429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
+            )
+        if not isinstance(message, list):
+            # The fast path: a request that needs no waiting (initialize, ping, tools/list, an
+            # inline tool) is answered right here, with no task, channel or disconnect watch.
+            answer = session.handle_now(message)
+            if answer is not None:
+                await send_json(send, 200, encode(answer), _sid(sid))
+                return
+        self._handed[key] = handed + 1
+        try:
+            await self._answer(session, message, sid, receive, send)
+        finally:
+            if self._handed[key] == 1:
+                del self._handed[key]
+            else:
+                self._handed[key] -= 1
+
+    async def _answer_sessionless(
+        self, session: HttpSession, message: Any, receive: Receive, send: Send, *, modern: bool
+    ) -> None:
+        # No session bounds these requests: the server does (Rule 4). 503, not 429: the
+        # overload is the server's, not this client's doing (RFC 9110, 15.6.4), and a load
+        # balancer may pass a 503 on to another worker.
+        weight = sum(isinstance(m, Request) for m in message) if isinstance(message, list) else 1
+        if self._sessionless + weight > self.options.max_in_flight_sessionless:
+            raise Refused(
+                503, "Too many requests in flight; try again later", [(b"retry-after", b"1")]
+            )
+        if not isinstance(message, list):
+            # The fast path, as in a session: answered here, it never holds a slot.
+            answer = session.handle_now(message)
+            if answer is not None:
+                status = modern_status(answer) if modern else 200
+                await send_json(send, status, encode(answer))
+                return
+        self._sessionless += weight
+        try:
+            await self._answer(session, message, None, receive, send, modern=modern)
+        finally:
+            self._sessionless -= weight
+
+    def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
+        """Whether this POST is a 2026-07-28 one (Rule 5): by its header or its body."""
+        if version is not None and version.decode("latin-1") in self.backend.sessionless_versions:
+            return True
+        return any(
+            isinstance(m, Request) and requested_version(m.params) is not None for m in messages
+        )
+
+    def _modern_session(
+        self, scope: Scope, headers: dict[bytes, bytes], message: Any
+    ) -> HttpSession:
+        """The session of a 2026-07-28 POST, once its request is found well formed (Rule 5).
+
+        Its revision has no sessions: it gets one of its own, and an Mcp-Session-Id header is
+        ignored (spec 2026-07-28, Streamable HTTP: backward compatibility), in every mode.
+        """
+        if isinstance(message, list):
+            raise Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
+        if isinstance(message, Request):
+            try:
+                check_request_metadata(scope["headers"], headers, message)
+                # An unsupported version is answered -32022 with the supported list, not judged
+                # by the headers of a revision the server does not speak.
+                served = requested_version(message.params) in self.backend.sessionless_versions
+                if message.method == "tools/call" and served:
+                    check_param_headers(scope["headers"], message, self.backend.param_headers)
+            except RemoteProtocolError as exc:
+                # spec 2026-07-28: a malformed `_meta` (-32602) and a HeaderMismatch (-32020)
+                # are both answered with 400.
+                raise Refused(400, exc.message, code=exc.code, request_id=message.id) from None
+        return self.backend.new_session()
+
+    def _session_for(
+        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None
+    ) -> tuple[str | None, HttpSession]:
+        if version is not None and version.decode("latin-1") not in self.backend.versions:
+            raise Refused(
+                400,
+                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+                f"supported: {', '.join(self.backend.versions)}",
+            )
+        if self.options.stateless:
+            # No session: a handshake-era client is served under its header's version (the
+            # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
+            assumed = None if is_init else (version.decode("latin-1") if version else "2025-03-26")
+            if assumed is not None and assumed not in self.backend.versions:
+                raise Refused(
+                    400,
+                    f"Protocol version {assumed} is not served here; send MCP-Protocol-Version "
+                    f"with one of: {', '.join(self.backend.versions)}",
+                )
+            return None, self.backend.new_session(assumed)
+        if is_init:
+            self._sessions.check_room()
+            sid = secrets.token_urlsafe(32)  # 256 bits; URL-safe base64 is visible ASCII
+            session = self.backend.new_session()
+            self._sessions.add(sid, Entry(session, trio.current_time()))
+            return sid, session
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
+        entry = self._sessions.get(raw.decode("latin-1"))
+        if entry is None or entry.session is None:
+            raise Refused(404, "Unknown or expired session; initialize a new one")
+        entry.last_seen = trio.current_time()
+        return None, entry.session
+
+    async def _answer(
+        self,
+        session: HttpSession,
+        message: Any,
+        new_sid: str | None,
+        receive: Receive,
+        send: Send,
+        *,
+        modern: bool = False,
+    ) -> None:
+        out_send, out_receive = trio.open_memory_channel[Any](64)
+        done = object()
+
+        async def notify(method: str, params: dict[str, Any]) -> None:
+            await out_send.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+        async def run() -> None:
+            async with out_send:
+                answer = await session.handle(message, notify)
+                await out_send.send(answer if answer is not None else done)
+
+        # The disconnect watch ends before the last body is sent: the server reports the
+        # stream's close (`http.disconnect`) while that send runs on this task, and also does
+        # its own bookkeeping there (Hypercorn starts the connection's keep-alive timer), which
+        # a cancellation would kill; an idle connection then never closed and held a graceful
+        # shutdown for its whole deadline.
+        watch = trio.CancelScope()
+
+        async def finish(body: bytes) -> None:
+            watch.cancel()
+            await send({"type": "http.response.body", "body": body})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope, watch)
+            nursery.start_soon(run)
+            headers = _sid(new_sid)
+            first = await _next(out_receive)
+            if first is None or first is done:
+                # Cancelled (notifications/cancelled from another POST): nothing to answer, but
+                # a POST that carried a request must get JSON or a stream (spec 2025-11-25,
+                # transports), so it gets an SSE stream that ends without an event: only an SSE
+                # comment saying why.
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*SSE_HEADERS, *headers],
+                    }
+                )
+                await finish(b": request cancelled; no response follows\n\n")
+            elif not _is_notification(first):
+                body = encode(first)
+                status = modern_status(first) if modern else 200
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [JSON_HEADER, content_length(body), *headers],
+                    }
+                )
+                await finish(body)
+            else:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [*SSE_HEADERS, *headers],
+                    }
+                )
+                item = first
+                while item is not None and item is not done:
+                    await send(
+                        {"type": "http.response.body", "body": event(item), "more_body": True}
+                    )
+                    item = await _next(out_receive)
+                await finish(b"")
+            nursery.cancel_scope.cancel()
+
+
+async def _no_notify(method: str, params: dict[str, Any]) -> None:
+    # Notifications from the client produce no server notifications; nothing to route.
+    logger.debug("dropped notification %s with no request to carry it", method)
+
+
+async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
+    try:
+        return await channel.receive()
+    except trio.EndOfChannel:
+        return None
+
+
+def _is_notification(item: Any) -> bool:
+    return isinstance(item, dict) and "method" in item and "id" not in item
+
+
+def _sid(sid: str | None) -> list[tuple[bytes, bytes]]:
+    return [(b"mcp-session-id", sid.encode())] if sid else []
