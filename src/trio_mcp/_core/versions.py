@@ -19,6 +19,7 @@ __all__ = [
     "HANDSHAKE_ONLY_METHODS",
     "HANDSHAKE_VERSIONS",
     "HEADER_MISMATCH",
+    "HTTP_DEFAULT_VERSION",
     "LATEST_HANDSHAKE_VERSION",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
@@ -78,6 +79,9 @@ MODERN_VERSIONS: Final = tuple(row.name for row in _TABLE if row.per_request)
 #: Every revision this package speaks, newest first.
 SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 
+#: The revision a Streamable HTTP server assumes for a request with no MCP-Protocol-Version
+#: header (spec 2025-06-18 and later, transports: "the server SHOULD assume 2025-03-26").
+HTTP_DEFAULT_VERSION: Final = "2025-03-26"
 #: Requests that only handshake-era revisions define (2026-07-28 changelog).
 HANDSHAKE_ONLY_METHODS: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 

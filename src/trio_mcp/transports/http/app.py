@@ -43,7 +43,7 @@ __all__ = [
 
 
 class McpHttpApp:
-    """The ASGI application. Run `reaper()` beside it to expire idle sessions.
+    """The ASGI application. Run `run()` beside it to expire idle sessions.
 
     Args:
         backend: The MCP side (sessions and the legacy channel server).

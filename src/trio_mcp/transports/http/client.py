@@ -35,7 +35,8 @@ import trio
 
 from ..._core.jsonrpc import METHOD_NOT_FOUND, dumps, loads
 from ..._core.param_headers import argument_at, header_text
-from ..._core.server_session import MODERN_VERSIONS, requested_version
+from ..._core.server_session import requested_version
+from ..._core.versions import MODERN_VERSIONS
 from ..._exceptions import (
     ConnectionClosed,
     RemoteProtocolError,

@@ -35,12 +35,8 @@ from typing import Any, Final, NoReturn
 
 from ..._core.jsonrpc import METHOD_NOT_FOUND, Request
 from ..._core.param_headers import HEADER_PREFIX, argument_at, header_text, matches
-from ..._core.server_session import (
-    HEADER_MISMATCH,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    check_request_meta,
-    requested_version,
-)
+from ..._core.server_session import check_request_meta, requested_version
+from ..._core.versions import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
 from ..._exceptions import RemoteProtocolError
 
 __all__ = [

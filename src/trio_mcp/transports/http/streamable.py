@@ -35,6 +35,7 @@ import trio
 
 from ..._core.jsonrpc import InvalidMessage, Request, parse
 from ..._core.server_session import requested_version
+from ..._core.versions import HTTP_DEFAULT_VERSION
 from ..._exceptions import RemoteProtocolError
 from .asgi import (
     JSON_HEADER,
@@ -222,7 +223,11 @@ class StreamableHttp:
         if self.options.stateless:
             # No session: a handshake-era client is served under its header's version (the
             # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
-            assumed = None if is_init else (version.decode("latin-1") if version else "2025-03-26")
+            assumed = (
+                None
+                if is_init
+                else (version.decode("latin-1") if version else HTTP_DEFAULT_VERSION)
+            )
             if assumed is not None and assumed not in self.backend.versions:
                 raise Refused(
                     400,
