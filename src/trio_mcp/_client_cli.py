@@ -367,38 +367,31 @@ def _render_value(value: Any) -> str:
 
 # -- demo -----------------------------------------------------------------------------------------
 
-#: The walkthrough: (tool, arguments), in order.
-DEMO_CALLS: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
-    ("calculator.add", {"a": 5, "b": 3}),
-    ("calculator.subtract", {"a": 10, "b": 4}),
-    ("calculator.multiply", {"a": 6, "b": 7}),
-    ("calculator.divide", {"a": 20, "b": 4}),
-    ("calculator.divide", {"a": 10, "b": 0}),
-    ("calculator.power", {"base": 2, "exponent": 8}),
-    ("wh40k.inquisitor_name", {}),
-    ("wh40k.roll_dice", {"dice_count": 3, "dice_sides": 6, "flavor": "hit"}),
-    ("wh40k.battle_simulation", {"imperial_force": "Space Marines", "enemy_force": "Orks"}),
-)
-
 
 async def _demo(http: bool) -> int:
+    # The demo package holds its own tour (nothing here names a demo tool); it ships in the
+    # same wheel as trio_mcp.
+    from demo_tools.tour import TOUR  # noqa: PLC0415 - only the demo command needs it
+
     try:
         if http:
             async with _demo_http_server() as url:
                 print(f"Demo server: {url} (Streamable HTTP)")
                 async with open_client(url) as client:
-                    return await demo_walkthrough(client)
+                    return await walkthrough(client, TOUR)
         command = [sys.executable, "-m", "demo_tools"]
         print("Demo server: python -m demo_tools (stdio, a subprocess)")
         async with open_client(command) as client:
-            return await demo_walkthrough(client)
+            return await walkthrough(client, TOUR)
     except TrioMCPError as exc:
         print(f"trio-mcp demo: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
-async def demo_walkthrough(client: Client, out: TextIO | None = None) -> int:
-    """Call each demo tool in turn, printing results, errors, progress and timings."""
+async def walkthrough(
+    client: Client, calls: Sequence[tuple[str, dict[str, Any]]], out: TextIO | None = None
+) -> int:
+    """Make each call in turn, printing results, errors, progress and timings."""
     out = out or sys.stdout
     info = client.server_info
     tools = await client.list_tools()
@@ -408,7 +401,7 @@ async def demo_walkthrough(client: Client, out: TextIO | None = None) -> int:
         file=out,
     )
     failures = 0
-    for number, (tool, arguments) in enumerate(DEMO_CALLS, start=1):
+    for number, (tool, arguments) in enumerate(calls, start=1):
         shown = ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
         print(f"{number}. {tool}({shown})", file=out, flush=True)
 
