@@ -16,12 +16,19 @@ Rule 5: a request is sent once. It is sent again only when it cannot have run: t
         initializes a new session) or, under 2026-07-28, a tools/call's headers (HeaderMismatch,
         after which the client lists the tools again, once), or the caller marked it
         `retry_safe`.
-Rule 6: the only task is the reader, started by `open_session` and ended with its `async with`;
-        a single error raised in the block comes out as itself, not as an ExceptionGroup.
+Rule 6: the tasks are the reader and one per server request being handled, all in the nursery of
+        `open_session` and ended with its `async with`; a single error raised in the block comes
+        out as itself, not as an ExceptionGroup.
 Rule 7: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
         (`_param_headers`). A link that mirrors them into headers (Streamable HTTP) makes a tool
         with an invalid annotation unusable: such a tool is left out of the list, with a
         warning naming it and the reason. Over other links the annotations mean nothing.
+Rule 8: a request from the server never runs on the reader (a slow handler would hold every
+        other answer, and a handler that calls the server would wait for itself): `ping` and
+        methods without a handler are answered at once, the rest run in tasks of their own,
+        tracked in the client's `Peer`. A `notifications/cancelled` for one cancels its task,
+        and a cancelled request gets no answer (spec 2025-11-25, cancellation); a handler that
+        raises is answered with -32603 (`RequestError` gives its own code).
 """
 
 from __future__ import annotations
@@ -38,16 +45,19 @@ import trio
 
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     ErrorResponse,
     Notification,
     Request,
+    RequestId,
     Response,
     error_response,
     parse,
     result_response,
 )
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
+from .._core.peer import CANCELLED, Peer
 from .._core.server_session import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
@@ -416,6 +426,9 @@ def _tool_info(wire: Any) -> ToolInfo:
 
 ProgressHandler = Callable[[Progress], Awaitable[None] | None]
 LogHandler = Callable[[LogMessage], Awaitable[None] | None]
+#: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
+#: `RequestError` to answer with that error.
+ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class _Pending:
@@ -471,6 +484,15 @@ class Client:
         self._validate_output = validate_output
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
+        # The server's requests in flight (the Peer's inbound table) and their tasks' scopes.
+        # Our own requests keep `_pending`: their ids are chosen before the progress token
+        # that names them, and a retry resends the same id.
+        self._peer = Peer()
+        self._handler_scopes: dict[RequestId, trio.CancelScope] = {}
+        #: Method -> handler of the server's requests; private until the features that use it
+        #: (roots, sampling, elicitation) make it public.
+        self._handlers: dict[str, ServerRequestHandler] = {}
+        self._nursery: trio.Nursery | None = None  # set by `open_session`: handlers run there
         self._closed: str | None = None
         self._closed_event = trio.Event()
         self._reinit_lock = trio.Lock()
@@ -844,6 +866,8 @@ class Client:
     def _close(self, reason: str) -> None:
         self._closed = reason
         self._closed_event.set()
+        for scope in self._handler_scopes.values():
+            scope.cancel()  # their answers could go nowhere
         for pending in self._pending.values():
             pending.done.set()  # no answer: the caller raises ConnectionClosed
         if self._pending:
@@ -905,18 +929,63 @@ class Client:
                     f"[{record.logger}] " if record.logger else "",
                     record.data,
                 )
+        elif message.method == CANCELLED:
+            request_id = self._peer.receive_cancelled(message.params)
+            scope = self._handler_scopes.get(request_id) if request_id is not None else None
+            if scope is not None:
+                scope.cancel()
+            else:
+                logger.debug("ignored a cancellation of no server request in flight")
         else:
             logger.debug("ignored notification %s", message.method)
 
     async def _server_request(self, request: Request) -> None:
-        # This client offers no capabilities (sampling, roots, elicitation): it answers ping
-        # and refuses the rest, as JSON-RPC requires an answer to every request.
+        # Rule 8. JSON-RPC requires an answer to every request: what has no handler is refused.
+        handler = self._handlers.get(request.method)
         if request.method == "ping":
             answer = result_response(request.id, {})
-        else:
+        elif handler is None or self._nursery is None:
             answer = error_response(
                 request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}"
             )
+        else:
+            try:
+                self._peer.begin_inbound(request.id)
+            except RemoteProtocolError as exc:
+                answer = error_response(request.id, exc.code, exc.message)
+            else:
+                # The scope exists before the task starts, so a cancellation read next finds it.
+                scope = self._handler_scopes[request.id] = trio.CancelScope()
+                self._nursery.start_soon(self._handle, request, handler, scope)
+                return
+        await self._reply(answer)
+
+    async def _handle(
+        self, request: Request, handler: ServerRequestHandler, scope: trio.CancelScope
+    ) -> None:
+        try:
+            with scope:
+                try:
+                    answer = result_response(request.id, await handler(request.params or {}))
+                except RequestError as exc:
+                    answer = error_response(request.id, exc.code, exc.message, exc.data)
+                except Exception as exc:
+                    # The traceback stays here; the server learns what failed, not where.
+                    logger.exception("the handler of the server's %s failed", request.method)
+                    answer = error_response(
+                        request.id,
+                        INTERNAL_ERROR,
+                        f"Internal error in {request.method}: {type(exc).__name__}: {exc}",
+                    )
+            # A handler can return without a checkpoint after its cancellation: no answer still.
+            if not scope.cancel_called:
+                await self._reply(answer)
+        finally:
+            del self._handler_scopes[request.id]
+            self._peer.end_inbound(request.id)
+
+    async def _reply(self, answer: dict[str, Any]) -> None:
+        # An answer to a server that has gone has nowhere to go: the reader reports the end.
         with contextlib.suppress(Exception):
             await self._link.send(answer)
 
@@ -978,6 +1047,7 @@ async def open_session(
     )
     try:
         async with trio.open_nursery() as nursery:
+            client._nursery = nursery
             await nursery.start(client._read)
             await client._start()
             try:
