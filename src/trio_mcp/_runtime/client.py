@@ -3,9 +3,10 @@
 Rule 1: the client never sees bytes of a transport, sockets or subprocesses. It talks to a
         `Link` (see below), which sends one message and delivers incoming frames on a channel;
         links live in `transports/` and the composition root (`_connect`) picks one.
-Rule 2: responses are matched to requests by id. A request's id is in `_pending` from the moment
-        it is sent until its caller returns, however it returns (answer, error, cancellation),
-        so many calls share one connection and a finished call frees its id.
+Rule 2: responses are matched to requests by id. The client's `Peer` gives each request its id
+        and matches answers to it; the caller's waiter is in `_pending` from the moment it is
+        sent until the caller returns, however it returns (answer, error, cancellation), so many
+        calls share one connection and a finished call frees its id.
 Rule 3: timeouts belong to the caller (`with trio.fail_after(...)` around a call). A call that
         is cancelled after it was sent tells the server with `notifications/cancelled`, under a
         short shielded scope, and its late response (if any) is dropped.
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -482,11 +482,9 @@ class Client:
         self._wanted_version = protocol_version
         self._log_handler = log_handler
         self._validate_output = validate_output
-        self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
-        # The server's requests in flight (the Peer's inbound table) and their tasks' scopes.
-        # Our own requests keep `_pending`: their ids are chosen before the progress token
-        # that names them, and a retry resends the same id.
+        self._pending: dict[RequestId, _Pending] = {}
+        # Requests in flight both ways: ours (ids, answers, cancellation notices) and the
+        # server's, whose handler tasks' scopes are kept beside.
         self._peer = Peer()
         self._handler_scopes: dict[RequestId, trio.CancelScope] = {}
         #: Method -> handler of the server's requests; private until the features that use it
@@ -667,7 +665,7 @@ class Client:
         """
         if self._closed is not None:
             raise ConnectionClosed(self._closed)
-        request_id = next(self._ids)
+        request_id = self._peer.start_request(method).id
         body = dict(params or {})
         meta = dict(body.get("_meta") or {})
         if progress is not None:
@@ -686,11 +684,14 @@ class Client:
                 await self._send_request(message, retry_safe)
                 await pending.done.wait()
             except trio.Cancelled:
-                if method != "initialize":  # spec, lifecycle: initialize is never cancelled
-                    await self._send_cancel(request_id)
+                # None for an initialize (spec, lifecycle: never cancelled) or an answered call.
+                notice = self._peer.cancel_outbound(request_id, "cancelled by the client")
+                if notice is not None:
+                    await self._send_cancel(request_id, notice.params)
                 raise
         finally:
             del self._pending[request_id]
+            self._peer.cancel_outbound(request_id)  # a send that failed: forget the id
         answer = pending.answer
         if answer is None:
             raise ConnectionClosed(self._closed or "connection closed")
@@ -836,14 +837,13 @@ class Client:
                 await self._closed_event.wait()
             raise ConnectionClosed(self._closed or "connection closed") from None
 
-    async def _send_cancel(self, request_id: int) -> None:
+    async def _send_cancel(self, request_id: RequestId, notice: dict[str, Any] | None) -> None:
         if self._closed is not None:
             return
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
-            notice = {"requestId": request_id, "reason": "cancelled by the client"}
             try:
-                await self.notify("notifications/cancelled", notice)
+                await self.notify(CANCELLED, notice)
             except Exception as exc:
                 logger.debug("could not send the cancellation of request %s: %s", request_id, exc)
 
@@ -868,6 +868,7 @@ class Client:
         self._closed_event.set()
         for scope in self._handler_scopes.values():
             scope.cancel()  # their answers could go nowhere
+        self._peer.close(reason)
         for pending in self._pending.values():
             pending.done.set()  # no answer: the caller raises ConnectionClosed
         if self._pending:
@@ -886,8 +887,11 @@ class Client:
                 logger.warning("ignored an invalid message from the server: %s", message)
 
     def _answer(self, answer: Response | ErrorResponse) -> None:
-        pending = self._pending.get(answer.id) if type(answer.id) is int else None
-        if pending is None or pending.done.is_set():
+        # The peer drops what no request of ours awaits: unknown ids, second answers, answers
+        # after a cancellation or the end, and ids of the wrong type.
+        outcome = self._peer.receive_response(answer)
+        pending = self._pending.get(outcome.request_id) if outcome is not None else None
+        if pending is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 logger.warning("the server reported an error: %s", answer.message)
             else:
