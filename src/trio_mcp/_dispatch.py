@@ -29,7 +29,7 @@ from ._core.jsonrpc import (
 from ._core.server_session import RequestScope, ServerSession
 from ._core.versions import Revision, revision
 from ._exceptions import RemoteProtocolError, ToolError
-from ._features.context import Context, NotificationSender
+from ._features.context import Context, NotificationSender, Requester
 from ._features.schema import ArgumentsInvalid
 from ._features.tools import Tool, ToolRegistry
 
@@ -117,16 +117,27 @@ class Dispatcher:
             return error_response(request.id, INTERNAL_ERROR, f"Internal error in {method}")
 
     async def respond(
-        self, session: ServerSession, request: Request, notify: NotificationSender
+        self,
+        session: ServerSession,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None = None,
     ) -> dict[str, Any]:
-        """Answer any request; waits for tools. Never raises an `Exception`."""
+        """Answer any request; waits for tools. Never raises an `Exception`.
+
+        Args:
+            session: The client's session.
+            request: The request to answer.
+            notify: Where the request's notifications go.
+            requester: How a tool's `Context` sends requests to the client, if it can.
+        """
         now = self.respond_now(session, request)
         if now is not None:
             return now
         try:
             scope = session.scope(request.method, request.params)
             tool, arguments = self._resolve_call(request.params)
-            result = await self._call(tool, arguments, request, scope, notify)
+            result = await self._call(tool, arguments, request, scope, notify, requester=requester)
             return result_response(request.id, self._finish(session, scope, result))
         except RemoteProtocolError as exc:
             return error_response(request.id, exc.code, exc.message, exc.data)
@@ -212,6 +223,8 @@ class Dispatcher:
         request: Request,
         scope: RequestScope,
         notify: NotificationSender,
+        *,
+        requester: Requester | None,
     ) -> dict[str, Any]:
         try:
             kwargs = tool.validate(arguments)
@@ -219,7 +232,11 @@ class Dispatcher:
             return self._invalid(tool, exc)
         if tool.context_param is not None:
             kwargs[tool.context_param] = Context(
-                request_id=request.id, tool_name=tool.name, scope=scope, send=notify
+                request_id=request.id,
+                tool_name=tool.name,
+                scope=scope,
+                send=notify,
+                requester=requester,
             )
         try:
             value = await self.invoker.invoke(tool, kwargs)

@@ -10,7 +10,8 @@ Rule 1: versions live here and nowhere else. Two eras are spoken side by side:
         Every request is therefore resolved to a `RequestScope` that carries *its* version, so
         the code above never asks "which version is this connection?".
 Rule 2: a request id is in flight from `begin()` to `end()`; a second request with the same id
-        while the first is in flight is rejected (-32600), never run.
+        while the first is in flight is rejected (-32600), never run. The ids live in the
+        session's `Peer` (its inbound table), beside the requests the server sends the client.
 Rule 3: nothing here performs I/O or knows about tools; it raises `RemoteProtocolError` with the
         code to answer and lets the dispatcher write it.
 """
@@ -27,6 +28,7 @@ from .meta import CLIENT_INFO as _META_CLIENT_INFO
 from .meta import LOG_LEVEL as _META_LOG_LEVEL
 from .meta import PROTOCOL_VERSION as _META_VERSION
 from .meta import SERVER_INFO, progress_token
+from .peer import Peer
 from .types import LOG_LEVELS, LogLevel
 from .versions import (
     HANDSHAKE_ONLY_METHODS,
@@ -142,6 +144,7 @@ class ServerSession:
         capabilities: The server's capabilities object.
         instructions: Optional text telling the model how to use this server.
         versions: The revisions this server accepts, newest first.
+        peer: The connection's two-way request bookkeeping; a fresh one when None.
     """
 
     def __init__(
@@ -151,6 +154,7 @@ class ServerSession:
         capabilities: dict[str, Any],
         instructions: str | None = None,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+        peer: Peer | None = None,
     ) -> None:
         unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
         if unknown:
@@ -167,7 +171,8 @@ class ServerSession:
         #: Set by `logging/setLevel`; handshake-era default sends info and above.
         self.log_level: LogLevel | None = "info"
         self.initialized_notified = False
-        self._in_flight: set[RequestId] = set()
+        #: Requests in flight both ways: the client's (`begin`..`end`) and the server's own.
+        self.peer = peer if peer is not None else Peer()
         # The scope of a request with no `_meta`, shared while the session's state holds;
         # every change of that state (initialize, adopt, setLevel) clears it.
         self._plain_scope: RequestScope | None = None
@@ -341,25 +346,20 @@ class ServerSession:
         Raises:
             RemoteProtocolError: -32600 when the id is already in flight.
         """
-        if request_id in self._in_flight:
-            raise RemoteProtocolError(
-                f"Invalid Request: id {request_id!r} is already in use by a request in flight",
-                INVALID_REQUEST,
-            )
-        self._in_flight.add(request_id)
+        self.peer.begin_inbound(request_id)
 
     def end(self, request_id: RequestId) -> None:
         """Forget a request id once its response is written (or it was cancelled)."""
-        self._in_flight.discard(request_id)
+        self.peer.end_inbound(request_id)
 
     def in_flight(self, request_id: RequestId) -> bool:
         """Whether a request with this id is running."""
-        return request_id in self._in_flight
+        return self.peer.inbound_in_flight(request_id)
 
     @property
     def in_flight_count(self) -> int:
         """How many requests are running."""
-        return len(self._in_flight)
+        return self.peer.inbound_count
 
     @staticmethod
     def log_enabled(scope: RequestScope, level: LogLevel) -> bool:

@@ -3,7 +3,8 @@
 Rule 1: a tool asks for a context by annotating one parameter as `Context`; that parameter is
         injected and never appears in the tool's schema.
 Rule 2: a context never does I/O itself. It hands notifications to the `send` callable the
-        runtime gave it, so this module stays free of trio and sockets.
+        runtime gave it, and requests to the client (sampling, elicitation, roots) to its
+        `Requester`, so this module stays free of trio and sockets.
 Rule 3: progress is sent only when the request carried `_meta.progressToken`, and log messages
         only at or above the level the client asked for; otherwise both are quiet no-ops.
 """
@@ -17,11 +18,15 @@ from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
 from .._core.types import LogLevel
 from .._core.versions import revision
+from .._exceptions import LocalProtocolError
 
-__all__ = ["Context", "NotificationSender"]
+__all__ = ["Context", "NotificationSender", "Requester"]
 
 #: `await send(method, params)` queues one notification on the request's stream.
 NotificationSender = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: `await request(method, params)` sends one request to the client and returns its `result`;
+#: raises `RequestError` for an error answer and `ConnectionClosed` when the connection ends.
+Requester = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
 
 
 class Context:
@@ -32,7 +37,7 @@ class Context:
         tool_name: The name the tool was called by.
     """
 
-    __slots__ = ("_scope", "_send", "request_id", "tool_name")
+    __slots__ = ("_requester", "_scope", "_send", "request_id", "tool_name")
 
     def __init__(
         self,
@@ -41,11 +46,13 @@ class Context:
         tool_name: str,
         scope: RequestScope,
         send: NotificationSender,
+        requester: Requester | None = None,
     ) -> None:
         self.request_id = request_id
         self.tool_name = tool_name
         self._scope = scope
         self._send = send
+        self._requester = requester
 
     @property
     def protocol_version(self) -> str:
@@ -123,3 +130,25 @@ class Context:
     async def error(self, message: str) -> None:
         """Log at error level."""
         await self.log("error", message)
+
+    async def _request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request to the client and return the `result` it answers with.
+
+        Private until the features built on it (elicitation, sampling, roots) make it public.
+
+        Args:
+            method: The JSON-RPC method, e.g. "roots/list".
+            params: Its parameters, or None.
+
+        Returns:
+            The client's `result`.
+
+        Raises:
+            RequestError: when the client answers with a JSON-RPC error.
+            ConnectionClosed: when the connection ends before the answer.
+            LocalProtocolError: when this request's transport cannot carry requests to the
+                client.
+        """
+        if self._requester is None:
+            raise LocalProtocolError(f"cannot send {method!r}: no way to reach the client here")
+        return await self._requester(method, params)

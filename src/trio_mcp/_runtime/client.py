@@ -3,9 +3,10 @@
 Rule 1: the client never sees bytes of a transport, sockets or subprocesses. It talks to a
         `Link` (see below), which sends one message and delivers incoming frames on a channel;
         links live in `transports/` and the composition root (`_connect`) picks one.
-Rule 2: responses are matched to requests by id. A request's id is in `_pending` from the moment
-        it is sent until its caller returns, however it returns (answer, error, cancellation),
-        so many calls share one connection and a finished call frees its id.
+Rule 2: responses are matched to requests by id. The client's `Peer` gives each request its id
+        and matches answers to it; the caller's waiter is in `_pending` from the moment it is
+        sent until the caller returns, however it returns (answer, error, cancellation), so many
+        calls share one connection and a finished call frees its id.
 Rule 3: timeouts belong to the caller (`with trio.fail_after(...)` around a call). A call that
         is cancelled after it was sent tells the server with `notifications/cancelled`, under a
         short shielded scope, and its late response (if any) is dropped.
@@ -16,19 +17,25 @@ Rule 5: a request is sent once. It is sent again only when it cannot have run: t
         initializes a new session) or, under 2026-07-28, a tools/call's headers (HeaderMismatch,
         after which the client lists the tools again, once), or the caller marked it
         `retry_safe`.
-Rule 6: the only task is the reader, started by `open_session` and ended with its `async with`;
-        a single error raised in the block comes out as itself, not as an ExceptionGroup.
+Rule 6: the tasks are the reader and one per server request being handled, all in the nursery of
+        `open_session` and ended with its `async with`; a single error raised in the block comes
+        out as itself, not as an ExceptionGroup.
 Rule 7: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
         (`_param_headers`). A link that mirrors them into headers (Streamable HTTP) makes a tool
         with an invalid annotation unusable: such a tool is left out of the list, with a
         warning naming it and the reason. Over other links the annotations mean nothing.
+Rule 8: a request from the server never runs on the reader (a slow handler would hold every
+        other answer, and a handler that calls the server would wait for itself): `ping` and
+        methods without a handler are answered at once, the rest run in tasks of their own,
+        tracked in the client's `Peer`. A `notifications/cancelled` for one cancels its task,
+        and a cancelled request gets no answer (spec 2025-11-25, cancellation); a handler that
+        raises is answered with -32603 (`RequestError` gives its own code).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,16 +45,19 @@ import trio
 
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     ErrorResponse,
     Notification,
     Request,
+    RequestId,
     Response,
     error_response,
     parse,
     result_response,
 )
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
+from .._core.peer import CANCELLED, Peer
 from .._core.server_session import (
     HANDSHAKE_VERSIONS,
     HEADER_MISMATCH,
@@ -416,6 +426,9 @@ def _tool_info(wire: Any) -> ToolInfo:
 
 ProgressHandler = Callable[[Progress], Awaitable[None] | None]
 LogHandler = Callable[[LogMessage], Awaitable[None] | None]
+#: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
+#: `RequestError` to answer with that error.
+ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class _Pending:
@@ -469,8 +482,15 @@ class Client:
         self._wanted_version = protocol_version
         self._log_handler = log_handler
         self._validate_output = validate_output
-        self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[RequestId, _Pending] = {}
+        # Requests in flight both ways: ours (ids, answers, cancellation notices) and the
+        # server's, whose handler tasks' scopes are kept beside.
+        self._peer = Peer()
+        self._handler_scopes: dict[RequestId, trio.CancelScope] = {}
+        #: Method -> handler of the server's requests; private until the features that use it
+        #: (roots, sampling, elicitation) make it public.
+        self._handlers: dict[str, ServerRequestHandler] = {}
+        self._nursery: trio.Nursery | None = None  # set by `open_session`: handlers run there
         self._closed: str | None = None
         self._closed_event = trio.Event()
         self._reinit_lock = trio.Lock()
@@ -645,7 +665,7 @@ class Client:
         """
         if self._closed is not None:
             raise ConnectionClosed(self._closed)
-        request_id = next(self._ids)
+        request_id = self._peer.start_request(method).id
         body = dict(params or {})
         meta = dict(body.get("_meta") or {})
         if progress is not None:
@@ -664,11 +684,14 @@ class Client:
                 await self._send_request(message, retry_safe)
                 await pending.done.wait()
             except trio.Cancelled:
-                if method != "initialize":  # spec, lifecycle: initialize is never cancelled
-                    await self._send_cancel(request_id)
+                # None for an initialize (spec, lifecycle: never cancelled) or an answered call.
+                notice = self._peer.cancel_outbound(request_id, "cancelled by the client")
+                if notice is not None:
+                    await self._send_cancel(request_id, notice.params)
                 raise
         finally:
             del self._pending[request_id]
+            self._peer.cancel_outbound(request_id)  # a send that failed: forget the id
         answer = pending.answer
         if answer is None:
             raise ConnectionClosed(self._closed or "connection closed")
@@ -814,14 +837,13 @@ class Client:
                 await self._closed_event.wait()
             raise ConnectionClosed(self._closed or "connection closed") from None
 
-    async def _send_cancel(self, request_id: int) -> None:
+    async def _send_cancel(self, request_id: RequestId, notice: dict[str, Any] | None) -> None:
         if self._closed is not None:
             return
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
-            notice = {"requestId": request_id, "reason": "cancelled by the client"}
             try:
-                await self.notify("notifications/cancelled", notice)
+                await self.notify(CANCELLED, notice)
             except Exception as exc:
                 logger.debug("could not send the cancellation of request %s: %s", request_id, exc)
 
@@ -844,6 +866,9 @@ class Client:
     def _close(self, reason: str) -> None:
         self._closed = reason
         self._closed_event.set()
+        for scope in self._handler_scopes.values():
+            scope.cancel()  # their answers could go nowhere
+        self._peer.close(reason)
         for pending in self._pending.values():
             pending.done.set()  # no answer: the caller raises ConnectionClosed
         if self._pending:
@@ -862,8 +887,11 @@ class Client:
                 logger.warning("ignored an invalid message from the server: %s", message)
 
     def _answer(self, answer: Response | ErrorResponse) -> None:
-        pending = self._pending.get(answer.id) if type(answer.id) is int else None
-        if pending is None or pending.done.is_set():
+        # The peer drops what no request of ours awaits: unknown ids, second answers, answers
+        # after a cancellation or the end, and ids of the wrong type.
+        outcome = self._peer.receive_response(answer)
+        pending = self._pending.get(outcome.request_id) if outcome is not None else None
+        if pending is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 logger.warning("the server reported an error: %s", answer.message)
             else:
@@ -905,18 +933,63 @@ class Client:
                     f"[{record.logger}] " if record.logger else "",
                     record.data,
                 )
+        elif message.method == CANCELLED:
+            request_id = self._peer.receive_cancelled(message.params)
+            scope = self._handler_scopes.get(request_id) if request_id is not None else None
+            if scope is not None:
+                scope.cancel()
+            else:
+                logger.debug("ignored a cancellation of no server request in flight")
         else:
             logger.debug("ignored notification %s", message.method)
 
     async def _server_request(self, request: Request) -> None:
-        # This client offers no capabilities (sampling, roots, elicitation): it answers ping
-        # and refuses the rest, as JSON-RPC requires an answer to every request.
+        # Rule 8. JSON-RPC requires an answer to every request: what has no handler is refused.
+        handler = self._handlers.get(request.method)
         if request.method == "ping":
             answer = result_response(request.id, {})
-        else:
+        elif handler is None or self._nursery is None:
             answer = error_response(
                 request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}"
             )
+        else:
+            try:
+                self._peer.begin_inbound(request.id)
+            except RemoteProtocolError as exc:
+                answer = error_response(request.id, exc.code, exc.message)
+            else:
+                # The scope exists before the task starts, so a cancellation read next finds it.
+                scope = self._handler_scopes[request.id] = trio.CancelScope()
+                self._nursery.start_soon(self._handle, request, handler, scope)
+                return
+        await self._reply(answer)
+
+    async def _handle(
+        self, request: Request, handler: ServerRequestHandler, scope: trio.CancelScope
+    ) -> None:
+        try:
+            with scope:
+                try:
+                    answer = result_response(request.id, await handler(request.params or {}))
+                except RequestError as exc:
+                    answer = error_response(request.id, exc.code, exc.message, exc.data)
+                except Exception as exc:
+                    # The traceback stays here; the server learns what failed, not where.
+                    logger.exception("the handler of the server's %s failed", request.method)
+                    answer = error_response(
+                        request.id,
+                        INTERNAL_ERROR,
+                        f"Internal error in {request.method}: {type(exc).__name__}: {exc}",
+                    )
+            # A handler can return without a checkpoint after its cancellation: no answer still.
+            if not scope.cancel_called:
+                await self._reply(answer)
+        finally:
+            del self._handler_scopes[request.id]
+            self._peer.end_inbound(request.id)
+
+    async def _reply(self, answer: dict[str, Any]) -> None:
+        # An answer to a server that has gone has nowhere to go: the reader reports the end.
         with contextlib.suppress(Exception):
             await self._link.send(answer)
 
@@ -978,6 +1051,7 @@ async def open_session(
     )
     try:
         async with trio.open_nursery() as nursery:
+            client._nursery = nursery
             await nursery.start(client._read)
             await client._start()
             try:

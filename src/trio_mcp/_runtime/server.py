@@ -11,6 +11,12 @@ Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad
         in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
 Rule 4: at most `max_in_flight` requests run at once per connection; past that the reader stops
         reading (back-pressure) rather than refusing or dropping anything.
+Rule 5: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
+        the request an id of the server's own, and the answer is routed to the waiting task by
+        that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
+        short shielded scope) and a late answer is dropped; when the input ends, every waiter
+        fails with `ConnectionClosed`. Only a connection can carry such requests: over
+        Streamable HTTP (one handler per request) `request` refuses, for now.
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ from .._core.jsonrpc import (
     error_response,
     parse,
 )
+from .._core.peer import Outcome
 from .._core.server_session import SUPPORTED_VERSIONS, ServerSession
 from .._core.types import ToolAnnotations
 from .._dispatch import Dispatcher
-from .._exceptions import RemoteProtocolError
+from .._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolError, RequestError
 from .._features.context import NotificationSender
 from .._features.tools import (
     RawHandler,
@@ -69,6 +76,13 @@ DEFAULT_MAX_IN_FLIGHT: Final = 1024
 # cancelled. Kubernetes gives a terminating pod 30 s; a subprocess server is usually given less
 # by the client that closed its stdin, so we pick a short bound.
 DEFAULT_SHUTDOWN_GRACE: Final = 10.0
+# Seconds a cancelled request to the client may spend telling it (shielded from the cancellation
+# that caused it): a local round trip's worth, so a stalled client cannot hold a tool that was
+# told to stop. The client runtime uses the same bound for the same reason.
+CANCEL_NOTICE_SECONDS: Final = 2.0
+
+#: How a runtime puts one message on its connection (None: it has no connection to put it on).
+MessageSender = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class Server:
@@ -272,19 +286,39 @@ class Server:
         await conn.run(receive, task_status)
 
 
+class _Waiter:
+    """A task waiting for the client's answer to one request of the server's."""
+
+    __slots__ = ("done", "outcome")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.outcome: Outcome | None = None  # None once done: the connection ended
+
+
 class SessionRuntime:
     """The live state of one MCP session, shared by all its requests, whatever the transport.
 
     A channel transport (stdio, memory, legacy SSE) drives it through `_Connection`; a
     per-request transport (Streamable HTTP) calls `handle` once per incoming message. It holds
-    the protocol session and one cancel scope per request in flight.
+    the protocol session, one cancel scope per request in flight, and the tasks waiting for
+    the client's answers to the server's own requests.
+
+    Args:
+        server: The server whose session this is.
+        send: How to put a message on the connection; None for a per-request transport,
+            which cannot carry the server's requests to the client.
     """
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, send: MessageSender | None = None) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self.session = server.new_session()
+        #: The session's two-way bookkeeping: the client's requests and the server's.
+        self.peer = self.session.peer
+        self._send = send
         self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._waiters: dict[RequestId, _Waiter] = {}
 
     @property
     def in_flight(self) -> int:
@@ -330,10 +364,71 @@ class SessionRuntime:
             self.prepare(request)
             scope = self._scopes[request.id]
         with scope:
-            response = await self.dispatcher.respond(self.session, request, notify)
+            response = await self.dispatcher.respond(self.session, request, notify, self.request)
         # A call can finish without reaching a checkpoint after its cancellation (an unknown
         # tool, bad arguments, an async tool that never awaits): it is still not answered.
         return None if scope.cancel_called else response
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request to the client and wait for its answer (Rule 5).
+
+        Args:
+            method: The JSON-RPC method, e.g. "roots/list".
+            params: Its parameters, or None.
+
+        Returns:
+            The client's `result`.
+
+        Raises:
+            RequestError: when the client answers with a JSON-RPC error.
+            ConnectionClosed: when the connection ended or ends before the answer.
+            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+        """
+        if self._send is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
+                "send requests to the client yet (stdio, in-memory and HTTP+SSE connections can)"
+            )
+        if self.peer.closed is not None:
+            raise ConnectionClosed(self.peer.closed)
+        outgoing = self.peer.start_request(method, params)
+        waiter = self._waiters[outgoing.id] = _Waiter()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": outgoing.id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self._send(message)
+            await waiter.done.wait()
+        finally:
+            del self._waiters[outgoing.id]
+            # Still pending here means nobody will read the answer (the waiter was cancelled):
+            # forget the id, so a late answer is dropped, and tell the client to stop.
+            notice = self.peer.cancel_outbound(outgoing.id, "cancelled by the server")
+            if notice is not None and self.peer.closed is None:
+                await self._send_cancel(notice.params)
+        outcome = waiter.outcome
+        if outcome is None:
+            raise ConnectionClosed(self.peer.closed or "connection closed")
+        if outcome.error is not None:
+            raise RequestError(outcome.error.message, outcome.error.code, outcome.error.data)
+        return outcome.result
+
+    async def _send_cancel(self, params: dict[str, Any] | None) -> None:
+        assert self._send is not None
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
+            await self._send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            )
+
+    def close(self, reason: str) -> None:
+        """The connection ended: every request of the server's still waiting fails (Rule 5).
+
+        Args:
+            reason: Why, for the `ConnectionClosed` each waiter raises.
+        """
+        for request_id in self.peer.close(reason):
+            self._waiters[request_id].done.set()  # no outcome: the waiter raises
 
     def handle_now(self, request: Request) -> dict[str, Any] | None:
         """Answer a request completely if that needs no waiting; None if it must go to `handle`.
@@ -445,23 +540,29 @@ class SessionRuntime:
         """Take a notification or a response from the client."""
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
-                request_id = (message.params or {}).get("requestId")
-                # Only an int or str can name a request: an object would crash the lookup
-                # (unhashable) and True / 1.0 would hit the request with id 1.
-                scope = None
-                if type(request_id) is int or isinstance(request_id, str):
-                    scope = self._scopes.get(request_id)
+                # The peer ignores malformed params and ids of the wrong type (True / 1.0 would
+                # otherwise hit the request with id 1) and ids not in flight.
+                request_id = self.peer.receive_cancelled(message.params)
+                scope = self._scopes.get(request_id) if request_id is not None else None
                 if scope is not None:
                     scope.cancel()
                 else:
-                    logger.debug("cancellation for unknown or finished request %r", request_id)
+                    logger.debug(
+                        "cancellation for unknown or finished request %r",
+                        (message.params or {}).get("requestId"),
+                    )
             elif message.method == "notifications/initialized":
                 self.session.notify_initialized()
             else:
                 logger.debug("ignored notification %s", message.method)
         else:
-            # This server sends no requests, so no response can be expected.
-            logger.warning("ignored a response to unknown request id %r", message.id)
+            outcome = self.peer.receive_response(message)
+            if outcome is None:
+                logger.warning("ignored a response to unknown request id %r", message.id)
+            else:
+                waiter = self._waiters[outcome.request_id]
+                waiter.outcome = outcome
+                waiter.done.set()
 
 
 class _Connection:
@@ -469,7 +570,7 @@ class _Connection:
 
     def __init__(self, server: Server, send: trio.abc.SendChannel[bytes]) -> None:
         self.server = server
-        self.runtime = SessionRuntime(server)
+        self.runtime = SessionRuntime(server, self.send)
         self._send_channel = send
         # A memory channel can take a frame without a trip through the scheduler when it has
         # room; that is most of the time, and it is what lets a batch of calls answered inline
@@ -503,6 +604,9 @@ class _Connection:
                             while self._tasks >= self.server.max_in_flight:
                                 await self._task_done()
                     await self._flushed()
+            # Nothing more can arrive, the client's answers included: calls waiting for one
+            # fail now, and may still finish within the grace period.
+            self.runtime.close("the client closed the connection")
             with trio.move_on_after(self.server.shutdown_grace):
                 while self._tasks:
                     await self._task_done()

@@ -1,0 +1,474 @@
+"""Two-way requests: a server session asks the client and awaits the answer.
+
+The server side (`SessionRuntime.request`, reached by a tool through the private
+`Context._request`) and the client side (handlers in `Client._handlers`, run in tasks of their
+own) over memory channels, in-process. Time is the `autojump_clock`'s: a test that would
+deadlock fails at its `fail_after` instead of hanging, and no test sleeps to wait for anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from tests.helpers import open_memory_peer, scripted
+from tests.http_helpers import serve
+from trio_mcp import Client, ConnectionClosed, Context, RequestError, Server, open_client
+from trio_mcp._core.peer import CANCELLED
+from trio_mcp._core.server_session import RequestScope
+from trio_mcp._exceptions import LocalProtocolError, reraise_lone
+from trio_mcp._runtime.client import open_session
+from trio_mcp._runtime.server import SessionRuntime
+from trio_mcp.transports import memory_channel_pair
+from trio_mcp.transports.links import ChannelLink
+
+# Virtual seconds (autojump_clock): far longer than anything here takes when it works.
+TIMEOUT = 60
+ROOTS = {"roots": [{"uri": "file:///work", "name": "work"}]}
+
+
+def asking_server() -> Server:
+    """A server whose `ask` tool sends `roots/list` to the client and returns what it got."""
+    server = Server("two-way")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask the client for its roots."""
+        return json.dumps(await ctx._request("roots/list", {}))
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    return server
+
+
+class _TappedLink(ChannelLink):
+    """A channel link that keeps every message the client sends."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any], *, retry_safe: bool = False) -> None:
+        self.sent.append(message)
+        await super().send(message, retry_safe=retry_safe)
+
+
+@asynccontextmanager
+async def tapped(server: Server) -> AsyncIterator[tuple[Client, _TappedLink]]:
+    """What `open_client(server)` does, with a tap on the client's side of the wire."""
+    client_end, server_end = memory_channel_pair()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+            link = _TappedLink(client_end.send, client_end.receive)
+            async with open_session(link) as client:
+                yield client, link
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
+
+
+def answers_to(link: _TappedLink, request_id: Any) -> list[dict[str, Any]]:
+    """What the client answered a server request with (its replies carry no method)."""
+    return [m for m in link.sent if "method" not in m and m.get("id") == request_id]
+
+
+# -- a: a tool asks, the client answers --------------------------------------------------------
+
+
+async def test_a_tool_gets_the_clients_answer(autojump_clock: trio.testing.MockClock) -> None:
+    asked: list[Any] = []
+
+    async def roots(params: dict[str, Any]) -> Any:
+        asked.append(params)
+        return ROOTS
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(asking_server()) as client:
+            client._handlers["roots/list"] = roots
+            result = await client.call_tool("ask")
+    assert not result.is_error, result.text
+    assert json.loads(result.text) == ROOTS
+    assert asked == [{}]
+
+
+# -- b: error answers ---------------------------------------------------------------------------
+
+
+def catching_server() -> Server:
+    """A server whose `ask` tool reports the RequestError its request met, field by field."""
+    server = Server("two-way")
+
+    @server.tool()
+    async def ask(ctx: Context) -> dict[str, Any]:
+        """Ask the client for its roots; report the error it answers with."""
+        try:
+            await ctx._request("roots/list")
+        except RequestError as exc:
+            return {"code": exc.code, "message": exc.message, "data": exc.data}
+        return {"code": None}
+
+    return server
+
+
+async def test_an_error_answer_raises_request_error_in_the_tool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def refuse(params: dict[str, Any]) -> Any:
+        raise RequestError("no roots here", -32042, {"why": "test"})
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            client._handlers["roots/list"] = refuse
+            result = await client.call_tool("ask")
+    assert result.structured == {
+        "code": -32042,
+        "message": "no roots here",
+        "data": {"why": "test"},
+    }
+
+
+async def test_a_failing_handler_is_answered_with_an_internal_error(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(params: dict[str, Any]) -> Any:
+        raise ValueError("the disk is gone")
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            client._handlers["roots/list"] = broken
+            result = await client.call_tool("ask")
+    assert result.structured is not None
+    assert result.structured["code"] == -32603
+    message = result.structured["message"]
+    assert message == "Internal error in roots/list: ValueError: the disk is gone"
+    assert "Traceback" not in message
+    assert "Traceback" in caplog.text  # the traceback stays on the client's side, in its log
+
+
+async def test_methods_without_a_handler_are_still_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            result = await client.call_tool("ask")
+    assert result.structured is not None
+    assert result.structured["code"] == -32601
+
+
+# -- c: cancellation ---------------------------------------------------------------------------
+
+
+class _Stuck:
+    """A client handler that never answers, and notes how it ended."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.ended = trio.Event()
+        self.cancelled = False
+        self.params: dict[str, Any] | None = None
+
+    async def __call__(self, params: dict[str, Any]) -> Any:
+        self.params = params
+        self.started.set()
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            self.cancelled = True
+            raise
+        finally:
+            self.ended.set()
+
+
+async def test_a_tool_that_stops_waiting_cancels_the_clients_handler(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("two-way")
+    stuck = _Stuck()
+
+    @server.tool()
+    async def impatient(ctx: Context) -> str:
+        """Ask, but give up after a second."""
+        with trio.move_on_after(1):
+            await ctx._request("roots/list")
+        return "gave up"
+
+    with trio.fail_after(TIMEOUT):
+        async with tapped(server) as (client, link):
+            seen = _watch_cancellations(client)
+            client._handlers["roots/list"] = stuck
+            result = await client.call_tool("impatient")
+            assert result.text == "gave up"
+            await stuck.ended.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert stuck.cancelled
+            assert len(seen) == 1
+            assert seen[0]["reason"] == "cancelled by the server"
+            assert answers_to(link, seen[0]["requestId"]) == []  # spec: no response
+            # The connection is fine afterwards, and the server forgot the request.
+            await client.ping()
+            assert client._peer.inbound_count == 0
+
+
+def _watch_cancellations(client: Client) -> list[dict[str, Any]]:
+    """Record the params of each `notifications/cancelled` the client reads, as it reads it."""
+    seen: list[dict[str, Any]] = []
+    original = client._notification
+
+    async def notification(message: Any) -> None:
+        if message.method == CANCELLED:
+            seen.append(message.params)
+        await original(message)
+
+    client._notification = notification  # type: ignore[method-assign]
+    return seen
+
+
+async def test_a_cancelled_call_cancels_the_server_request_it_waits_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    stuck = _Stuck()
+    with trio.fail_after(TIMEOUT):
+        async with tapped(asking_server()) as (client, link):
+            seen = _watch_cancellations(client)
+            client._handlers["roots/list"] = stuck
+            with trio.move_on_after(1) as scope:
+                await client.call_tool("ask")
+            assert scope.cancelled_caught
+            await stuck.ended.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert stuck.cancelled
+            # The client told the server (its call), the server told the client (its request).
+            told_server = [m for m in link.sent if m.get("method") == CANCELLED]
+            assert len(told_server) == 1
+            assert len(seen) == 1
+            assert answers_to(link, seen[0]["requestId"]) == []
+            assert (await client.call_tool("echo", {"text": "still here"})).text == "still here"
+
+
+# -- d: a slow handler delays nothing else -----------------------------------------------------
+
+
+async def test_a_slow_handler_does_not_delay_other_answers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.Event()
+    finished: list[float] = []
+
+    async def slow_roots(params: dict[str, Any]) -> Any:
+        started.set()
+        await trio.sleep(1)
+        finished.append(trio.current_time())
+        return ROOTS
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(asking_server()) as client:
+            client._handlers["roots/list"] = slow_roots
+            async with trio.open_nursery() as nursery:
+                slow: list[Any] = []
+
+                async def ask() -> None:
+                    slow.append(await client.call_tool("ask"))
+
+                nursery.start_soon(ask)
+                await started.wait()
+                before = trio.current_time()
+                assert (await client.call_tool("echo", {"text": "quick"})).text == "quick"
+                assert trio.current_time() == before  # answered while the handler sleeps
+                assert finished == []
+    assert finished == [before + 1]
+    assert json.loads(slow[0].text) == ROOTS
+
+
+# -- e: a handler may call the server ----------------------------------------------------------
+
+
+async def test_a_handler_may_call_the_server(autojump_clock: trio.testing.MockClock) -> None:
+    async def roots(params: dict[str, Any]) -> Any:
+        inner = await client.call_tool("echo", {"text": "file:///inner"})
+        return {"roots": [{"uri": inner.text}]}
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(asking_server()) as client:
+            client._handlers["roots/list"] = roots
+            result = await client.call_tool("ask")
+    assert json.loads(result.text) == {"roots": [{"uri": "file:///inner"}]}
+
+
+# -- f: the connection ends under a waiting request --------------------------------------------
+
+
+async def test_the_connection_ending_fails_the_waiting_tool(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server = Server("two-way")
+    outcome: list[BaseException] = []
+    tool_done = trio.Event()
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ask, and note how it went."""
+        try:
+            await ctx._request("roots/list")
+        except ConnectionClosed as exc:
+            outcome.append(exc)
+            raise
+        finally:
+            tool_done.set()
+        return "answered"
+
+    with trio.fail_after(TIMEOUT):
+        async with open_memory_peer(server) as peer:
+            await peer.start_request("tools/call", {"name": "ask", "arguments": {}})
+            asked = await peer.receive()
+            assert asked["method"] == "roots/list"
+            assert type(asked["id"]) is int
+            start = trio.current_time()
+            await peer.close()
+            await tool_done.wait()
+            assert trio.current_time() == start  # at once, not after the shutdown grace
+    assert len(outcome) == 1
+    assert "closed the connection" in str(outcome[0])
+
+
+async def test_a_request_after_the_end_fails_at_once() -> None:
+    runtime = SessionRuntime(Server(), _never)
+    runtime.close("gone")
+    with pytest.raises(ConnectionClosed, match="gone"):
+        await runtime.request("roots/list")
+
+
+async def _never(message: dict[str, Any]) -> None:
+    raise AssertionError(f"nothing may be sent: {message}")
+
+
+# -- transports: which can carry it ------------------------------------------------------------
+
+
+async def test_streamable_http_sessions_refuse_to_ask_the_client() -> None:
+    runtime = SessionRuntime(Server())  # as Streamable HTTP builds it: no connection to send on
+    with pytest.raises(LocalProtocolError, match="Streamable HTTP"):
+        await runtime.request("roots/list")
+    assert runtime.peer.pending_count == 0
+
+
+async def test_over_http_a_tool_learns_why_it_cannot_ask() -> None:
+    async with serve(asking_server()) as served, open_client(served.url) as client:
+        client._handlers["roots/list"] = _unreachable
+        result = await client.call_tool("ask")
+    assert result.is_error
+    assert "LocalProtocolError" in result.text
+    assert "over Streamable HTTP the server cannot send requests to the client yet" in result.text
+
+
+async def test_over_legacy_sse_a_tool_gets_the_clients_answer() -> None:
+    async def roots(params: dict[str, Any]) -> Any:
+        return ROOTS
+
+    async with serve(asking_server()) as served, open_client(served.base + "/sse") as client:
+        client._handlers["roots/list"] = roots
+        result = await client.call_tool("ask")
+    assert json.loads(result.text) == ROOTS
+
+
+async def _unreachable(params: dict[str, Any]) -> Any:
+    raise AssertionError("no request may reach the client")
+
+
+def test_a_context_without_a_requester_cannot_ask() -> None:
+    scope = RequestScope("2025-11-25", None, {}, None, None)
+    ctx = Context(request_id=1, tool_name="t", scope=scope, send=_no_notification)
+    with pytest.raises(LocalProtocolError, match="no way to reach the client"):
+        trio.run(ctx._request, "roots/list")
+
+
+async def _no_notification(method: str, params: dict[str, Any]) -> None:
+    raise AssertionError(method)
+
+
+# -- the wire: ids, late and stray answers -----------------------------------------------------
+
+
+async def test_answers_are_routed_by_id_and_strays_dropped(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = Server("two-way")
+
+    @server.tool()
+    async def ask_twice(ctx: Context) -> list[Any]:
+        """Two requests at once; each gets its own answer."""
+        results: list[Any] = [None, None]
+
+        async def one(i: int) -> None:
+            results[i] = await ctx._request("roots/list", {"n": i})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, 0)
+            nursery.start_soon(one, 1)
+        return results
+
+    with trio.fail_after(TIMEOUT):
+        async with open_memory_peer(server) as peer:
+            call = await peer.start_request("tools/call", {"name": "ask_twice", "arguments": {}})
+            first, second = await peer.receive(), await peer.receive()
+            assert first["id"] != second["id"]
+            # Answer out of order, and throw in an answer nobody waits for.
+            await peer.send({"jsonrpc": "2.0", "id": 4242, "result": {}})
+            for asked in (second, first):
+                reply = {"roots": [{"uri": f"file:///{asked['params']['n']}"}]}
+                await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": reply})
+            answer = await peer.receive()
+    assert answer["id"] == call
+    assert answer["result"]["structuredContent"] == {
+        "result": [{"roots": [{"uri": "file:///0"}]}, {"roots": [{"uri": "file:///1"}]}]
+    }
+    assert "ignored a response to unknown request id 4242" in caplog.text
+
+
+async def test_a_duplicate_server_request_id_is_refused_by_the_client(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    answers: list[Any] = []
+    stuck = _Stuck()
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
+
+    async def answer(message: Any, send: Callable[[Any], Any]) -> None:
+        if message.get("method") == "initialize":
+            await send({"jsonrpc": "2.0", "id": message["id"], "result": init})
+        elif message.get("method") == "tools/list":
+            await send({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+            await send({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+            # Cancellations of nothing in flight are ignored (spec: unknown ids, wrong types).
+            for stray in ("s2", 1, True, None):
+                await send({"jsonrpc": "2.0", "method": CANCELLED, "params": {"requestId": stray}})
+            await send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        elif "id" in message and "method" not in message:
+            answers.append(message)
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            client._handlers["roots/list"] = stuck
+            await client.list_tools()
+            await stuck.started.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert client._peer.inbound_in_flight("s1")
+    assert answers == [
+        {
+            "jsonrpc": "2.0",
+            "id": "s1",
+            "error": {
+                "code": -32600,
+                "message": "Invalid Request: id 's1' is already in use by a request in flight",
+            },
+        }
+    ]
+    assert stuck.cancelled  # the client's end cancelled the handler still running
