@@ -43,6 +43,7 @@ from typing import Any, Final, Protocol
 
 import trio
 
+from .._core.client_session import ClientSession, Next
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
     INTERNAL_ERROR,
@@ -58,21 +59,17 @@ from .._core.jsonrpc import (
 )
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.peer import CANCELLED, Peer
-from .._core.server_session import (
-    HANDSHAKE_VERSIONS,
-    HEADER_MISMATCH,
-    LATEST_HANDSHAKE_VERSION,
-    MODERN_VERSIONS,
-    UNSUPPORTED_PROTOCOL_VERSION,
-)
 from .._core.types import (
-    LOG_LEVELS,
     AudioContent,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
     ResourceLink,
     TextContent,
+)
+from .._core.versions import (
+    HEADER_MISMATCH,
+    LATEST_HANDSHAKE_VERSION,
 )
 from .._exceptions import (
     ConnectionClosed,
@@ -85,7 +82,6 @@ from .._exceptions import (
 from .._version import __version__
 
 __all__ = [
-    "CLIENT_VERSIONS",
     "Client",
     "Link",
     "LogMessage",
@@ -100,9 +96,6 @@ logger = logging.getLogger("trio_mcp.client")
 #: Where a server's log notifications go when no `log_handler` is given.
 server_logger = logging.getLogger("trio_mcp.client.server")
 
-#: Every revision this client speaks, newest first.
-CLIENT_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
-
 # Seconds a cancelled call may spend telling the server (shielded from the cancellation that
 # caused it): long enough for a loopback or LAN round trip, short enough that a stalled peer
 # cannot hold a caller that asked to stop. The official SDKs send the notice without waiting.
@@ -113,14 +106,6 @@ CLOSE_REASON_SECONDS: Final = 5.0
 # Pages `list_tools` follows before deciding the server's cursors go round in circles.
 MAX_PAGES: Final = 10_000
 
-_META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-_META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-_META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-_META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-# The log level a 2026-07-28 request asks for until `set_log_level`: what servers of the
-# handshake era send by default (trio-mcp's among them), so a log handler hears the same in
-# both eras. That revision's servers send no log at all to a request that names no level.
-_MODERN_DEFAULT_LOG_LEVEL: Final = "info"
 
 _LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -472,14 +457,11 @@ class Client:
         log_handler: LogHandler | None = None,
         validate_output: bool = True,
     ) -> None:
-        if protocol_version not in CLIENT_VERSIONS:
-            raise ValueError(
-                f"unsupported protocol version {protocol_version!r}; "
-                f"choose one of {', '.join(CLIENT_VERSIONS)}"
-            )
+        # ClientSession refuses a revision this package does not speak (ValueError).
         self._link = link
-        self._client_info = dict(client_info or {"name": "trio-mcp", "version": __version__})
-        self._wanted_version = protocol_version
+        self._session = ClientSession(
+            protocol_version, dict(client_info or {"name": "trio-mcp", "version": __version__})
+        )
         self._log_handler = log_handler
         self._validate_output = validate_output
         self._pending: dict[RequestId, _Pending] = {}
@@ -496,12 +478,6 @@ class Client:
         self._reinit_lock = trio.Lock()
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
-        self._modern = False
-        self._log_level = _MODERN_DEFAULT_LOG_LEVEL  # sent in _meta under 2026-07-28 only
-        self.protocol_version: str = protocol_version
-        self.server_info: dict[str, Any] = {}
-        self.server_capabilities: dict[str, Any] = {}
-        self.instructions: str | None = None
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -519,6 +495,30 @@ class Client:
     def session_id(self) -> str | None:
         """The HTTP session id, or None for transports without sessions."""
         return self._link.session_id
+
+    @property
+    def protocol_version(self) -> str:
+        """The revision in use (the one asked for, until the start has settled it)."""
+        return self._session.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's `{"name": ..., "version": ...}`."""
+        return self._session.server_info
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """What the server said it can do."""
+        return self._session.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's advice on how to use it, when given."""
+        return self._session.instructions
+
+    @property
+    def _modern(self) -> bool:
+        return self._session.per_request
 
     async def ping(self) -> None:
         """Check that the server answers.
@@ -634,11 +634,11 @@ class Client:
             RequestError: when the server refuses the level.
             ValueError: under 2026-07-28, for a level the specification does not name.
         """
-        if not self._modern:
+        if self._modern:
+            self._session.set_log_level(level)
+        else:
             await self.request("logging/setLevel", {"level": level}, retry_safe=True)
-        elif level not in LOG_LEVELS:
-            raise ValueError(f"unknown log level {level!r}; choose one of {', '.join(LOG_LEVELS)}")
-        self._log_level = level
+            self._session.log_level = level
 
     async def request(
         self,
@@ -670,8 +670,7 @@ class Client:
         meta = dict(body.get("_meta") or {})
         if progress is not None:
             meta["progressToken"] = request_id
-        if self._modern:
-            meta.update(self._modern_meta())
+        meta = self._session.request_meta(meta)
         if meta:
             body["_meta"] = meta
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -715,82 +714,36 @@ class Client:
     # -- handshake ----------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        if self._wanted_version in MODERN_VERSIONS and await self._discover():
-            return
+        # The decisions are the session's (_core/client_session, Rule 1); here only the I/O.
+        # Over HTTP the revision travels in the MCP-Protocol-Version header too, which is how a
+        # server that speaks both eras tells a modern request from one missing its session.
+        session = self._session
+        if session.probes:
+            while True:
+                session.begin_discover()
+                self._link.negotiated(session.wanted_version)
+                try:
+                    result = await self.request("server/discover", retry_safe=True)
+                except RequestError as exc:
+                    step = session.discover_failed(exc.code, exc.data)
+                    if step is Next.RAISE:
+                        raise
+                    if step is Next.INITIALIZE:
+                        logger.info("server/discover failed (%s): falling back to initialize", exc)
+                        break
+                    continue
+                if session.discovered(result):
+                    self._link.negotiated(session.protocol_version)
+                    return
+                break
         await self._initialize()
 
-    async def _discover(self, *, retry: bool = True) -> bool:
-        # spec 2026-07-28, versioning: probe with server/discover; a recognised modern error
-        # (-32022) names the versions to retry with; any other error means a handshake server.
-        # Over HTTP the version travels in the MCP-Protocol-Version header too, which is how a
-        # server that speaks both eras tells a modern request from one missing its session.
-        # A -32022 whose list names our version (a server whose supported set changed under
-        # us, or one behind a balancer with mixed versions) gets one retry, as the spec's
-        # "select a mutually supported version from the supported list and retry" says.
-        self._modern = True
-        self._link.negotiated(self._wanted_version)
-        try:
-            result = await self.request("server/discover", retry_safe=True)
-        except RequestError as exc:
-            self._modern = False
-            if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
-                logger.info("server/discover failed (%s): falling back to initialize", exc)
-                return False
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            if retry and isinstance(supported, list) and self._wanted_version in supported:
-                return await self._discover(retry=False)
-            if not isinstance(supported, list) or not set(supported) & set(HANDSHAKE_VERSIONS):
-                raise
-            return False
-        if not isinstance(result, dict):
-            raise RemoteProtocolError(f"malformed server/discover result: {str(result)[:200]}")
-        supported = result.get("supportedVersions")
-        if isinstance(supported, list) and self._wanted_version not in supported:
-            self._modern = False
-            return False
-        meta = result.get("_meta")
-        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
-        self._adopt(self._wanted_version, info, result)
-        return True
-
     async def _initialize(self) -> None:
-        wanted = (
-            self._wanted_version
-            if self._wanted_version in HANDSHAKE_VERSIONS
-            else LATEST_HANDSHAKE_VERSION
-        )
-        result = await self.request(
-            "initialize",
-            {"protocolVersion": wanted, "capabilities": {}, "clientInfo": self._client_info},
-            retry_safe=True,
-        )
-        if not isinstance(result, dict):
-            raise RemoteProtocolError(f"malformed initialize result: {str(result)[:200]}")
-        version = result.get("protocolVersion")
-        if version not in HANDSHAKE_VERSIONS:
-            raise RemoteProtocolError(
-                f"the server chose protocol version {version!r}, which this client does not "
-                f"speak (it speaks {', '.join(HANDSHAKE_VERSIONS)})"
-            )
-        self._adopt(version, result.get("serverInfo"), result)
+        session = self._session
+        result = await self.request("initialize", session.initialize_params(), retry_safe=True)
+        session.initialized(result)
+        self._link.negotiated(session.protocol_version)
         await self.notify("notifications/initialized")
-
-    def _adopt(self, version: str, info: Any, result: dict[str, Any]) -> None:
-        self.protocol_version = version
-        self.server_info = info if isinstance(info, dict) else {}
-        capabilities = result.get("capabilities")
-        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
-        self._link.negotiated(version)
-
-    def _modern_meta(self) -> dict[str, Any]:
-        return {
-            _META_VERSION: self._wanted_version,
-            _META_CAPABILITIES: {},
-            _META_CLIENT_INFO: self._client_info,
-            _META_LOG_LEVEL: self._log_level,
-        }
 
     def _mirror_params(self, tools: list[ToolInfo]) -> list[ToolInfo]:
         # Rule 7: the link learns every valid tool's headers; if it mirrors them, a tool whose
