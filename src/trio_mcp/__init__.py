@@ -64,8 +64,9 @@ from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from ._connect import open_client
+    from ._core.client_records import LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
     from ._run import http_app, run, serve_http, serve_stdio
-    from ._runtime.client import Client, LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
+    from ._runtime.client import Client
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
@@ -81,11 +82,11 @@ _LAZY = {
     "serve_http": "._run",
     "serve_stdio": "._run",
     "Client": "._runtime.client",
-    "LogMessage": "._runtime.client",
-    "Progress": "._runtime.client",
-    "ToolInfo": "._runtime.client",
-    "ToolParameter": "._runtime.client",
-    "ToolResult": "._runtime.client",
+    "LogMessage": "._core.client_records",
+    "Progress": "._core.client_records",
+    "ToolInfo": "._core.client_records",
+    "ToolParameter": "._core.client_records",
+    "ToolResult": "._core.client_records",
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
     "RetryPolicy": ".transports.http.client",

@@ -27,9 +27,10 @@ from urllib.parse import urlsplit
 import trio
 
 from ._connect import open_client
+from ._core.client_records import LogMessage, Progress, ToolInfo, ToolResult, describe_type
 from ._core.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
 from ._exceptions import TrioMCPError
-from ._runtime.client import Client, LogMessage, Progress, ToolInfo, ToolResult, describe_type
+from ._runtime.client import Client
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 

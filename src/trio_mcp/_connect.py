@@ -22,7 +22,8 @@ import trio
 from ._core.framing import DEFAULT_MAX_LINE_BYTES
 from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
-from ._runtime.client import Client, Link, LogHandler, open_session
+from ._runtime.client import Client, LogHandler, open_session
+from ._runtime.link import Link
 from ._runtime.server import Server
 from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
 from .transports.links import (

@@ -1,0 +1,70 @@
+"""What the client runtime talks through: the `Link` protocol that client transports implement.
+
+Rule 1: a link moves messages and knows nothing of MCP's requests: `send` one JSON-RPC message,
+        deliver what the server sends on `incoming`, and say why `incoming` ended. Matching
+        answers to requests, retries of a whole call and the handshake are the client's
+        (`_runtime/client`).
+Rule 2: the links themselves live in `transports/` and satisfy this protocol structurally,
+        without importing it: `_runtime` and `transports` are sibling layers that do not import
+        each other; the composition root (`_connect`) hands a link to the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import trio
+
+from .._core.framing import LineTooLong
+
+__all__ = ["Incoming", "Link"]
+
+#: What a link delivers: frames (one JSON text each), or batches of lines read at once in which
+#: a `LineTooLong` stands for a line that was too long to keep.
+Incoming = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[list[bytes | LineTooLong]]
+
+
+class Link(Protocol):
+    """A transport as the client sees it (implemented in `transports/`).
+
+    `send` sends one JSON-RPC message; whatever the server sends arrives on `incoming`, which
+    ends when the connection does. Per-request transports (Streamable HTTP) read the answer to
+    a request inside `send` and put it on `incoming` too.
+    """
+
+    @property
+    def incoming(self) -> Incoming:
+        """Frames from the server; the channel ends when the connection does."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The transport's session (HTTP), or None."""
+
+    async def send(self, message: dict[str, Any], *, retry_safe: bool = False) -> None:
+        """Send one message.
+
+        Raises:
+            ConnectionClosed: the connection is gone (with the reason).
+            SessionExpiredError: the HTTP server no longer knows the session.
+            RequestError: the HTTP server refused the request with a JSON-RPC error body.
+            trio.BrokenResourceError: the stream broke; `close_reason` says why.
+        """
+
+    def negotiated(self, version: str) -> None:
+        """Learn the protocol version in use (HTTP sends it in a header)."""
+
+    def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
+        """Learn which arguments of each tool a 2026-07-28 `tools/call` mirrors into headers.
+
+        Args:
+            tools: Tool name -> {lower-cased `Mcp-Param-*` header name: property path}, for
+                every listed tool; it replaces what an earlier call gave.
+
+        Returns:
+            Whether this link mirrors parameters at all (Streamable HTTP does; others ignore
+            the map and return False).
+        """
+
+    async def close_reason(self) -> str:
+        """Why `incoming` ended (may wait briefly, e.g. for a process's exit code)."""
