@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -23,6 +24,9 @@ from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
 #: The newest handshake-era revision and the per-request one: the two the tests speak most.
+#: The repository's root folder.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
 LATEST = "2025-11-25"
 MODERN = "2026-07-28"
 #: The demo server's tools, in registration order.

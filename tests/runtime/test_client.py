@@ -24,7 +24,7 @@ import trio
 
 import demo_tools
 from tests.fixtures import echo_tools
-from tests.helpers import scripted
+from tests.helpers import REPO_ROOT, scripted
 from tests.http_helpers import read_request, serve_bare
 from trio_mcp import (
     CallToolResult,
@@ -44,7 +44,7 @@ from trio_mcp import (
 from trio_mcp._core.server_session import HANDSHAKE_VERSIONS
 from trio_mcp._run import serve_http
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 ECHO_TOOLS = str(FIXTURES / "echo_tools.py")
 CLIENT_TOOLS = str(FIXTURES / "client_tools.py")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO_ROOT
 from trio_mcp._core.versions import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
@@ -16,7 +17,7 @@ from trio_mcp._core.versions import (
     revision,
 )
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "trio_mcp"
+SRC = REPO_ROOT / "src" / "trio_mcp"
 DATE = re.compile(r"20\d\d-\d\d-\d\d")
 
 

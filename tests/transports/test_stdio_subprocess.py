@@ -232,7 +232,7 @@ BAD_LINES: list[tuple[str, bytes, int, Any]] = [
     ),
     ("params-array", b'{"jsonrpc":"2.0","id":5,"method":"ping","params":[1]}', -32602, 5),
     # A notification with by-position params is still a notification: JSON-RPC forbids an
-    # answer, so it is logged, not answered (tests/test_server_e2e.py checks that).
+    # answer, so it is logged, not answered (tests/runtime/test_server_e2e.py checks that).
     (
         "bad-id-params-array",
         b'{"jsonrpc":"2.0","id":true,"method":"ping","params":[]}',

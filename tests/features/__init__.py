@@ -1,0 +1,1 @@
+"""Tests of trio_mcp/_features."""
