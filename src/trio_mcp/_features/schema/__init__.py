@@ -14,7 +14,8 @@ Rule 4: the plain types most tools use (str, int, float, bool, Literal, lists an
         dicts of them, and `X | None`) are compiled straight to pydantic-core, exactly as pydantic
         would compile them, without importing pydantic: loading pydantic and building its
         adapters was a third of a server's start-up. Every other type goes through pydantic.
-        tests/features/test_schema_plain.py checks that both roads give the same schemas and outcomes.
+        tests/features/test_schema_plain.py checks that both roads give the same schemas and
+        outcomes.
 """
 
 from .clean import inline_refs
