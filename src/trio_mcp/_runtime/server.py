@@ -29,7 +29,6 @@ import trio
 
 from .._core.framing import DEFAULT_MAX_LINE_BYTES, LineTooLong
 from .._core.jsonrpc import (
-    INTERNAL_ERROR,
     INVALID_REQUEST,
     ErrorResponse,
     InvalidMessage,
@@ -38,6 +37,7 @@ from .._core.jsonrpc import (
     RequestId,
     Response,
     dumps,
+    encode_or_error,
     error_response,
     parse,
 )
@@ -740,35 +740,29 @@ async def _drain(receive: Frames) -> AsyncIterator[Any]:
 def encode(message: Any) -> bytes | None:
     """Encode an outgoing message; a response that cannot be encoded becomes a -32603 error.
 
-    Returns None for a notification that cannot be encoded (it is logged). Never raises for
-    messages built by this package.
+    Returns None for a notification that cannot be encoded (it is logged). In a batch, each
+    entry is judged on its own. Never raises for messages built by this package.
     """
-    try:
-        return dumps(message)
-    except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
-        if isinstance(message, list):
-            return dumps([m for m in map(_encodable, message) if m is not None])
-        replaced = _encodable(message)
-        return dumps(replaced) if replaced is not None else None
+    if isinstance(message, list):
+        try:
+            return dumps(message)
+        except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
+            frames = [frame for frame in map(_encode_one, message) if frame is not None]
+            return b"[" + b",".join(frames) + b"]"  # as `dumps` writes a list: compact
+    return _encode_one(message)
 
 
-def _encodable(message: dict[str, Any]) -> dict[str, Any] | None:
-    """`message` if it encodes; for a response that does not, an error response in its place.
+def _encode_one(message: dict[str, Any]) -> bytes | None:
+    frame, error = encode_or_error(message, _unencodable)
+    if error is None:
+        return frame
+    logger.error("cannot encode an outgoing message as JSON: %s", error)
+    # A notification is owed no answer, and one under no id would puzzle the client: dropped.
+    return frame if "id" in message else None
 
-    A notification that cannot be encoded is logged and dropped (None).
-    """
-    try:
-        dumps(message)
-    except ValueError as exc:
-        logger.error("cannot encode an outgoing message as JSON: %s", exc)  # noqa: TRY400
-        if "id" not in message:
-            return None
-        return error_response(
-            message["id"],
-            INTERNAL_ERROR,
-            f"Internal error: the response could not be encoded as JSON ({exc})",
-        )
-    return message
+
+def _unencodable(error: ValueError) -> str:
+    return f"Internal error: the response could not be encoded as JSON ({error})"
 
 
 def _wire_error(error: ErrorResponse) -> dict[str, Any]:
