@@ -80,6 +80,15 @@ class _Connection:
         self._changed = trio.Event()  # set whenever `_tasks` drops
 
     async def run(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
+        self.runtime.open()
+        try:
+            await self._serve(receive, task_status)
+        finally:
+            # However the loop ended (end of input, cancellation, a crash), nobody can be
+            # spoken to here any more.
+            self.runtime.end()
+
+    async def _serve(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             task_status.started()
             async with receive:

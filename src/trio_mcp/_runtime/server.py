@@ -28,6 +28,7 @@ from .._features.tools import (
 )
 from .._version import __version__
 from .connection import Frames, serve_frames
+from .hub import SessionHub
 from .invoke import TrioInvoker
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
@@ -89,6 +90,8 @@ class Server:
             page_size=page_size,
             mask_error_details=mask_error_details,
         )
+        #: The sessions open now (not public API): where a broadcast to every client goes.
+        self.hub = SessionHub(self.registry)
 
     # -- registration ---------------------------------------------------------------------------
 

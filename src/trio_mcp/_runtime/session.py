@@ -9,6 +9,9 @@ Rule 2: the server may ask the client too (`SessionRuntime.request`): the sessio
         short shielded scope) and a late answer is dropped; when the input ends, every waiter
         fails with `ConnectionClosed`. Only a connection can carry such requests: over
         Streamable HTTP (one handler per request) `request` refuses, for now.
+Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
+        only then (a per-request session is never opened): the hub is how the server speaks to
+        every live session at once.
 This module knows neither transports nor the `Server` facade: it reads what it needs of its
 server through `SessionOwner`, and is driven by `connection` (channels) or an HTTP transport.
 """
@@ -36,6 +39,7 @@ from .._core.server_session import ServerSession
 from .._dispatch import Dispatcher
 from .._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolError, RequestError
 from .._features.context import NotificationSender
+from .hub import SessionHub
 
 __all__ = ["CANCEL_NOTICE_SECONDS", "MessageSender", "SessionOwner", "SessionRuntime"]
 
@@ -57,6 +61,7 @@ class SessionOwner(Protocol):
     """
 
     dispatcher: Dispatcher
+    hub: SessionHub
     max_in_flight: int
     max_line_bytes: int
     shutdown_grace: float
@@ -99,6 +104,40 @@ class SessionRuntime:
         self._send = send
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._waiters: dict[RequestId, _Waiter] = {}
+
+    def open(self) -> None:
+        """Join the server's hub: the session lasts beyond one request (Rule 3)."""
+        self.server.hub.add(self)
+
+    def end(self) -> None:
+        """The session is over: cancel what still runs and leave the hub (Rule 3)."""
+        self.cancel_all()
+        self.server.hub.discard(self)
+
+    @property
+    def can_notify(self) -> bool:
+        """Whether a message the client did not ask for can reach it now.
+
+        Only over a connection that is still open: a per-request transport (Streamable HTTP)
+        has nowhere to put one outside the answer to a request, for now.
+        """
+        return self._send is not None and self.peer.closed is None
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send the client a notification of the server's own (see `can_notify`).
+
+        Raises:
+            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+        """
+        if self._send is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
+                "send unprompted messages yet"
+            )
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message)
 
     @property
     def in_flight(self) -> int:
