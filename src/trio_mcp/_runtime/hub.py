@@ -2,9 +2,10 @@
 
 Rule 1: a session is in the hub while it can still be spoken to: a channel connection's (stdio,
         memory, legacy SSE) from the start of its loop to its end, however it ends; a
-        Streamable HTTP one from its creation until the session table ends it (DELETE, idle
-        expiry). A session made for one request (stateless mode, 2026-07-28) is never in it:
-        nothing could reach it after its answer.
+        Streamable HTTP one from its `initialize` (the session table takes it in) until the
+        table ends it (DELETE, idle expiry). A session made for one request (stateless mode,
+        2026-07-28) is never in it: nothing could reach it after its answer. Streamable HTTP
+        sessions still in the table when the application stops stay in it: nothing ends them.
 Rule 2: a broadcast goes to every session that can take an unprompted message now, each in a
         task of its own (a slow client does not hold up the others), and ends when all are
         sent. A session that ends meanwhile is skipped or its message dropped; nothing raises.
