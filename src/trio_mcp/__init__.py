@@ -15,10 +15,10 @@ def add(
 Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
 
 1. `_run.serve_stdio` opens `transports/stdio`: the reader takes what stdin has ready as one
-   batch of lines; `_runtime/server._Connection.run` reads the batches.
+   batch of lines; `_runtime/connection._Connection.run` reads the batches.
 2. `_core/jsonrpc.parse` classifies each line (request, notification, response, or an invalid
    message that is still answered).
-3. `_runtime/server.SessionRuntime` admits the request: `_core/server_session` resolves the
+3. `_runtime/session.SessionRuntime` admits the request: `_core/server_session` resolves the
    revision it speaks (`_core/versions`) into a `RequestScope` and marks its id in flight.
 4. `_dispatch.Dispatcher` routes it: `respond_now` answers at once what needs no waiting (an
    `inline=True` tool); anything else runs in a task of its own through `respond`. Both look

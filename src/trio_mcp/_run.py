@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
-from ._runtime.server import Server, SessionRuntime
+from ._runtime.server import Server
+from ._runtime.session import SessionRuntime
 from .transports.stdio import open_stdio_frames, stdout_guard
 
 if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it

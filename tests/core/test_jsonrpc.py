@@ -22,6 +22,7 @@ from trio_mcp._core.jsonrpc import (
     Response,
     classify,
     dumps,
+    encode_or_error,
     error_response,
     loads,
     parse,
@@ -424,3 +425,32 @@ def test_classify_never_raises(value: Any) -> None:
     result = classify(value)
     if isinstance(result, InvalidMessage):
         assert result.error.code in (INVALID_REQUEST, INVALID_PARAMS)
+
+
+ENCODE_CASES = [
+    # (message, expected frame as JSON, whether encoding failed)
+    ({"jsonrpc": "2.0", "id": 1, "result": {}}, {"jsonrpc": "2.0", "id": 1, "result": {}}, False),
+    (
+        {"jsonrpc": "2.0", "id": 7, "result": {"text": "\ud800"}},
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "no JSON form"}},
+        True,
+    ),
+    (  # no id to answer under: the error says so with null
+        {"jsonrpc": "2.0", "method": "n", "params": {"text": "\ud800"}},
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "no JSON form"}},
+        True,
+    ),
+    (
+        [{"jsonrpc": "2.0", "id": 1, "result": "\ud800"}],
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "no JSON form"}},
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "expected", "failed"), ENCODE_CASES)
+def test_encode_or_error(message: Any, expected: Any, *, failed: bool) -> None:
+    frame, error = encode_or_error(message, lambda _: "no JSON form")
+    assert json.loads(frame) == expected
+    assert (error is not None) == failed
+    assert error is None or isinstance(error, ValueError)

@@ -24,7 +24,7 @@ from trio_mcp._core.peer import CANCELLED
 from trio_mcp._core.server_session import RequestScope
 from trio_mcp._exceptions import LocalProtocolError, reraise_lone
 from trio_mcp._runtime.client import open_session
-from trio_mcp._runtime.server import SessionRuntime
+from trio_mcp._runtime.session import SessionRuntime
 from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 

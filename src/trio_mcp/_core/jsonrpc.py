@@ -13,6 +13,7 @@ The codec is pydantic-core's Rust JSON (already a dependency through pydantic); 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
@@ -35,6 +36,7 @@ __all__ = [
     "Response",
     "classify",
     "dumps",
+    "encode_or_error",
     "error_response",
     "is_request_id",
     "json_type",
@@ -135,6 +137,29 @@ def error_response(
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def encode_or_error(
+    message: Any, describe: Callable[[ValueError], str]
+) -> tuple[bytes, ValueError | None]:
+    """Encode an outgoing message; one with no JSON form is answered -32603 in its place.
+
+    A tool's text can hold what JSON cannot carry (a lone surrogate has no UTF-8 form), and a
+    request is still owed an answer: the error goes out under the message's id (None when it
+    has none). What to do with an unencodable notification, and where to log, is the caller's.
+
+    Args:
+        message: The message (or batch) to encode.
+        describe: The -32603 error's message, given why encoding failed.
+
+    Returns:
+        The frame, and the encoding error when the frame is the -32603 error (else None).
+    """
+    try:
+        return dumps(message), None
+    except ValueError as exc:
+        request_id = message.get("id") if isinstance(message, dict) else None
+        return dumps(error_response(request_id, INTERNAL_ERROR, describe(exc))), exc
 
 
 def is_request_id(value: Any) -> TypeGuard[RequestId]:

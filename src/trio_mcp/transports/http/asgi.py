@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import trio
 
-from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
+from ..._core.jsonrpc import INVALID_REQUEST, dumps, encode_or_error, error_response
 
 __all__ = [
     "JSON_HEADER",
@@ -128,12 +128,10 @@ async def cancel_on_disconnect(
 
 def encode(message: Any) -> bytes:
     """`message` as JSON; an answer that cannot be encoded becomes an internal error."""
-    try:
-        return dumps(message)
-    except ValueError as exc:
-        logger.error("cannot encode a response as JSON: %s", exc)  # noqa: TRY400 - no traceback needed
-        request_id = message.get("id") if isinstance(message, dict) else None
-        return dumps(error_response(request_id, -32603, "Internal error: unencodable response"))
+    frame, error = encode_or_error(message, lambda _: "Internal error: unencodable response")
+    if error is not None:
+        logger.error("cannot encode a response as JSON: %s", error)
+    return frame
 
 
 def event(message: Any) -> bytes:

@@ -7,8 +7,10 @@ Rule 2: sessions are bounded: at most `max_sessions` open at once (Streamable HT
         SSE together; past it, 503), and one with nothing running expires after
         `session_idle_timeout`, so a later request naming it gets 404, as the spec prescribes,
         and the client re-initializes. A legacy session never expires while its stream is open.
-Rule 3: a session leaves the table in one place, `end`: its running requests are cancelled,
-        or, for a legacy session, its input is closed so that it finishes what it runs.
+Rule 3: a session enters the table in one place, `add`, which opens it, and leaves it in one
+        place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
+        a legacy session's input is closed so that it finishes what it runs. A session made
+        for one request (stateless, 2026-07-28) never enters the table, so is never opened.
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ class HttpSession(Protocol):
     async def handle(self, message: Any, notify: Notify) -> Any:
         """Handle a decoded message or batch; return the answer (None when nothing is owed)."""
 
-    def cancel_all(self) -> None:
-        """Cancel every request running in this session."""
+    def open(self) -> None:
+        """The session is kept (in the table) until `end`: it is live for the MCP side."""
+
+    def end(self) -> None:
+        """The session is over: cancel every request running in it, and let go of it."""
 
 
 class HttpBackend(Protocol):
@@ -118,6 +123,8 @@ class SessionTable:
     def add(self, sid: str, entry: Entry) -> None:
         """Open a session under `sid`."""
         self._entries[sid] = entry
+        if entry.session is not None:
+            entry.session.open()
 
     def end(self, sid: str) -> None:
         """Close the session `sid`, if it is open (Rule 3)."""
@@ -125,7 +132,7 @@ class SessionTable:
         if entry is None:
             return
         if entry.session is not None:
-            entry.session.cancel_all()
+            entry.session.end()
         if entry.legacy_inbox is not None:
             entry.legacy_inbox.close()
 

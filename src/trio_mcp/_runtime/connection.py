@@ -1,0 +1,264 @@
+"""The connection loop: one session served over a pair of frame channels.
+
+Rule 1: a connection is a stream of frames (one JSON text each) in, and frames out. The runtime
+        never sees bytes of a transport, sockets or subprocesses: transports bring the frames.
+Rule 2: every request that must wait runs in its own task in the connection's nursery (inside
+        the cancel scope its `SessionRuntime` gives it); a cancelled request gets no response.
+        Responses go out as they complete; those answered on the connection's own task go out
+        together once per input batch (one write for a pipelining client's burst).
+Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
+        failing tool is answered and the loop goes on. Only end of input ends it, and then
+        in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
+Rule 4: at most `max_in_flight` requests run at once per connection; past that the reader stops
+        reading (back-pressure) rather than refusing or dropping anything.
+Used by stdio, the in-memory transport and legacy HTTP+SSE (`Server.serve_connection`);
+Streamable HTTP drives a `SessionRuntime` per request instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import trio
+
+from .._core.framing import LineTooLong
+from .._core.jsonrpc import (
+    INVALID_REQUEST,
+    InvalidMessage,
+    Request,
+    dumps,
+    encode_or_error,
+    error_response,
+    parse,
+)
+from .session import SessionOwner, SessionRuntime
+
+#: What a connection reads: frames (one JSON text each), or batches of them in which a
+#: `LineTooLong` stands for a frame that was too long to keep.
+Frames = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[Sequence[bytes | LineTooLong]]
+
+__all__ = ["Frames", "encode", "serve_frames"]
+
+logger = logging.getLogger("trio_mcp")
+
+
+async def serve_frames(
+    server: SessionOwner,
+    receive: Frames,
+    send: trio.abc.SendChannel[bytes],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve one session of `server` over a pair of frame channels until `receive` ends."""
+    await _Connection(server, send).run(receive, task_status)
+
+
+class _Connection:
+    """A session served over a pair of frame channels (see the module rules)."""
+
+    def __init__(self, server: SessionOwner, send: trio.abc.SendChannel[bytes]) -> None:
+        self.server = server
+        self.runtime = SessionRuntime(server, self.send)
+        self._send_channel = send
+        # A memory channel can take a frame without a trip through the scheduler when it has
+        # room; that is most of the time, and it is what lets a batch of calls answered inline
+        # go out without one task switch per response.
+        self._send_nowait: Callable[[bytes], None] | None = getattr(send, "send_nowait", None)
+        # A channel that queues and writes in bulk (stdio's) has `flush`: answers given on this
+        # task are flushed once per input batch; those from request tasks at once.
+        self._flush: Callable[[], Awaitable[None]] | None = getattr(send, "flush", None)
+        self._too_long = encode(
+            error_response(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: message longer than {server.max_line_bytes} bytes; skipped",
+            )
+        )
+        self._tasks = 0  # running request and batch tasks
+        self._changed = trio.Event()  # set whenever `_tasks` drops
+
+    async def run(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
+        self.runtime.open()
+        try:
+            await self._serve(receive, task_status)
+        finally:
+            # However the loop ended (end of input, cancellation, a crash), nobody can be
+            # spoken to here any more.
+            self.runtime.end()
+
+    async def _serve(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async with receive:
+                async for item in _drain(receive):
+                    for frame in (item,) if isinstance(item, bytes | bytearray) else item:
+                        if isinstance(frame, LineTooLong):
+                            await self._send_frame(self._too_long)
+                        else:
+                            await self._frame(frame, nursery)
+                        if self._tasks >= self.server.max_in_flight:
+                            await self._flushed()
+                            while self._tasks >= self.server.max_in_flight:
+                                await self._task_done()
+                    await self._flushed()
+            # Nothing more can arrive, the client's answers included: calls waiting for one
+            # fail now, and may still finish within the grace period.
+            self.runtime.close("the client closed the connection")
+            with trio.move_on_after(self.server.shutdown_grace):
+                while self._tasks:
+                    await self._task_done()
+            if self._tasks:
+                logger.warning("input ended; cancelling %d call(s) still running", self._tasks)
+            nursery.cancel_scope.cancel()
+
+    async def _task_done(self) -> None:
+        await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def send(self, message: Any) -> None:
+        """Send a message from a request task: it goes out now."""
+        await self.reply(message)
+        await self._flushed()
+
+    async def reply(self, message: Any) -> None:
+        """Send a message from the connection's own task: it goes out with its input batch."""
+        frame = encode(message)
+        if frame is not None:
+            await self._send_frame(frame)
+
+    async def _flushed(self) -> None:
+        if self._flush is not None:
+            await self._flush()
+
+    async def _send_frame(self, frame: bytes | None) -> None:
+        assert frame is not None
+        try:
+            if self._send_nowait is not None:
+                try:
+                    self._send_nowait(frame)
+                except trio.WouldBlock:
+                    pass
+                else:
+                    return
+            await self._send_channel.send(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            logger.debug("peer gone; dropped an outgoing message")
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def _frame(self, frame: bytes | bytearray, nursery: trio.Nursery) -> None:
+        messages, is_batch = parse(frame)
+        if is_batch:
+            slots = self.runtime.admit_batch(messages)
+            weight = sum(isinstance(slot, Request) for slot in slots)
+            self._start(nursery, self._batch, slots, weight=max(weight, 1))
+            return
+        message = messages[0]
+        runtime = self.runtime
+        if isinstance(message, Request):
+            # The fast path: answer on the reader's task when no waiting is needed.
+            response = runtime.admit(message) or runtime.answer_now(message)
+            if response is None:
+                runtime.prepare(message)
+                self._start(nursery, self._request, message)
+                return
+            await self.reply(response)
+        elif isinstance(message, InvalidMessage):
+            error = runtime.invalid(message)
+            if error is not None:
+                await self.reply(error)
+        else:
+            runtime.incoming(message)
+
+    def _start(
+        self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any, *, weight: int = 1
+    ) -> None:
+        # `weight`: how many requests the task runs (a batch runs several); `max_in_flight`
+        # counts requests, not tasks.
+        self._tasks += weight
+        nursery.start_soon(self._tracked, fn, arg, weight)
+
+    async def _tracked(self, fn: Callable[[Any], Any], arg: Any, weight: int) -> None:
+        try:
+            await fn(arg)
+        finally:
+            self._tasks -= weight
+            self._changed.set()
+
+    async def _request(self, request: Request) -> None:
+        try:
+            response = await self.runtime.answer(request, self.notify)
+            if response is not None:  # None also when the client cancelled it
+                await self.send(response)
+        finally:
+            self.runtime.release(request.id)
+
+    async def _batch(self, slots: list[Any]) -> None:
+        answered = await self.runtime.run_batch(slots, self.notify)
+        if answered is not None:
+            await self.send(answered)
+
+
+# Items taken from a channel without yielding before one checkpoint: enough to make the
+# scheduler's cost per message small, few enough that other tasks still run every few ms.
+_DRAIN_BATCH: Final = 64
+
+
+async def _drain(receive: Frames) -> AsyncIterator[Any]:
+    """Iterate a channel, taking what is already waiting without a trip through the scheduler.
+
+    `async for` over a trio channel checkpoints on every item; with many frames queued (a
+    pipelining client, an in-process caller) that costs more than handling them. This takes
+    queued items directly and checkpoints once per `_DRAIN_BATCH`, or when it must wait.
+    """
+    receive_nowait = getattr(receive, "receive_nowait", None)
+    taken = 0
+    while True:
+        if receive_nowait is not None and taken < _DRAIN_BATCH:
+            try:
+                item = receive_nowait()
+            except trio.WouldBlock:
+                pass
+            except trio.EndOfChannel:
+                return
+            else:
+                taken += 1
+                yield item
+                continue
+        taken = 0
+        try:
+            item = await receive.receive()
+        except trio.EndOfChannel:
+            return
+        yield item
+
+
+def encode(message: Any) -> bytes | None:
+    """Encode an outgoing message; a response that cannot be encoded becomes a -32603 error.
+
+    Returns None for a notification that cannot be encoded (it is logged). In a batch, each
+    entry is judged on its own. Never raises for messages built by this package.
+    """
+    if isinstance(message, list):
+        try:
+            return dumps(message)
+        except ValueError:  # e.g. a lone surrogate in a tool's text has no UTF-8 form
+            frames = [frame for frame in map(_encode_one, message) if frame is not None]
+            return b"[" + b",".join(frames) + b"]"  # as `dumps` writes a list: compact
+    return _encode_one(message)
+
+
+def _encode_one(message: dict[str, Any]) -> bytes | None:
+    frame, error = encode_or_error(message, _unencodable)
+    if error is None:
+        return frame
+    logger.error("cannot encode an outgoing message as JSON: %s", error)
+    # A notification is owed no answer, and one under no id would puzzle the client: dropped.
+    return frame if "id" in message else None
+
+
+def _unencodable(error: ValueError) -> str:
+    return f"Internal error: the response could not be encoded as JSON ({error})"

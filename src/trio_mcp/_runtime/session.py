@@ -1,0 +1,388 @@
+"""`SessionRuntime`: one MCP session's live state, whatever transport carries it.
+
+Rule 1: every request that must wait runs inside a cancel scope of its own, made before its
+        task starts (so a `notifications/cancelled` read right after the request finds it); a
+        cancelled request gets no response.
+Rule 2: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
+        the request an id of the server's own, and the answer is routed to the waiting task by
+        that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
+        short shielded scope) and a late answer is dropped; when the input ends, every waiter
+        fails with `ConnectionClosed`. Only a connection can carry such requests: over
+        Streamable HTTP (one handler per request) `request` refuses, for now.
+Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
+        only then (a per-request session is never opened): the hub is how the server speaks to
+        every live session at once.
+This module knows neither transports nor the `Server` facade: it reads what it needs of its
+server through `SessionOwner`, and is driven by `connection` (channels) or an HTTP transport.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
+
+import trio
+
+from .._core.jsonrpc import (
+    INVALID_REQUEST,
+    ErrorResponse,
+    InvalidMessage,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    error_response,
+)
+from .._core.peer import Outcome
+from .._core.server_session import ServerSession
+from .._dispatch import Dispatcher
+from .._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolError, RequestError
+from .._features.context import NotificationSender
+from .hub import SessionHub
+
+__all__ = ["CANCEL_NOTICE_SECONDS", "MessageSender", "SessionOwner", "SessionRuntime"]
+
+logger = logging.getLogger("trio_mcp")
+
+# Seconds a cancelled request to the client may spend telling it (shielded from the cancellation
+# that caused it): a local round trip's worth, so a stalled client cannot hold a tool that was
+# told to stop. The client runtime uses the same bound for the same reason.
+CANCEL_NOTICE_SECONDS: Final = 2.0
+
+#: How a runtime puts one message on its connection (None: it has no connection to put it on).
+MessageSender = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class SessionOwner(Protocol):
+    """What a session and its connection read of their server (`Server` is one).
+
+    A protocol, so that the runtime modules need not import the facade, which imports them.
+    """
+
+    dispatcher: Dispatcher
+    hub: SessionHub
+    max_in_flight: int
+    max_line_bytes: int
+    shutdown_grace: float
+
+    def new_session(self) -> ServerSession:
+        """A fresh protocol session for one client."""
+        ...
+
+
+class _Waiter:
+    """A task waiting for the client's answer to one request of the server's."""
+
+    __slots__ = ("done", "outcome")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.outcome: Outcome | None = None  # None once done: the connection ended
+
+
+class SessionRuntime:
+    """The live state of one MCP session, shared by all its requests, whatever the transport.
+
+    A channel transport (stdio, memory, legacy SSE) drives it through `connection`; a
+    per-request transport (Streamable HTTP) calls `handle` once per incoming message. It holds
+    the protocol session, one cancel scope per request in flight, and the tasks waiting for
+    the client's answers to the server's own requests.
+
+    Args:
+        server: The server whose session this is.
+        send: How to put a message on the connection; None for a per-request transport,
+            which cannot carry the server's requests to the client.
+    """
+
+    def __init__(self, server: SessionOwner, send: MessageSender | None = None) -> None:
+        self.server = server
+        self.dispatcher = server.dispatcher
+        self.session = server.new_session()
+        #: The session's two-way bookkeeping: the client's requests and the server's.
+        self.peer = self.session.peer
+        self._send = send
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._waiters: dict[RequestId, _Waiter] = {}
+
+    def open(self) -> None:
+        """Join the server's hub: the session lasts beyond one request (Rule 3)."""
+        self.server.hub.add(self)
+
+    def end(self) -> None:
+        """The session is over: cancel what still runs and leave the hub (Rule 3)."""
+        self.cancel_all()
+        self.server.hub.discard(self)
+
+    @property
+    def can_notify(self) -> bool:
+        """Whether a message the client did not ask for can reach it now.
+
+        Only over a connection that is still open: a per-request transport (Streamable HTTP)
+        has nowhere to put one outside the answer to a request, for now.
+        """
+        return self._send is not None and self.peer.closed is None
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send the client a notification of the server's own (see `can_notify`).
+
+        Raises:
+            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+        """
+        if self._send is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
+                "send unprompted messages yet"
+            )
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests admitted and not yet released."""
+        return self.session.in_flight_count
+
+    def admit(self, request: Request) -> dict[str, Any] | None:
+        """Mark the id in flight; an error response if it is already in use."""
+        try:
+            self.session.begin(request.id)
+        except RemoteProtocolError as exc:
+            return error_response(request.id, exc.code, exc.message)
+        return None
+
+    def prepare(self, request: Request) -> None:
+        """Give an admitted request that must wait its cancel scope.
+
+        Call it before the task that runs the request starts, so that a
+        `notifications/cancelled` read right after the request still finds the scope. (Requests
+        answered by `answer_now` never get one: they cannot be cancelled, being done at once.)
+        """
+        self._scopes[request.id] = trio.CancelScope()
+
+    def release(self, request_id: RequestId) -> None:
+        """Forget a request admitted by `admit`; its id may be used again."""
+        self._scopes.pop(request_id, None)
+        self.session.end(request_id)
+
+    def answer_now(self, request: Request) -> dict[str, Any] | None:
+        """For an admitted request: its response if no waiting is needed (then released)."""
+        response = self.dispatcher.respond_now(self.session, request)
+        if response is not None:
+            self.release(request.id)
+        return response
+
+    async def answer(self, request: Request, notify: NotificationSender) -> dict[str, Any] | None:
+        """Run an admitted request in its own cancel scope; None when the client cancelled it.
+
+        The request stays admitted: the caller releases it once the response is delivered.
+        """
+        scope = self._scopes.get(request.id)
+        if scope is None:
+            self.prepare(request)
+            scope = self._scopes[request.id]
+        with scope:
+            response = await self.dispatcher.respond(self.session, request, notify, self.request)
+        # A call can finish without reaching a checkpoint after its cancellation (an unknown
+        # tool, bad arguments, an async tool that never awaits): it is still not answered.
+        return None if scope.cancel_called else response
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request to the client and wait for its answer (Rule 2).
+
+        Args:
+            method: The JSON-RPC method, e.g. "roots/list".
+            params: Its parameters, or None.
+
+        Returns:
+            The client's `result`.
+
+        Raises:
+            RequestError: when the client answers with a JSON-RPC error.
+            ConnectionClosed: when the connection ended or ends before the answer.
+            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+        """
+        if self._send is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
+                "send requests to the client yet (stdio, in-memory and HTTP+SSE connections can)"
+            )
+        if self.peer.closed is not None:
+            raise ConnectionClosed(self.peer.closed)
+        outgoing = self.peer.start_request(method, params)
+        waiter = self._waiters[outgoing.id] = _Waiter()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": outgoing.id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self._send(message)
+            await waiter.done.wait()
+        finally:
+            del self._waiters[outgoing.id]
+            # Still pending here means nobody will read the answer (the waiter was cancelled):
+            # forget the id, so a late answer is dropped, and tell the client to stop.
+            notice = self.peer.cancel_outbound(outgoing.id, "cancelled by the server")
+            if notice is not None and self.peer.closed is None:
+                await self._send_cancel(notice.params)
+        outcome = waiter.outcome
+        if outcome is None:
+            raise ConnectionClosed(self.peer.closed or "connection closed")
+        if outcome.error is not None:
+            raise RequestError(outcome.error.message, outcome.error.code, outcome.error.data)
+        return outcome.result
+
+    async def _send_cancel(self, params: dict[str, Any] | None) -> None:
+        assert self._send is not None
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
+            await self._send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            )
+
+    def close(self, reason: str) -> None:
+        """The connection ended: every request of the server's still waiting fails (Rule 2).
+
+        Args:
+            reason: Why, for the `ConnectionClosed` each waiter raises.
+        """
+        for request_id in self.peer.close(reason):
+            self._waiters[request_id].done.set()  # no outcome: the waiter raises
+
+    def handle_now(self, request: Request) -> dict[str, Any] | None:
+        """Answer a request completely if that needs no waiting; None if it must go to `handle`.
+
+        For a per-request transport's fast path: a request answered here needs no task, no
+        cancel scope and no channel. One that must wait is left as it came (not admitted).
+        """
+        refused = self.admit(request)
+        if refused is not None:
+            return refused
+        response = self.answer_now(request)  # releases the request when it answers
+        if response is None:
+            self.release(request.id)
+        return response
+
+    async def handle(self, message: Any, notify: NotificationSender) -> Any:
+        """Handle one decoded message (or batch) completely; return what to answer, or None.
+
+        Args:
+            message: A `Message`, an `InvalidMessage`, or a list of them (a batch).
+            notify: Where notifications related to this message's requests go.
+        """
+        if isinstance(message, list):
+            return await self._batch(message, notify)
+        if isinstance(message, Request):
+            refused = self.admit(message)
+            if refused is not None:
+                return refused
+            try:
+                # `answer` runs Dispatcher.respond, which answers at once what needs no waiting.
+                return await self.answer(message, notify)
+            finally:
+                self.release(message.id)
+        if isinstance(message, InvalidMessage):
+            return self.invalid(message)
+        self.incoming(message)
+        return None
+
+    async def _batch(self, messages: list[Any], notify: NotificationSender) -> list[Any] | None:
+        return await self.run_batch(self.admit_batch(messages), notify)
+
+    def admit_batch(self, messages: list[Any]) -> list[Any]:
+        """The synchronous first pass over a batch, run as soon as it is read.
+
+        Admits its requests and gives each its cancel scope (so that a cancellation on the
+        next line finds it), answers invalid entries and takes notifications. A batch longer
+        than the server's `max_in_flight` is refused whole: it would otherwise start that many
+        tasks at once, past the limit that bounds what one client can make the server hold.
+
+        Returns:
+            One slot per message: a `Request` still to run, an answer, or None.
+        """
+        limit = self.server.max_in_flight
+        if len(messages) > limit:
+            return [
+                error_response(
+                    None,
+                    INVALID_REQUEST,
+                    f"Invalid Request: a batch of {len(messages)} messages is over the limit of "
+                    f"{limit}; send fewer at a time",
+                )
+            ]
+        slots: list[Any] = []
+        for message in messages:
+            if isinstance(message, Request):
+                refused = self.admit(message)
+                if refused is None:
+                    self.prepare(message)
+                slots.append(message if refused is None else refused)
+            elif isinstance(message, InvalidMessage):
+                slots.append(self.invalid(message))
+            else:
+                self.incoming(message)
+                slots.append(None)
+        return slots
+
+    async def run_batch(self, slots: list[Any], notify: NotificationSender) -> list[Any] | None:
+        """Run the requests `admit_batch` admitted, concurrently; the batch's answer or None."""
+        responses = list(slots)
+
+        async def one(i: int, request: Request) -> None:
+            try:
+                responses[i] = await self.answer(request, notify)
+            finally:
+                self.release(request.id)
+
+        async with trio.open_nursery() as nursery:
+            for i, slot in enumerate(slots):
+                if isinstance(slot, Request):
+                    responses[i] = None
+                    nursery.start_soon(one, i, slot)
+        answered = [r for r in responses if r is not None]
+        return answered or None  # a batch of notifications only gets no response at all
+
+    @staticmethod
+    def invalid(message: InvalidMessage) -> dict[str, Any] | None:
+        """The error response for an invalid message (None for a malformed notification)."""
+        if message.answer:
+            return _wire_error(message.error)
+        logger.warning("ignored a malformed notification: %s", message.error.message)
+        return None
+
+    def cancel_all(self) -> None:
+        """Cancel every request in flight (the session is ending)."""
+        for scope in self._scopes.values():
+            scope.cancel()
+
+    def incoming(self, message: Notification | Response | ErrorResponse) -> None:
+        """Take a notification or a response from the client."""
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                # The peer ignores malformed params and ids of the wrong type (True / 1.0 would
+                # otherwise hit the request with id 1) and ids not in flight.
+                request_id = self.peer.receive_cancelled(message.params)
+                scope = self._scopes.get(request_id) if request_id is not None else None
+                if scope is not None:
+                    scope.cancel()
+                else:
+                    logger.debug(
+                        "cancellation for unknown or finished request %r",
+                        (message.params or {}).get("requestId"),
+                    )
+            elif message.method == "notifications/initialized":
+                self.session.notify_initialized()
+            else:
+                logger.debug("ignored notification %s", message.method)
+        else:
+            outcome = self.peer.receive_response(message)
+            if outcome is None:
+                logger.warning("ignored a response to unknown request id %r", message.id)
+            else:
+                waiter = self._waiters[outcome.request_id]
+                waiter.outcome = outcome
+                waiter.done.set()
+
+
+def _wire_error(error: ErrorResponse) -> dict[str, Any]:
+    return error_response(error.id, error.code, error.message, error.data)
