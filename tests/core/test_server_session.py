@@ -132,13 +132,6 @@ def test_initialize_bad_params(params: dict[str, Any] | None) -> None:
     assert s.protocol_version is None
 
 
-def test_notify_initialized() -> None:
-    s = session()
-    assert s.initialized_notified is False
-    s.notify_initialized()
-    assert s.initialized_notified is True
-
-
 def test_discover() -> None:
     result = session(instructions="hi").discover()
     assert result == {

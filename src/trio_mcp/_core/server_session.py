@@ -170,7 +170,6 @@ class ServerSession:
         self.client_capabilities: dict[str, Any] = {}
         #: Set by `logging/setLevel`; handshake-era default sends info and above.
         self.log_level: LogLevel | None = "info"
-        self.initialized_notified = False
         #: Requests in flight both ways: the client's (`begin`..`end`) and the server's own.
         self.peer = peer if peer is not None else Peer()
         # The scope of a request with no `_meta`, shared while the session's state holds;
@@ -244,10 +243,6 @@ class ServerSession:
             )
         self.protocol_version = version
         self._plain_scope = None
-
-    def notify_initialized(self) -> None:
-        """Handle `notifications/initialized`."""
-        self.initialized_notified = True
 
     def discover(self) -> dict[str, Any]:
         """Handle `server/discover` (2026-07-28): versions, capabilities, identity."""

@@ -371,7 +371,7 @@ class SessionRuntime:
                         (message.params or {}).get("requestId"),
                     )
             elif message.method == "notifications/initialized":
-                self.session.notify_initialized()
+                pass  # the handshake's last step: `initialize` already settled everything
             else:
                 logger.debug("ignored notification %s", message.method)
         else:
