@@ -20,11 +20,12 @@ Where a `tools/call` goes, over stdio (the package's layers, imports pointing do
    message that is still answered).
 3. `_runtime/session.SessionRuntime` admits the request: `_core/server_session` resolves the
    revision it speaks (`_core/versions`) into a `RequestScope` and marks its id in flight.
-4. `_dispatch.Dispatcher` routes it: `respond_now` answers at once what needs no waiting (an
-   `inline=True` tool); anything else runs in a task of its own through `respond`. Both look
-   the tool up (`_features/tools`), validate the arguments (`_features/schema`), call the
-   function through `_runtime/invoke` (worker thread, limiter, timeout) and turn its value or
-   exception into the result: the one error boundary.
+4. `_dispatch.Dispatcher` routes it. Both of its ways look the tool up (`_features/tools`),
+   validate the arguments (`_features/schema`) and turn the tool's value or exception into
+   the result: the one error boundary. `respond_now` answers at once what needs no waiting
+   (an `inline=True` tool is called right there, on the reader's task); anything else runs in
+   a task of its own through `respond`, which calls the function through `_runtime/invoke`
+   (worker thread, limiter, timeout).
 5. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
    answered for one read of input in one write to stdout.
 
@@ -34,7 +35,6 @@ meets the same `SessionRuntime`; the client half is `_runtime/client` over `tran
 
 from typing import TYPE_CHECKING, Any
 
-from ._core.server_session import SUPPORTED_VERSIONS
 from ._core.types import (
     AudioContent,
     CallToolResult,
@@ -44,6 +44,7 @@ from ._core.types import (
     TextContent,
     ToolAnnotations,
 )
+from ._core.versions import SUPPORTED_VERSIONS
 from ._exceptions import (
     ConnectionClosed,
     LocalProtocolError,
