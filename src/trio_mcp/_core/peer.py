@@ -33,10 +33,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from .._exceptions import LocalProtocolError, RemoteProtocolError
-from .jsonrpc import INVALID_REQUEST, ErrorResponse, Notification, Request, RequestId, Response
+from .jsonrpc import (
+    INVALID_REQUEST,
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    is_request_id,
+)
 
 __all__ = ["CANCELLED", "ErrorDetail", "Outcome", "Peer"]
 
@@ -78,11 +86,6 @@ class Outcome:
         return self.error is None
 
 
-def _is_id(value: object) -> TypeGuard[RequestId]:
-    # bool is a subclass of int and 1.0 == 1: neither may reach a dict lookup (Rule 3).
-    return type(value) is int or isinstance(value, str)
-
-
 class Peer:
     """Which requests are in flight in each direction on one connection.
 
@@ -113,7 +116,7 @@ class Peer:
         Raises:
             RemoteProtocolError: -32600 when the id is already in flight or is no valid id.
         """
-        if not _is_id(request_id):
+        if not is_request_id(request_id):
             raise RemoteProtocolError(
                 f'Invalid Request: "id" must be a string or an integer, got {request_id!r}',
                 INVALID_REQUEST,
@@ -131,7 +134,7 @@ class Peer:
         Args:
             request_id: The request's id; an id not in flight is ignored.
         """
-        if _is_id(request_id):
+        if is_request_id(request_id):
             self._inbound.discard(request_id)
 
     def inbound_in_flight(self, request_id: RequestId) -> bool:
@@ -143,7 +146,7 @@ class Peer:
         Returns:
             True from `begin_inbound` until `end_inbound`.
         """
-        return _is_id(request_id) and request_id in self._inbound
+        return is_request_id(request_id) and request_id in self._inbound
 
     @property
     def inbound_count(self) -> int:
@@ -182,7 +185,7 @@ class Peer:
         Returns:
             True from `start_request` until answered, cancelled or closed.
         """
-        return _is_id(request_id) and request_id in self._pending
+        return is_request_id(request_id) and request_id in self._pending
 
     @property
     def pending_count(self) -> int:
@@ -201,7 +204,7 @@ class Peer:
             id null), for the caller to log and drop.
         """
         request_id = message.id
-        if not _is_id(request_id):
+        if not is_request_id(request_id):
             return None
         method = self._pending.pop(request_id, None)
         if method is None:
@@ -226,7 +229,7 @@ class Peer:
             The `notifications/cancelled` to send; or None when the request was not pending
             (answered already: there is nothing to cancel) or is an `initialize` (Rule 6).
         """
-        if not _is_id(request_id):
+        if not is_request_id(request_id):
             return None
         method = self._pending.pop(request_id, None)
         if method is None or method in _NEVER_CANCELLED:
@@ -249,7 +252,7 @@ class Peer:
             unknown, its request has ended, or the params are malformed).
         """
         request_id = params.get("requestId") if isinstance(params, Mapping) else None
-        if _is_id(request_id) and request_id in self._inbound:
+        if is_request_id(request_id) and request_id in self._inbound:
             return request_id
         return None
 

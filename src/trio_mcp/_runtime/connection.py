@@ -18,7 +18,7 @@ Streamable HTTP drives a `SessionRuntime` per request instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import trio
@@ -33,11 +33,13 @@ from .._core.jsonrpc import (
     error_response,
     parse,
 )
+from .link import Incoming
 from .session import SessionOwner, SessionRuntime
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
-Frames = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[Sequence[bytes | LineTooLong]]
+#: What a connection reads (the client's links deliver the same): see `link.Incoming`.
+Frames = Incoming
 
 __all__ = ["Frames", "encode", "serve_frames"]
 

@@ -11,7 +11,7 @@ Rule 2: the links themselves live in `transports/` and satisfy this protocol str
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import trio
@@ -20,9 +20,10 @@ from .._core.framing import LineTooLong
 
 __all__ = ["Incoming", "Link"]
 
-#: What a link delivers: frames (one JSON text each), or batches of lines read at once in which
-#: a `LineTooLong` stands for a line that was too long to keep.
-Incoming = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[list[bytes | LineTooLong]]
+#: What a channel transport delivers, to a client's link or a server's connection alike:
+#: frames (one JSON text each), or batches of lines read at once in which a `LineTooLong`
+#: stands for a line that was too long to keep.
+Incoming = trio.abc.ReceiveChannel[bytes] | trio.abc.ReceiveChannel[Sequence[bytes | LineTooLong]]
 
 
 class Link(Protocol):

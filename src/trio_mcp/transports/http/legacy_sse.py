@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 
 import trio
 
-from ..._core.jsonrpc import Notification, Request, RequestId, loads, parse
+from ..._core.jsonrpc import Notification, Request, RequestId, is_request_id, loads, parse
 from ..._exceptions import RemoteProtocolError
 from .asgi import (
     SSE_HEADERS,
@@ -174,7 +174,7 @@ def _answered(entry: Entry, frame: bytes) -> None:
 def _settle(entry: Entry, request_id: Any) -> None:
     pending = entry.legacy_pending
     # Only an int or str names a request (True would find the id 1).
-    if pending is None or not (type(request_id) is int or isinstance(request_id, str)):
+    if pending is None or not is_request_id(request_id):
         return
     if pending[request_id] > 0:
         pending[request_id] -= 1
