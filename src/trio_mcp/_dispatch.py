@@ -8,15 +8,20 @@ Rule 2: this is the error boundary. `ToolError` -> `isError` result with its mes
         -32603. `BaseException`s that are not `Exception`s (Cancelled, KeyboardInterrupt) pass.
 Rule 3: no I/O and no event loop here: running a tool (threads, limiters, timeouts) is the
         runtime's `Invoker`, handed in at construction; this module only awaits it.
-Rule 4: requests that need no waiting (initialize, ping, tools/list, setLevel, discover, and
-        calls of `inline=True` tools that take no Context) are answered by `respond_now` on the
-        reader's own task, without spawning one; everything else goes through `respond`.
+Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -32601, and one
+        that a request's revision lacks (2026-07-28 has no initialize, ping or setLevel) is
+        refused by the session's `scope`, which asks the revision table. Routes that need no
+        waiting (initialize, ping, tools/list, setLevel, discover, and calls of `inline=True`
+        tools that take no Context) are answered by `respond_now` on the reader's own task,
+        without spawning one; everything else goes through `respond`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
@@ -37,9 +42,20 @@ __all__ = ["Dispatcher", "Invoker", "ToolTimedOut"]
 
 logger = logging.getLogger("trio_mcp")
 
-_NOW_METHODS: Final = frozenset(
-    {"initialize", "ping", "tools/list", "logging/setLevel", "server/discover"}
-)
+#: Answers a method at once: (session, the request's scope, params) -> the result object.
+AnswerNow = Callable[[ServerSession, RequestScope, dict[str, Any] | None], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How one method is answered.
+
+    Attributes:
+        now: Answers it at once, on the reader's task; None for a method that may wait
+            (`tools/call`: answered by `respond`, unless the tool is inline).
+    """
+
+    now: AnswerNow | None
 
 
 class ToolTimedOut(Exception):  # noqa: N818 - an outcome, reported as a tool error result
@@ -87,29 +103,39 @@ class Dispatcher:
         self.page_size = page_size
         self.mask_error_details = mask_error_details
         self.invoker = invoker
+        #: Every method this dispatcher answers (Rule 4).
+        self.routes: dict[str, Route] = {
+            "initialize": Route(self._initialize),
+            "ping": Route(self._ping),
+            "logging/setLevel": Route(self._set_level),
+            "server/discover": Route(self._discover),
+            "tools/list": Route(self._tools_list),
+            "tools/call": Route(None),
+        }
 
     # -- entry points ---------------------------------------------------------------------------
 
     def respond_now(self, session: ServerSession, request: Request) -> dict[str, Any] | None:
         """The response, if the request can be answered without waiting; else None."""
         method = request.method
-        if method not in _METHODS:
+        route = self.routes.get(method)
+        if route is None:
             return error_response(
                 request.id, METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}
             )
         tool = None
-        if method == "tools/call":
+        if route.now is None:
             tool = self._inline_tool(request)
             if tool is None:
                 return None
         try:
             scope = session.scope(method, request.params)
-            if method == "tools/call":
+            if route.now is None:
                 assert tool is not None
                 return result_response(
                     request.id, self._finish(session, scope, self._call_inline(tool, request))
                 )
-            return result_response(request.id, self._answer_now(session, scope, request))
+            return result_response(request.id, route.now(session, scope, request.params))
         except RemoteProtocolError as exc:
             return error_response(request.id, exc.code, exc.message, exc.data)
         except Exception:
@@ -147,22 +173,35 @@ class Dispatcher:
 
     # -- immediate methods ------------------------------------------------------------------------
 
-    def _answer_now(
-        self, session: ServerSession, scope: RequestScope, request: Request
+    @staticmethod
+    def _initialize(
+        session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
     ) -> dict[str, Any]:
-        method = request.method
-        params = request.params
-        if method == "initialize":
-            return session.initialize(params)
-        if method == "ping":
-            return session.complete(scope, {})
-        if method == "tools/list":
-            return session.complete(scope, self._list_tools(scope, params))
-        if method == "logging/setLevel":
-            session.set_log_level(params)
-            return session.complete(scope, {})
-        assert method == "server/discover", method
+        return session.initialize(params)  # handshake era only: no per-request fields
+
+    @staticmethod
+    def _ping(
+        session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return session.complete(scope, {})
+
+    @staticmethod
+    def _set_level(
+        session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        session.set_log_level(params)
+        return session.complete(scope, {})
+
+    @staticmethod
+    def _discover(
+        session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
         return session.complete(scope, session.discover())
+
+    def _tools_list(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return session.complete(scope, self._list_tools(scope, params))
 
     def _list_tools(self, scope: RequestScope, params: dict[str, Any] | None) -> dict[str, Any]:
         cursor = (params or {}).get("cursor")
@@ -291,7 +330,3 @@ def _downgrade(block: dict[str, Any], known: Revision) -> dict[str, Any]:
             "text": f"[{mime} content not shown: protocol {known.name} has no audio]",
         }
     return block
-
-
-# Every method this dispatcher answers; anything else is -32601.
-_METHODS: Final = _NOW_METHODS | {"tools/call"}
