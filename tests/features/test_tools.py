@@ -23,6 +23,7 @@ from trio_mcp._features.tools import (
     TOOL_NAME_PATTERN,
     Tool,
     ToolMeta,
+    ToolOptions,
     ToolRegistry,
     discover_tools,
     make_raw_tool,
@@ -131,7 +132,10 @@ def test_meta_overrides_defaults_and_arguments_override_meta() -> None:
         3,
     )
     t = make_tool(
-        f, name="arg.name", description="arg description", title="Arg", inline=False, timeout=9
+        f,
+        ToolOptions(
+            name="arg.name", description="arg description", title="Arg", inline=False, timeout=9
+        ),
     )
     assert (t.name, t.description, t.title, t.inline, t.timeout) == (
         "arg.name",
@@ -174,7 +178,7 @@ def test_context_param_recorded() -> None:
 def test_good_names(name: str) -> None:
     def f() -> None: ...
 
-    assert make_tool(f, name=name).name == name
+    assert make_tool(f, ToolOptions(name=name)).name == name
     assert make_raw_tool(name, {"type": "object"}, lambda a: None).name == name
 
 
@@ -197,7 +201,7 @@ def test_bad_names(name: str) -> None:
 
     assert not TOOL_NAME_PATTERN.fullmatch(name)
     with pytest.raises(ToolDefinitionError, match="invalid tool name") as info:
-        make_tool(f, name=name)
+        make_tool(f, ToolOptions(name=name))
     assert "test_bad_names.<locals>.f" in str(info.value)
     with pytest.raises(ToolDefinitionError, match="invalid tool name"):
         make_raw_tool(name, {"type": "object"}, lambda a: None)
@@ -413,7 +417,7 @@ def test_definition_minimal_tool() -> None:
 def test_definition_empty_annotations_left_out() -> None:
     def f() -> None: ...
 
-    t = make_tool(f, annotations=ToolAnnotations())
+    t = make_tool(f, ToolOptions(annotations=ToolAnnotations()))
     assert "annotations" not in t.definition("2025-11-25")
 
 
@@ -443,7 +447,10 @@ RAW_SCHEMA = {
 
 def _raw(schema: dict[str, Any] | None = None) -> Tool:
     return make_raw_tool(
-        "raw", schema or RAW_SCHEMA, lambda arguments: arguments, description="hand-written"
+        "raw",
+        schema or RAW_SCHEMA,
+        lambda arguments: arguments,
+        ToolOptions(description="hand-written"),
     )
 
 
@@ -452,7 +459,11 @@ def test_raw_tool_record() -> None:
         return "x"
 
     t = make_raw_tool(
-        "raw.async", RAW_SCHEMA, handler, title="Raw", output_schema={"type": "object"}, timeout=1
+        "raw.async",
+        RAW_SCHEMA,
+        handler,
+        ToolOptions(title="Raw", timeout=1),
+        output_schema={"type": "object"},
     )
     assert t.compiled is None
     assert t.is_async is True
@@ -544,7 +555,7 @@ def test_raw_tool_bad_schemas(schema: Any, output: Any, fragment: str) -> None:
 def _named(name: str) -> Tool:
     def f() -> None: ...
 
-    return make_tool(f, name=name)
+    return make_tool(f, ToolOptions(name=name))
 
 
 def _registry(n: int) -> ToolRegistry:

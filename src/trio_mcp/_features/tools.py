@@ -25,10 +25,12 @@ from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_
 from .signature import describe_function
 
 __all__ = [
+    "NO_OPTIONS",
     "TOOL_NAME_PATTERN",
     "RawHandler",
     "Tool",
     "ToolMeta",
+    "ToolOptions",
     "ToolRegistry",
     "discover_tools",
     "make_raw_tool",
@@ -42,6 +44,27 @@ _ATTR: Final = "__mcp_tool__"
 
 F = TypeVar("F", bound=Callable[..., Any])
 RawHandler = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """How a registration describes a tool, beyond its function: one record, passed along.
+
+    Every field left None is not given: the function's `@tool` metadata, or the default,
+    applies. `Server.add_tool`, `Server.tool` and `Server.add_raw_tool` take these as keyword
+    arguments and hand them on as this record.
+    """
+
+    name: str | None = None
+    description: str | None = None
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
+    inline: bool | None = None
+    timeout: float | None = None
+
+
+#: No options given: everything comes from the function and its `@tool` metadata.
+NO_OPTIONS: Final = ToolOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,17 +255,8 @@ def _check_name(name: str, where: str) -> None:
         )
 
 
-def make_tool(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    title: str | None = None,
-    annotations: ToolAnnotations | None = None,
-    inline: bool | None = None,
-    timeout: float | None = None,
-) -> Tool:
-    """Introspect a function into a `Tool`; explicit arguments override `@tool` metadata.
+def make_tool(fn: Callable[..., Any], options: ToolOptions = NO_OPTIONS) -> Tool:
+    """Introspect a function into a `Tool`; what `options` gives overrides `@tool` metadata.
 
     Raises:
         ToolDefinitionError: when the function cannot be a tool.
@@ -251,13 +265,13 @@ def make_tool(
         raise ToolDefinitionError(f"{fn!r} is not callable")
     meta = tool_meta(fn) or ToolMeta()
     qualname = getattr(fn, "__qualname__", repr(fn))
-    tool_name = name or meta.name or getattr(fn, "__name__", None)
+    tool_name = options.name or meta.name or getattr(fn, "__name__", None)
     if tool_name is None:
         raise ToolDefinitionError(f"{fn!r} has no __name__; pass name=...")
     _check_name(tool_name, qualname)
     sig = describe_function(fn)
     compiled = compile_signature(qualname, sig)
-    is_inline = meta.inline if inline is None else inline
+    is_inline = meta.inline if options.inline is None else options.inline
     if is_inline and sig.is_async:
         raise ToolDefinitionError(
             f"{qualname} is async: inline=True is for sync functions (async tools always run "
@@ -265,17 +279,21 @@ def make_tool(
         )
     return Tool(
         name=tool_name,
-        description=description or meta.description or sig.summary,
+        description=options.description or meta.description or sig.summary,
         input_schema=compiled.input_schema,
         output_schema=compiled.output_schema,
         fn=fn,
         compiled=compiled,
-        title=title or meta.title,
-        annotations=annotations or meta.annotations,
+        title=options.title or meta.title,
+        annotations=options.annotations or meta.annotations,
         context_param=sig.context_param,
         is_async=sig.is_async,
         inline=is_inline,
-        timeout=_check_timeout(timeout, qualname) if timeout is not None else meta.timeout,
+        timeout=(
+            _check_timeout(options.timeout, qualname)
+            if options.timeout is not None
+            else meta.timeout
+        ),
         param_headers=_check_headers(compiled.input_schema, f"tool {tool_name!r} ({qualname})"),
     )
 
@@ -284,13 +302,9 @@ def make_raw_tool(
     name: str,
     input_schema: dict[str, Any],
     handler: RawHandler | Callable[[dict[str, Any]], Awaitable[Any]],
+    options: ToolOptions = NO_OPTIONS,
     *,
-    description: str | None = None,
-    title: str | None = None,
     output_schema: dict[str, Any] | None = None,
-    annotations: ToolAnnotations | None = None,
-    inline: bool = False,
-    timeout: float | None = None,
 ) -> Tool:
     """A tool from a hand-written JSON Schema and a handler `(arguments: dict) -> result`.
 
@@ -308,16 +322,16 @@ def make_raw_tool(
         )
     return Tool(
         name=name,
-        description=description,
+        description=options.description,
         input_schema=input_schema,
         output_schema=output_schema,
         fn=handler,
         compiled=None,
-        title=title,
-        annotations=annotations,
+        title=options.title,
+        annotations=options.annotations,
         is_async=inspect.iscoroutinefunction(handler),
-        inline=inline,
-        timeout=_check_timeout(timeout, name),
+        inline=bool(options.inline),
+        timeout=_check_timeout(options.timeout, name),
         param_headers=_check_headers(input_schema, f"tool {name!r}"),
     )
 

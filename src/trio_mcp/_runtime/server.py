@@ -21,6 +21,7 @@ from .._dispatch import Dispatcher
 from .._features.tools import (
     RawHandler,
     Tool,
+    ToolOptions,
     ToolRegistry,
     discover_tools,
     make_raw_tool,
@@ -114,15 +115,8 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
-        new = make_tool(
-            fn,
-            name=name,
-            description=description,
-            title=title,
-            annotations=annotations,
-            inline=inline,
-            timeout=timeout,
-        )
+        options = ToolOptions(name, description, title, annotations, inline, timeout)
+        new = make_tool(fn, options)
         self.registry.add(new)
         return new
 
@@ -141,17 +135,10 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
+        options = ToolOptions(name, description, title, annotations, inline, timeout)
 
         def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                description=description,
-                title=title,
-                annotations=annotations,
-                inline=inline,
-                timeout=timeout,
-            )
+            self.registry.add(make_tool(fn, options))
             return fn
 
         return register
@@ -198,17 +185,8 @@ class Server:
         Raises:
             ToolDefinitionError: for a bad name, a non-object schema or a taken name.
         """
-        new = make_raw_tool(
-            name,
-            input_schema,
-            handler,
-            description=description,
-            title=title,
-            output_schema=output_schema,
-            annotations=annotations,
-            inline=inline,
-            timeout=timeout,
-        )
+        options = ToolOptions(None, description, title, annotations, inline, timeout)
+        new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
         self.registry.add(new)
         return new
 
