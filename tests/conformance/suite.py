@@ -19,11 +19,13 @@ import argparse
 import contextlib
 import json
 import os
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -190,31 +192,34 @@ def fixture_server(log: TextIO) -> Iterator[str]:
 
 def _read_url(proc: subprocess.Popen[str], log: TextIO) -> str:
     # The server prints "trio-mcp: serving MCP on http://127.0.0.1:PORT/mcp" once it listens.
-    # Port 0 lets the kernel choose, so two runs on one machine never race for a port.
+    # Port 0 lets the kernel choose, so two runs on one machine never race for a port. A thread
+    # copies every stderr line into the log for the server's whole life (so it never blocks on
+    # a full pipe) and hands the lines over, so that a server that hangs without a word still
+    # fails after the timeout instead of holding the run.
     assert proc.stderr is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump(stream: IO[str]) -> None:
+        for line in stream:
+            log.write(line)
+            lines.put(line)
+        lines.put(None)  # the server closed its stderr: it ended
+
+    threading.Thread(target=pump, args=(proc.stderr,), daemon=True).start()
     deadline = time.monotonic() + SERVER_START_TIMEOUT
-    for line in proc.stderr:
-        log.write(line)
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            break
         found = re.search(r"serving MCP on (\S+)", line)
         if found:
-            # Keep draining stderr into the log so the server never blocks on a full pipe.
-            _drain_in_background(proc.stderr, log)
             return found.group(1)
-        if time.monotonic() > deadline:
-            break
     raise SuiteError(
         f"the fixture server did not start (exit {proc.poll()}); see {_shown(Path(log.name))}"
     )
-
-
-def _drain_in_background(stream: IO[str], log: TextIO) -> None:
-    import threading  # noqa: PLC0415 - only this helper needs it
-
-    def pump() -> None:
-        for line in stream:
-            log.write(line)
-
-    threading.Thread(target=pump, daemon=True).start()
 
 
 def _wait_until_answering(url: str) -> None:

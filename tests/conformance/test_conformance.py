@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +228,47 @@ def test_every_baseline_entry_names_the_issue_it_waits_for() -> None:
         assert re.search(r"\(issue \d+\)", heading), f"{entry}: its group names no issue"
     names = [(role, entry) for role, entry, _ in entries]
     assert len(names) == len(set(names)), "an entry is listed twice"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import time; time.sleep(30)",  # hangs without a word
+        "import sys; print('boom', file=sys.stderr)",  # ends before serving
+    ],
+)
+def test_a_fixture_server_that_never_serves_fails_the_start(
+    script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(suite, "SERVER_START_TIMEOUT", 0.5)
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        with (tmp_path / "server.log").open("w") as log:
+            try:
+                suite._read_url(proc, log)
+            except suite.SuiteError as exc:
+                errors.append(exc)
+
+    try:
+        # The silent server sleeps 30 s: reading its stderr to the end would outlast the join,
+        # which is only a guard against a hang (the start's own timeout here is 0.5 s).
+        reader = threading.Thread(target=start)
+        reader.start()
+        reader.join(timeout=20)
+        assert not reader.is_alive(), "the start waited for the server's stderr to end"
+        assert len(errors) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_fixture_servers_url_is_read_from_its_stderr(tmp_path: Path) -> None:
+    script = "import sys; print('trio-mcp: serving MCP on http://127.0.0.1:9/mcp', file=sys.stderr)"
+    proc = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    try:
+        with (tmp_path / "server.log").open("w") as log:
+            assert suite._read_url(proc, log) == "http://127.0.0.1:9/mcp"
+    finally:
+        proc.wait()
