@@ -155,6 +155,23 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
     assert "Traceback" in caplog.text  # the traceback stays on the client's side, in its log
 
 
+async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Found in review: the send of such an answer failed inside the client and the server's
+    # request got no answer at all, so the tool waited for ever.
+    async def odd(params: dict[str, Any]) -> Any:
+        return {"roots": object()}
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            client._handlers["roots/list"] = odd
+            result = await client.call_tool("ask")
+    assert result.structured is not None
+    assert result.structured["code"] == -32603
+    assert "no JSON form" in result.structured["message"]
+
+
 async def test_methods_without_a_handler_are_still_refused(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -345,6 +362,35 @@ async def test_a_request_after_the_end_fails_at_once() -> None:
     runtime.close("gone")
     with pytest.raises(ConnectionClosed, match="gone"):
         await runtime.request("roots/list")
+
+
+async def test_a_session_that_ends_fails_what_still_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Found in review: a session ended by cancellation or a crash (not by end of input) left a
+    # request to the client waiting for ever, e.g. from a Context kept beyond its call.
+    sent: list[dict[str, Any]] = []
+
+    async def record(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    runtime = SessionRuntime(Server(), record)
+    outcome: list[BaseException] = []
+
+    async def ask() -> None:
+        try:
+            await runtime.request("roots/list")
+        except ConnectionClosed as exc:
+            outcome.append(exc)
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.testing.wait_all_tasks_blocked()
+            assert [message["method"] for message in sent] == ["roots/list"]
+            runtime.end()
+    assert len(outcome) == 1
+    assert "the session ended" in str(outcome[0])
 
 
 async def _never(message: dict[str, Any]) -> None:

@@ -60,6 +60,7 @@ from .._core.jsonrpc import (
     Request,
     RequestId,
     Response,
+    dumps,
     error_response,
     parse,
     result_response,
@@ -76,6 +77,7 @@ from .._exceptions import (
     RequestError,
     SessionExpiredError,
     ToolCallError,
+    TrioMCPError,
     reraise_lone,
 )
 from .._version import __version__
@@ -649,8 +651,19 @@ class Client:
             self._peer.end_inbound(request.id)
 
     async def _reply(self, answer: dict[str, Any]) -> None:
+        # Every server request gets exactly one answer: one whose result has no JSON form
+        # becomes an internal error here, before the send (where it would fail unanswered).
+        try:
+            dumps(answer)
+        except ValueError as exc:
+            logger.error(  # noqa: TRY400 - the reason is enough; the handler's code is not at fault here
+                "the answer to the server's request %r has no JSON form: %s", answer["id"], exc
+            )
+            answer = error_response(
+                answer["id"], INTERNAL_ERROR, f"Internal error: the answer has no JSON form ({exc})"
+            )
         # An answer to a server that has gone has nowhere to go: the reader reports the end.
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(TrioMCPError, trio.BrokenResourceError, trio.ClosedResourceError):
             await self._link.send(answer)
 
     # -- output schemas -----------------------------------------------------------------------

@@ -110,8 +110,11 @@ class SessionRuntime:
         self.server.hub.add(self)
 
     def end(self) -> None:
-        """The session is over: cancel what still runs and leave the hub (Rule 3)."""
+        """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3)."""
         self.cancel_all()
+        # However it ended (end of input, cancellation, a crash), a request the server sent to
+        # the client must not wait for ever; a reason given earlier by `close` is kept.
+        self.close("the session ended")
         self.server.hub.discard(self)
 
     @property
