@@ -9,16 +9,15 @@ import pytest
 from tests.helpers import MODERN
 from trio_mcp import RemoteProtocolError
 from trio_mcp._core.jsonrpc import METHOD_NOT_FOUND
-from trio_mcp._core.server_session import (
+from trio_mcp._core.server_session import RequestScope, ServerSession
+from trio_mcp._core.types import LOG_LEVELS
+from trio_mcp._core.versions import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
-    RequestScope,
-    ServerSession,
 )
-from trio_mcp._core.types import LOG_LEVELS
 
 INFO = {"name": "srv", "version": "1"}
 CAPS = {"tools": {"listChanged": False}, "logging": {}}

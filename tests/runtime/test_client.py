@@ -41,7 +41,7 @@ from trio_mcp import (
     TransportError,
     open_client,
 )
-from trio_mcp._core.server_session import HANDSHAKE_VERSIONS
+from trio_mcp._core.versions import HANDSHAKE_VERSIONS
 from trio_mcp._run import serve_http
 
 ROOT = REPO_ROOT

@@ -28,7 +28,7 @@ from tests.helpers import MODERN, init_params
 from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
 from trio_mcp import Param, RequestError, Server, open_client
-from trio_mcp._core.server_session import HANDSHAKE_VERSIONS
+from trio_mcp._core.versions import HANDSHAKE_VERSIONS
 from trio_mcp._run import http_app
 from trio_mcp.transports.http.headers import decode_value, encode_value
 

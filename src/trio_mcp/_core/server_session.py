@@ -33,8 +33,6 @@ from .types import LOG_LEVELS, LogLevel
 from .versions import (
     HANDSHAKE_ONLY_METHODS,
     HANDSHAKE_VERSIONS,
-    HEADER_MISMATCH,
-    LATEST_HANDSHAKE_VERSION,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -43,12 +41,6 @@ from .versions import (
 
 __all__ = [
     "CACHE_HINTS",
-    "HANDSHAKE_VERSIONS",
-    "HEADER_MISMATCH",
-    "LATEST_HANDSHAKE_VERSION",
-    "MODERN_VERSIONS",
-    "SUPPORTED_VERSIONS",
-    "UNSUPPORTED_PROTOCOL_VERSION",
     "RequestScope",
     "ServerSession",
     "check_request_meta",

@@ -15,8 +15,9 @@ from typing import Any, Final, TypeVar
 import trio
 
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
-from .._core.server_session import SUPPORTED_VERSIONS, ServerSession
+from .._core.server_session import ServerSession
 from .._core.types import ToolAnnotations
+from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import Dispatcher
 from .._features.tools import (
     RawHandler,
