@@ -287,16 +287,17 @@ async def test_back_pressure_runs_everything_with_a_small_in_flight_limit(
         return n
 
     async with open_memory_peer(server) as peer:
+        # Two run, two wait for a slot (the waiting queue holds as many as may run).
         ids = [
             await peer.start_request("tools/call", {"name": "nap", "arguments": {"n": i}})
-            for i in range(6)
+            for i in range(4)
         ]
         got: dict[Any, Any] = {}
-        while len(got) < 6:
+        while len(got) < 4:
             message = await peer.receive()
             got[message["id"]] = message["result"]["structuredContent"]["result"]
     assert sorted(got) == sorted(ids)
-    assert sorted(got.values()) == list(range(6))
+    assert sorted(got.values()) == list(range(4))
     assert peak == 2
 
 
@@ -594,3 +595,71 @@ async def test_open_stdio_frames_raises_a_lone_error_as_itself() -> None:
     with pytest.raises(ValueError, match="from the block"):
         async with open_stdio_frames(read_receive, read_send):
             raise ValueError("from the block")
+
+
+def _hanging_server(**limits: Any) -> tuple[Server, list[str]]:
+    """A server with a tool that never returns and an inline one that records its runs."""
+    server = Server(**limits)
+    ran: list[str] = []
+
+    @server.tool()
+    async def hang() -> str:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    @server.tool()
+    async def record(text: str) -> str:
+        ran.append(text)  # before any checkpoint: it would run even if cancelled on entry
+        return text
+
+    return server, ran
+
+
+async def test_a_call_cancelled_while_it_waits_for_a_slot_never_runs(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, ran = _hanging_server(max_in_flight=1)
+    async with open_memory_peer(server) as peer:
+        running = await peer.start_request("tools/call", {"name": "hang"})
+        waiting = await peer.start_request(
+            "tools/call", {"name": "record", "arguments": {"text": "cancelled"}}
+        )
+        await peer.notify("notifications/cancelled", {"requestId": waiting})
+        await peer.notify("notifications/cancelled", {"requestId": running})
+        after = await peer.call("record", {"text": "after"})
+    assert after["result"]["content"][0]["text"] == "after"
+    assert ran == ["after"]
+    assert [m for m in peer.log if m.get("id") in (running, waiting)] == []
+
+
+async def test_teardown_answers_calls_and_batches_cut_short_but_not_cancelled_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server, _ = _hanging_server(max_in_flight=3, shutdown_grace=1.0)
+    client, server_end = memory_channel_pair()
+    peer = RawPeer(client.send, client.receive)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+            await peer.initialize()
+            call = await peer.start_request("tools/call", {"name": "hang"})
+            cancelled = await peer.start_request("tools/call", {"name": "hang"})
+            await peer.notify("notifications/cancelled", {"requestId": cancelled})
+            batch = [
+                {"jsonrpc": "2.0", "id": "b1", "method": "tools/call", "params": {"name": "hang"}},
+                {"jsonrpc": "2.0", "id": "b2", "method": "ping"},
+            ]
+            await peer.send(batch)
+            held = await peer.start_request("tools/call", {"name": "hang"})  # waits for a slot
+            await peer.close()  # end of input: one second of grace, then the teardown
+            by_id: dict[Any, Any] = {}
+            while len(by_id) < 4:
+                message = await peer.receive()
+                for one in message if isinstance(message, list) else [message]:
+                    by_id[one["id"]] = one
+            nursery.cancel_scope.cancel()
+    assert sorted(by_id, key=str) == sorted([call, held, "b1", "b2"], key=str)
+    for request_id in (call, held, "b1"):
+        assert by_id[request_id]["error"]["code"] == -32000
+        assert "shutting down" in by_id[request_id]["error"]["message"]
+    assert by_id["b2"]["result"] == {}  # the batch's finished part keeps its answer

@@ -518,3 +518,27 @@ async def test_a_duplicate_server_request_id_is_refused_by_the_client(
         }
     ]
     assert stuck.cancelled  # the client's end cancelled the handler still running
+
+
+async def test_a_tool_waiting_on_the_client_at_the_in_flight_limit_still_gets_its_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Defect: the reader stopped at `max_in_flight`, so the answer that would free the slot
+    was never read (a deadlock). Now only new requests wait; the answer gets through."""
+    server = asking_server()
+    server.max_in_flight = 1
+    with trio.fail_after(TIMEOUT):
+        async with open_memory_peer(server) as peer:
+            asking = await peer.start_request("tools/call", {"name": "ask", "arguments": {}})
+            waiting = await peer.start_request(
+                "tools/call", {"name": "echo", "arguments": {"text": "after"}}
+            )
+            question = await peer.receive()
+            assert question["method"] == "roots/list"
+            await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": ROOTS})
+            answers = {}
+            while len(answers) < 2:
+                message = await peer.receive()
+                answers[message["id"]] = message["result"]["content"][0]["text"]
+    assert json.loads(answers[asking]) == ROOTS
+    assert answers[waiting] == "after"

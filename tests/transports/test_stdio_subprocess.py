@@ -540,16 +540,61 @@ async def test_signal_while_idle_exits_cleanly(signum: signal.Signals) -> None:
         peer.check_schema()
 
 
-async def test_sigterm_with_a_call_in_flight_exits_cleanly() -> None:
+async def test_sigterm_answers_the_call_in_flight_then_exits_cleanly() -> None:
     async with open_server() as peer:
         await peer.initialize()
-        await peer.start("tools/call", {"name": BATTLE, "_meta": {"progressToken": 1}})
+        call = await peer.start("tools/call", {"name": BATTLE, "_meta": {"progressToken": 1}})
         await peer.receive()  # first progress notification: the call is running
         peer.process.send_signal(signal.SIGTERM)
         with trio.fail_after(5):
             assert await peer.process.wait() == 0
-        await peer.read_to_eof()
+        rest = await peer.read_to_eof()
         peer.check_schema()
+    answers = [m for m in rest if m.get("id") == call]
+    assert len(answers) == 1  # exactly one answer, though the call never finished
+    assert answers[0]["error"]["code"] == -32000
+    assert "shutting down" in answers[0]["error"]["message"]
+
+
+async def test_calls_past_the_in_flight_limit_do_not_blind_the_reader() -> None:
+    """Defect: stdio stopped reading once `max_in_flight` calls ran; cancellations, pings and
+    end of input behind them were never read, and the process never exited."""
+    async with open_server(echo_command("tight_server")) as peer:
+        await peer.initialize()
+        calls = [await peer.start("tools/call", {"name": "hang"}) for _ in range(3)]
+        for call in calls:  # two run, one waits for a slot: all three are cancelled
+            await peer.notify("notifications/cancelled", {"requestId": call})
+        pong = await peer.request("ping")
+        assert await peer.finish() == 0  # finish() bounds the exit by its timeout
+    assert pong["result"] == {}
+    assert [m for m in peer.received if m.get("id") in calls] == []  # cancelled: no answers
+
+
+async def test_end_of_input_answers_calls_still_running_after_the_grace_period() -> None:
+    async with open_server(echo_command("tight_server")) as peer:
+        await peer.initialize()
+        calls = [await peer.start("tools/call", {"name": "hang"}) for _ in range(3)]
+        await peer.ping_answers()
+        assert await peer.finish() == 0
+    answers = {m["id"]: m for m in peer.received if m.get("id") in calls}
+    assert sorted(answers) == sorted(calls)  # the two running and the one waiting
+    assert {m["error"]["code"] for m in answers.values()} == {-32000}
+    assert "input ended; cancelling 3 call(s)" in peer.stderr.decode()
+
+
+async def test_a_call_that_finds_the_waiting_queue_full_is_answered_busy_at_once() -> None:
+    async with open_server(echo_command("tight_server")) as peer:
+        await peer.initialize()
+        calls = [await peer.start("tools/call", {"name": "hang"}) for _ in range(5)]
+        busy = await peer.response(calls[4])  # 2 running, 2 waiting: the fifth is refused
+        await peer.ping_answers()
+        for call in calls[:4]:
+            await peer.notify("notifications/cancelled", {"requestId": call})
+        echoed = await peer.call("echo", {"text": "room again"})
+        assert await peer.finish() == 0
+    assert busy["error"]["code"] == -32000
+    assert "Server busy" in busy["error"]["message"]
+    assert echoed["result"]["content"][0]["text"] == "room again"
 
 
 async def test_no_input_stops_the_server() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "SERVER_UNAVAILABLE",
     "ErrorResponse",
     "InvalidMessage",
     "Message",
@@ -50,6 +51,9 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
+#: In JSON-RPC's range for implementation-defined server errors: the server cannot answer the
+#: request (it is shutting down) or cannot take it now (too many requests wait already).
+SERVER_UNAVAILABLE: Final = -32000
 
 RequestId = int | str
 

@@ -9,8 +9,18 @@ Rule 2: every request that must wait runs in its own task in the connection's nu
 Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
         failing tool is answered and the loop goes on. Only end of input ends it, and then
         in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
-Rule 4: at most `max_in_flight` requests run at once per connection; past that the reader stops
-        reading (back-pressure) rather than refusing or dropping anything.
+Rule 4: the reader never stops reading. At most `max_in_flight` requests run at once per
+        connection; requests past that wait in a queue bounded by the same count and by
+        `HELD_BYTES` of frames, and one that finds the queue full is answered at once with
+        `SERVER_UNAVAILABLE` ("server busy"). Everything else (cancellations, the client's
+        answers to the server's own requests, pings, end of input) is handled as it arrives,
+        so back-pressure can never blind the server to what would free it.
+Rule 5: exactly one response per request, shutdown included: a request still running or
+        waiting when the connection is torn down (the grace period ran out, or the server was
+        told to stop) is answered with `SERVER_UNAVAILABLE` ("server shutting down"), unless the
+        client cancelled it. Those last answers get `FINAL_ANSWER_SECONDS` to go out. (A
+        response whose own send was cut short by the teardown is not sent twice: with the
+        output that congested, it may be lost.)
 Used by stdio, the in-memory transport and legacy HTTP+SSE (`Server.serve_connection`);
 Streamable HTTP drives a `SessionRuntime` per request instead.
 """
@@ -18,6 +28,7 @@ Streamable HTTP drives a `SessionRuntime` per request instead.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
@@ -26,7 +37,9 @@ import trio
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
     INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
     InvalidMessage,
+    Notification,
     Request,
     dumps,
     encode_or_error,
@@ -34,16 +47,24 @@ from .._core.jsonrpc import (
     parse,
 )
 from .link import Incoming
-from .session import SessionOwner, SessionRuntime
+from .session import CANCEL_NOTICE_SECONDS, SessionOwner, SessionRuntime, batch_answer
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
 #: What a connection reads (the client's links deliver the same): see `link.Incoming`.
 Frames = Incoming
 
-__all__ = ["Frames", "encode", "serve_frames"]
+__all__ = ["FINAL_ANSWER_SECONDS", "HELD_BYTES", "Frames", "encode", "serve_frames"]
 
 logger = logging.getLogger("trio_mcp")
+
+# Bytes of request frames that may wait for a free slot (Rule 4), beside the count bound of
+# `max_in_flight`: four of the default 16 MiB lines, like the four default-sized request bodies
+# an HTTP server buffers per connection before it stops reading.
+HELD_BYTES: Final = 64 * 1024 * 1024
+# Seconds the answers owed at teardown (Rule 5) get to go out: as long as a cancelled request
+# to the client may take to say so, for the same reason (a stalled client cannot hold us).
+FINAL_ANSWER_SECONDS: Final = CANCEL_NOTICE_SECONDS
 
 
 async def serve_frames(
@@ -78,20 +99,30 @@ class _Connection:
                 f"Invalid Request: message longer than {server.max_line_bytes} bytes; skipped",
             )
         )
-        self._tasks = 0  # running request and batch tasks
+        self._tasks = 0  # requests running (a batch task counts its requests)
         self._changed = trio.Event()  # set whenever `_tasks` drops
+        # Tasks waiting for a slot (Rule 4): (function, argument, requests, frame bytes).
+        self._held: deque[tuple[Callable[[Any], Any], Any, int, int]] = deque()
+        self._held_requests = 0
+        self._held_bytes = 0
+        self._owed: list[Any] = []  # answers owed at teardown (Rule 5)
+        self._nursery: trio.Nursery | None = None
 
     async def run(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
         self.runtime.open()
         try:
             await self._serve(receive, task_status)
         finally:
-            # However the loop ended (end of input, cancellation, a crash), nobody can be
-            # spoken to here any more.
-            self.runtime.end()
+            try:
+                await self._pay_what_is_owed()
+            finally:
+                # However the loop ended (end of input, cancellation, a crash), nobody can be
+                # spoken to here any more.
+                self.runtime.end()
 
     async def _serve(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             task_status.started()
             async with receive:
                 async for item in _drain(receive):
@@ -100,20 +131,53 @@ class _Connection:
                             await self._send_frame(self._too_long)
                         else:
                             await self._frame(frame, nursery)
-                        if self._tasks >= self.server.max_in_flight:
-                            await self._flushed()
-                            while self._tasks >= self.server.max_in_flight:
-                                await self._task_done()
                     await self._flushed()
             # Nothing more can arrive, the client's answers included: calls waiting for one
             # fail now, and may still finish within the grace period.
             self.runtime.close("the client closed the connection")
             with trio.move_on_after(self.server.shutdown_grace):
-                while self._tasks:
+                while self._tasks or self._held:
                     await self._task_done()
-            if self._tasks:
-                logger.warning("input ended; cancelling %d call(s) still running", self._tasks)
+            if self._tasks or self._held:
+                logger.warning(
+                    "input ended; cancelling %d call(s) still running or waiting",
+                    self._tasks + self._held_requests,
+                )
             nursery.cancel_scope.cancel()
+
+    async def _pay_what_is_owed(self) -> None:
+        """Answer every request torn down unanswered (Rule 5), within a short bound."""
+        while self._held:
+            fn, arg, _, _ = self._held.popleft()
+            if fn == self._request:
+                self._owe(arg)
+            else:
+                slots = arg
+                self._owe_batch(slots)
+        if not self._owed:
+            return
+        logger.warning("answered %d request(s) cut short: server shutting down", len(self._owed))
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + FINAL_ANSWER_SECONDS
+            for message in self._owed:
+                await self.reply(message)
+            await self._flushed()
+        self._owed.clear()
+
+    def _owe(self, request: Request) -> None:
+        if not self.runtime.was_cancelled(request.id):
+            self._owed.append(_shutting_down(request))
+        self.runtime.release(request.id)
+
+    def _owe_batch(self, slots: list[Any]) -> None:
+        for i, slot in enumerate(slots):
+            if isinstance(slot, Request):
+                cancelled = self.runtime.was_cancelled(slot.id)
+                slots[i] = None if cancelled else _shutting_down(slot)
+                self.runtime.release(slot.id)
+        answer = batch_answer(slots)
+        if answer is not None:
+            self._owed.append(answer)
 
     async def _task_done(self) -> None:
         await self._changed.wait()
@@ -156,7 +220,7 @@ class _Connection:
         if is_batch:
             slots = self.runtime.admit_batch(messages)
             weight = sum(isinstance(slot, Request) for slot in slots)
-            self._start(nursery, self._batch, slots, weight=max(weight, 1))
+            await self._start(nursery, self._batch, slots, weight=max(weight, 1), size=len(frame))
             return
         message = messages[0]
         runtime = self.runtime
@@ -165,7 +229,7 @@ class _Connection:
             response = runtime.admit(message) or runtime.answer_now(message)
             if response is None:
                 runtime.prepare(message)
-                self._start(nursery, self._request, message)
+                await self._start(nursery, self._request, message, size=len(frame))
                 return
             await self.reply(response)
         elif isinstance(message, InvalidMessage):
@@ -174,14 +238,80 @@ class _Connection:
                 await self.reply(error)
         else:
             runtime.incoming(message)
+            if self._held and isinstance(message, Notification):
+                self._drop_cancelled_held()
 
-    def _start(
-        self, nursery: trio.Nursery, fn: Callable[[Any], Any], arg: Any, *, weight: int = 1
+    async def _start(
+        self,
+        nursery: trio.Nursery,
+        fn: Callable[[Any], Any],
+        arg: Any,
+        *,
+        weight: int = 1,
+        size: int = 0,
     ) -> None:
         # `weight`: how many requests the task runs (a batch runs several); `max_in_flight`
-        # counts requests, not tasks.
-        self._tasks += weight
-        nursery.start_soon(self._tracked, fn, arg, weight)
+        # counts requests, not tasks. `size`: the bytes of the frame it came in.
+        if self._tasks < self.server.max_in_flight and not self._held:
+            self._tasks += weight
+            nursery.start_soon(self._tracked, fn, arg, weight)
+        elif (
+            self._held_requests + weight <= self.server.max_in_flight
+            and self._held_bytes + size <= HELD_BYTES
+        ):
+            self._held.append((fn, arg, weight, size))
+            self._held_requests += weight
+            self._held_bytes += size
+        else:
+            refusal = self._refuse(fn, arg)
+            if refusal is not None:
+                await self.reply(refusal)
+
+    def _refuse(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """Answer a request that found the waiting queue full (Rule 4), at once."""
+        limit = self.server.max_in_flight
+
+        def busy(request: Request) -> dict[str, Any]:
+            self.runtime.release(request.id)
+            return error_response(
+                request.id,
+                SERVER_UNAVAILABLE,
+                f"Server busy: {limit} requests are running and {self._held_requests} wait "
+                "already; send it again once some are answered",
+            )
+
+        if fn == self._request:
+            return busy(arg)
+        return batch_answer([busy(s) if isinstance(s, Request) else s for s in arg])
+
+    def _release_held(self) -> None:
+        """Start what waits for a slot, as far as the slots allow (Rule 4)."""
+        nursery = self._nursery
+        assert nursery is not None
+        while self._held and self._tasks < self.server.max_in_flight:
+            fn, arg, weight, size = self._held.popleft()
+            self._held_requests -= weight
+            self._held_bytes -= size
+            if fn == self._request and self.runtime.was_cancelled(arg.id):
+                # Cancelled while it waited: it never runs (an inline tool would run to its
+                # end before seeing the cancellation) and is owed nothing.
+                self.runtime.release(arg.id)
+                continue
+            self._tasks += weight
+            nursery.start_soon(self._tracked, fn, arg, weight)
+
+    def _drop_cancelled_held(self) -> None:
+        """Forget waiting requests the client cancelled: they never run and free their place."""
+        kept: deque[tuple[Callable[[Any], Any], Any, int, int]] = deque()
+        for entry in self._held:
+            fn, arg, weight, size = entry
+            if fn == self._request and self.runtime.was_cancelled(arg.id):
+                self.runtime.release(arg.id)
+                self._held_requests -= weight
+                self._held_bytes -= size
+            else:
+                kept.append(entry)
+        self._held = kept
 
     async def _tracked(self, fn: Callable[[Any], Any], arg: Any, weight: int) -> None:
         try:
@@ -189,19 +319,46 @@ class _Connection:
         finally:
             self._tasks -= weight
             self._changed.set()
+            if self._held and not self._torn_down():
+                self._release_held()
+
+    def _torn_down(self) -> bool:
+        # What still waits then is answered by `_pay_what_is_owed`, not started to be cancelled.
+        return self._nursery is None or self._nursery.cancel_scope.cancel_called
 
     async def _request(self, request: Request) -> None:
+        # `answer` ends quietly when the client cancels; anything it raises (the teardown's
+        # Cancelled, bare or in a group from a nursery inside) leaves the request owed.
+        answered = False
         try:
             response = await self.runtime.answer(request, self.notify)
+            answered = True
             if response is not None:  # None also when the client cancelled it
                 await self.send(response)
         finally:
+            if not answered:
+                self._owe(request)
             self.runtime.release(request.id)
 
     async def _batch(self, slots: list[Any]) -> None:
-        answered = await self.runtime.run_batch(slots, self.notify)
+        filled = False
+        try:
+            await self.runtime.fill_batch(slots, self.notify)
+            filled = True
+        finally:
+            if not filled:
+                self._owe_batch(slots)
+        answered = batch_answer(slots)
         if answered is not None:
             await self.send(answered)
+
+
+def _shutting_down(request: Request) -> dict[str, Any]:
+    return error_response(
+        request.id,
+        SERVER_UNAVAILABLE,
+        "Server shutting down: the request was stopped before it was answered",
+    )
 
 
 # Items taken from a channel without yielding before one checkpoint: enough to make the

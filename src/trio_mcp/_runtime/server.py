@@ -58,8 +58,10 @@ class Server:
         mask_error_details: Hide the type and message of unexpected tool exceptions from
             clients (they are still logged).
         max_line_bytes: Largest message accepted on line-framed transports.
-        max_in_flight: Requests run at once per connection before reading pauses.
-        shutdown_grace: Seconds in-flight calls may take to finish after the input ends.
+        max_in_flight: Requests run at once per connection; as many more may wait for a
+            slot, and a request past those is answered -32000 ("server busy") at once.
+        shutdown_grace: Seconds in-flight calls may take to finish after the input ends; those
+            still running then are answered -32000 ("server shutting down").
         versions: Protocol revisions accepted, newest first.
     """
 

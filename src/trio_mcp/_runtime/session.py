@@ -41,7 +41,13 @@ from .._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolEr
 from .._features.context import NotificationSender
 from .hub import SessionHub
 
-__all__ = ["CANCEL_NOTICE_SECONDS", "MessageSender", "SessionOwner", "SessionRuntime"]
+__all__ = [
+    "CANCEL_NOTICE_SECONDS",
+    "MessageSender",
+    "SessionOwner",
+    "SessionRuntime",
+    "batch_answer",
+]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -329,21 +335,34 @@ class SessionRuntime:
 
     async def run_batch(self, slots: list[Any], notify: NotificationSender) -> list[Any] | None:
         """Run the requests `admit_batch` admitted, concurrently; the batch's answer or None."""
-        responses = list(slots)
+        await self.fill_batch(slots, notify)
+        return batch_answer(slots)
+
+    async def fill_batch(self, slots: list[Any], notify: NotificationSender) -> None:
+        """Run the requests among `slots` concurrently, each slot taking its request's answer.
+
+        A slot still holding its `Request` afterwards was not answered (the batch was cancelled
+        from outside: the caller decides what it is owed); None is a request the client
+        cancelled, which is owed nothing.
+        """
 
         async def one(i: int, request: Request) -> None:
             try:
-                responses[i] = await self.answer(request, notify)
+                slots[i] = await self.answer(request, notify)
             finally:
+                if slots[i] is request and self.was_cancelled(request.id):
+                    slots[i] = None  # cut short, but the client cancelled it: owed nothing
                 self.release(request.id)
 
         async with trio.open_nursery() as nursery:
             for i, slot in enumerate(slots):
                 if isinstance(slot, Request):
-                    responses[i] = None
                     nursery.start_soon(one, i, slot)
-        answered = [r for r in responses if r is not None]
-        return answered or None  # a batch of notifications only gets no response at all
+
+    def was_cancelled(self, request_id: RequestId) -> bool:
+        """Whether the client cancelled this admitted request (it is then owed no answer)."""
+        scope = self._scopes.get(request_id)
+        return scope is not None and scope.cancel_called
 
     @staticmethod
     def invalid(message: InvalidMessage) -> dict[str, Any] | None:
@@ -385,6 +404,12 @@ class SessionRuntime:
                 waiter = self._waiters[outcome.request_id]
                 waiter.outcome = outcome
                 waiter.done.set()
+
+
+def batch_answer(slots: list[Any]) -> list[Any] | None:
+    """A filled batch's answer: its responses, or None when it had only notifications."""
+    answered = [slot for slot in slots if slot is not None]
+    return answered or None  # a batch of notifications only gets no response at all
 
 
 def _wire_error(error: ErrorResponse) -> dict[str, Any]:
