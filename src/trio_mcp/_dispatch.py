@@ -35,7 +35,7 @@ from ._core.server_session import RequestScope, ServerSession
 from ._core.versions import Revision, revision
 from ._exceptions import RemoteProtocolError, ToolError
 from ._features.context import Context, NotificationSender, Requester
-from ._features.schema import ArgumentsInvalid
+from ._features.schema import ArgumentsInvalid, ResultInvalid
 from ._features.tools import Tool, ToolRegistry
 
 __all__ = ["Dispatcher", "Invoker", "ToolTimedOut"]
@@ -300,6 +300,9 @@ class Dispatcher:
     def _result(self, tool: Tool, value: Any) -> dict[str, Any]:
         try:
             return tool.to_result(value)
+        except ResultInvalid as exc:
+            logger.warning("tool %s: %s", tool.name, exc)
+            return _error_result(f"Tool {tool.name} returned an invalid result: {exc}")
         except Exception as exc:
             logger.exception("tool %s returned a value that cannot be serialized", tool.name)
             return _error_result(

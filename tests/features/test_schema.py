@@ -26,7 +26,13 @@ from trio_mcp import (
     TextContent,
     ToolDefinitionError,
 )
-from trio_mcp._features.schema import ArgumentsInvalid, CompiledTool, compile_signature, inline_refs
+from trio_mcp._features.schema import (
+    ArgumentsInvalid,
+    CompiledTool,
+    ResultInvalid,
+    compile_signature,
+    inline_refs,
+)
 from trio_mcp._features.signature import describe_function
 
 
@@ -1019,9 +1025,10 @@ def test_to_result(fn: Callable[..., Any], value: Any, expected: dict[str, Any])
     assert compiled(fn).to_result(value) == expected
 
 
-def test_float_nan_text_mirror_is_valid_json() -> None:
-    result = compiled(r_float).to_result(math.nan)
-    assert result["content"] == [{"type": "text", "text": "null"}]
+def test_a_float_nan_result_is_refused_not_mirrored_as_null() -> None:
+    # Was {"result": null} with a "null" text mirror, against an outputSchema requiring a number.
+    with pytest.raises(ResultInvalid, match="is NaN"):
+        compiled(r_float).to_result(math.nan)
 
 
 @pytest.mark.parametrize(

@@ -663,3 +663,25 @@ async def test_teardown_answers_calls_and_batches_cut_short_but_not_cancelled_on
         assert by_id[request_id]["error"]["code"] == -32000
         assert "shutting down" in by_id[request_id]["error"]["message"]
     assert by_id["b2"]["result"] == {}  # the batch's finished part keeps its answer
+
+
+async def test_non_finite_numbers_never_reach_a_structured_result() -> None:
+    """Defect: `calculator.add` with 1e400 (valid JSON) or "NaN" answered
+    `structuredContent: {"result": null}`, breaking its own outputSchema."""
+    async with open_memory_peer(demo_tools.build_server()) as peer:
+        await peer.send_raw(
+            b'{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":'
+            b'"calculator.add","arguments":{"a":1e400,"b":1}}}'
+        )
+        big = await peer.receive()
+        nan = await peer.call("calculator.add", {"a": "NaN", "b": 1})
+        overflow = await peer.call("calculator.add", {"a": 1e308, "b": 1e308})
+    for answer in (big, nan, overflow):
+        assert answer["result"]["isError"] is True
+        assert "structuredContent" not in answer["result"]
+    assert "a: expected a finite number" in big["result"]["content"][0]["text"]
+    assert "a: expected a finite number" in nan["result"]["content"][0]["text"]
+    assert overflow["result"]["content"][0]["text"] == (
+        "Tool calculator.add returned an invalid result: structuredContent.result is Infinity, "
+        "which JSON cannot carry (it would arrive as null)"
+    )

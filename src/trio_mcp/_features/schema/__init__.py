@@ -20,12 +20,13 @@ Rule 4: the plain types most tools use (str, int, float, bool, Literal, lists an
 
 from .clean import inline_refs
 from .compile import CompiledTool, ResultMode, compile_signature
-from .errors import ArgumentsInvalid, describe_json
+from .errors import ArgumentsInvalid, ResultInvalid, describe_json
 from .plain import plain_type
 
 __all__ = [
     "ArgumentsInvalid",
     "CompiledTool",
+    "ResultInvalid",
     "ResultMode",
     "compile_signature",
     "describe_json",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -45,7 +46,7 @@ from ..._core.types import CONTENT_BLOCK_TYPES, CallToolResult
 from ..._exceptions import ToolDefinitionError
 from ..signature import ParamSpec, Signature
 from .clean import inline_refs, strip_titles
-from .errors import ArgumentsInvalid, explain
+from .errors import ArgumentsInvalid, ResultInvalid, explain, non_finite_path
 from .plain import plain_input, plain_type
 
 __all__ = ["CompiledTool", "ResultMode", "compile_signature"]
@@ -120,6 +121,12 @@ class CompiledTool:
         # object is structured as it is, like an annotated model or dataclass.
         wrap = mode == "wrapped" or not isinstance(data, dict)
         structured = {"result": data} if wrap else data
+        # JSON has no NaN or infinity; an encoder would write null where a number is required.
+        kind = type(data)
+        if kind is dict or kind is list or (kind is float and not math.isfinite(data)):
+            bad = non_finite_path(structured, "structuredContent")
+            if bad is not None:
+                raise ResultInvalid(f"{bad}, which JSON cannot carry (it would arrive as null)")
         text = data if isinstance(data, str) else to_json(data, inf_nan_mode="null").decode()
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
@@ -186,7 +193,12 @@ def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[An
     # A TypedDict rather than a model: validation returns a plain dict of only the keys given,
     # so the function's own defaults apply to what was left out.
     arguments = TypedDict("arguments", fields)  # type: ignore[misc]
-    arguments.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    # NaN and infinities are refused unless a parameter admits them (`Field(allow_inf_nan=True)`):
+    # 1e400 is valid JSON that overflows to infinity, and "NaN" coerces in lax mode, but no JSON
+    # result can carry either back.
+    arguments.__pydantic_config__ = ConfigDict(  # type: ignore[attr-defined]
+        extra="forbid", allow_inf_nan=False
+    )
     try:
         return TypeAdapter(arguments)
     except PydanticUserError:

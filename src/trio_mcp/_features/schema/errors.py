@@ -7,6 +7,7 @@ Rule: one line per problem: the field's path in the arguments, what was expected
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from pydantic_core import PydanticSerializationError, ValidationError, to_json
 
 from ..._core.jsonrpc import json_type
 
-__all__ = ["ArgumentsInvalid", "describe_json", "explain"]
+__all__ = ["ArgumentsInvalid", "ResultInvalid", "describe_json", "explain", "non_finite_path"]
 
 
 class ArgumentsInvalid(Exception):  # noqa: N818 - an outcome, not a fault of ours
@@ -26,8 +27,41 @@ class ArgumentsInvalid(Exception):  # noqa: N818 - an outcome, not a fault of ou
         self.lines = lines
 
 
+class ResultInvalid(ValueError):  # noqa: N818 - an outcome, not a fault of ours
+    """A function's result has no faithful JSON form under its output schema; says where."""
+
+
+def non_finite_path(data: Any, prefix: str = "result") -> str | None:
+    """Where a JSON-able value holds NaN or an infinity (JSON has neither), and which; or None.
+
+    Returns:
+        E.g. "result.scores[2] is NaN"; None when every number is finite.
+
+    JSON encoders write such a number as `null`, which a schema requiring a number refuses: a
+    structured result carrying one would break its own `outputSchema`.
+    """
+    stack: list[tuple[str, Any]] = [(prefix, data)]
+    while stack:
+        path, value = stack.pop()
+        if type(value) is float:
+            if math.isnan(value):
+                return f"{path} is NaN"
+            if value in (_INF, -_INF):
+                return f"{path} is {'-' if value < 0 else ''}Infinity"
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None
+
+
+_INF = float("inf")
+
+
 def describe_json(value: Any, limit: int = 60) -> str:
     """A short JSON rendering of a received value, with its JSON type."""
+    if type(value) is float and not math.isfinite(value):  # 1e400 in JSON arrives as inf
+        return f"{'NaN' if math.isnan(value) else 'a number too large for a float'} (number)"
     try:
         text = to_json(value, inf_nan_mode="null").decode()
     except PydanticSerializationError:

@@ -108,7 +108,12 @@ def plain_input(
             prop = {**prop, "examples": list(p.examples)}
         props[p.name] = dict(sorted(prop.items()))
     config = cs.CoreConfig(title="arguments", extra_fields_behavior="forbid")
-    validator = SchemaValidator(cs.typed_dict_schema(fields, extra_behavior="forbid"), config)
+    # As the pydantic road's config: no NaN or infinities in arguments (compile._adapter_for).
+    # It belongs on the schema: a validator's own config does not reach the fields.
+    finite = cs.CoreConfig(allow_inf_nan=False)
+    validator = SchemaValidator(
+        cs.typed_dict_schema(fields, extra_behavior="forbid", config=finite), config
+    )
     schema: dict[str, Any] = {"additionalProperties": False, "properties": props}
     required = [p.name for p in params if p.required]
     if required:
