@@ -123,7 +123,7 @@ class CompiledTool:
         structured = {"result": data} if wrap else data
         # JSON has no NaN or infinity; an encoder would write null where a number is required.
         kind = type(data)
-        if kind is dict or kind is list or (kind is float and not math.isfinite(data)):
+        if kind is dict or kind is list or (isinstance(data, float) and not math.isfinite(data)):
             bad = non_finite_path(structured, "structuredContent")
             if bad is not None:
                 raise ResultInvalid(f"{bad}, which JSON cannot carry (it would arrive as null)")
