@@ -28,6 +28,8 @@ from trio_mcp import (
 from trio_mcp.transports import memory_channel_pair
 
 BATTLE = "wh40k.battle_simulation"
+#: The one revision with JSON-RPC batches; tests that send batches speak it.
+BATCHES = "2025-03-26"
 
 
 def responses(log: list[Any]) -> dict[Any, Any]:
@@ -244,7 +246,8 @@ async def test_context_exposes_request_and_client() -> None:
 
 
 async def test_batch_in_memory_mixes_answers_and_skips_notifications() -> None:
-    async with open_memory_peer(demo_tools.build_server()) as peer:
+    async with open_memory_peer(demo_tools.build_server(), initialize=False) as peer:
+        await peer.initialize(BATCHES)
         await peer.send(
             [
                 {
@@ -263,7 +266,7 @@ async def test_batch_in_memory_mixes_answers_and_skips_notifications() -> None:
         pong = await peer.request("ping")  # nothing was sent for the notification-only batch
     assert isinstance(batch, list)
     by_id = {m["id"]: m for m in batch}
-    assert by_id["a"]["result"]["structuredContent"] == {"result": 3.0}
+    assert by_id["a"]["result"]["content"] == [{"type": "text", "text": "3.0"}]
     assert by_id[7]["error"]["code"] == -32601
     assert by_id[None]["error"]["code"] == -32600
     assert len(batch) == 3
@@ -436,7 +439,8 @@ async def test_unencodable_result_is_answered_with_an_error() -> None:
     async def surrogate() -> str:
         return "\ud800"
 
-    async with open_memory_peer(server) as peer:
+    async with open_memory_peer(server, initialize=False) as peer:
+        await peer.initialize(BATCHES)
         response = await peer.call("surrogate")
         await peer.send(
             [
@@ -505,7 +509,8 @@ async def test_cancellation_wins_even_when_the_call_never_checkpoints() -> None:
 async def test_cancellation_reaches_a_request_inside_a_batch(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with open_memory_peer(demo_tools.build_server()) as peer:
+    async with open_memory_peer(demo_tools.build_server(), initialize=False) as peer:
+        await peer.initialize(BATCHES)
         batch = [
             {"jsonrpc": "2.0", "id": "in-batch", "method": "tools/call", "params": {"name": BATTLE}}
         ]
@@ -523,7 +528,8 @@ async def test_cancellation_reaches_a_request_inside_a_batch(
 
 
 async def test_a_batch_over_the_in_flight_limit_is_refused_whole() -> None:
-    async with open_memory_peer(Server(max_in_flight=2)) as peer:
+    async with open_memory_peer(Server(max_in_flight=2), initialize=False) as peer:
+        await peer.initialize(BATCHES)
         await peer.send([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)])
         refused = await peer.receive()
         await peer.send([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2)])
@@ -615,6 +621,21 @@ def _hanging_server(**limits: Any) -> tuple[Server, list[str]]:
     return server, ran
 
 
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", None])
+async def test_batches_outside_2025_03_26_are_refused_whole(version: str | None) -> None:
+    async with open_memory_peer(demo_tools.build_server(), initialize=False) as peer:
+        if version is not None:
+            await peer.initialize(version)
+        await peer.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+        [refused] = await peer.receive()
+        pong = await peer.request("ping")  # one by one, the same request is answered
+    assert refused["id"] is None
+    assert refused["error"]["code"] == -32600
+    assert "batches are part of MCP 2025-03-26 only" in refused["error"]["message"]
+    assert (version or "no version is negotiated") in refused["error"]["message"]
+    assert pong["result"] == {}
+
+
 async def test_a_call_cancelled_while_it_waits_for_a_slot_never_runs(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -641,7 +662,7 @@ async def test_teardown_answers_calls_and_batches_cut_short_but_not_cancelled_on
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve_connection, server_end.receive, server_end.send)
-            await peer.initialize()
+            await peer.initialize(BATCHES)
             call = await peer.start_request("tools/call", {"name": "hang"})
             cancelled = await peer.start_request("tools/call", {"name": "hang"})
             await peer.notify("notifications/cancelled", {"requestId": cancelled})

@@ -899,16 +899,28 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
     None
 ):
     async with serve() as served:
-        client = await session(served)
+        client = await session(served, "2025-03-26")  # the one revision with batches
         bad_origin = await served.http.post(
             served.url, headers={**client.headers(), "origin": "http://[::1"}, content=b"{}"
         )
         batch = await served.http.post(
             served.url, headers=client.headers(), content=b'[1, {"jsonrpc": "2.0", "method": 5}]'
         )
+        latest = await session(served)
+        refused = await served.http.post(
+            served.url,
+            headers=latest.headers(),
+            content=b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+        )
     assert bad_origin.status_code == 403
     assert batch.status_code == 200
     assert [m["error"]["code"] for m in batch.json()] == [-32600, -32600]
+    # 2025-11-25 has no batches: one error for the whole array, naming the revision that has.
+    assert refused.status_code == 200
+    [whole] = refused.json()
+    assert whole["id"] is None
+    assert whole["error"]["code"] == -32600
+    assert "batches are part of MCP 2025-03-26 only" in whole["error"]["message"]
     narrow = Server(versions=("2025-11-25",))
     async with serve(narrow, stateless=True) as served:
         response = await served.http.post(

@@ -31,6 +31,7 @@ from .meta import SERVER_INFO, progress_token
 from .peer import Peer
 from .types import LOG_LEVELS, LogLevel
 from .versions import (
+    BATCH_VERSIONS,
     HANDSHAKE_ONLY_METHODS,
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
@@ -220,6 +221,23 @@ class ServerSession:
         if self.instructions:
             result["instructions"] = self.instructions
         return result
+
+    def check_batch(self) -> None:
+        """Whether this session may take a JSON-RPC batch: only under a revision that has them.
+
+        Raises:
+            RemoteProtocolError: -32600 naming the revisions with batches, when the session
+                speaks another or has not negotiated one yet (`initialize` is never batched).
+        """
+        version = self.protocol_version
+        if version is not None and revision(version).batches:
+            return
+        speaks = f"this session speaks {version}" if version else "no version is negotiated yet"
+        raise RemoteProtocolError(
+            f"Invalid Request: JSON-RPC batches are part of MCP {', '.join(BATCH_VERSIONS)} "
+            f"only, and {speaks}; send the messages one by one",
+            INVALID_REQUEST,
+        )
 
     def adopt(self, version: str) -> None:
         """Act as if `initialize` had negotiated `version` (stateless HTTP: no handshake).

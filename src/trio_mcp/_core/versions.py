@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "BATCH_VERSIONS",
     "HANDSHAKE_ONLY_METHODS",
     "HANDSHAKE_VERSIONS",
     "HEADER_MISMATCH",
@@ -46,6 +47,8 @@ class Revision:
         progress_message: A `message` in progress notifications (since 2025-03-26).
         structured: `structuredContent`, `outputSchema`, tool `title` and `resource_link`
             content blocks (since 2025-06-18).
+        batches: JSON-RPC batches (arrays of messages): 2025-03-26 only (its changelog added
+            them, 2025-06-18's removed them; no other revision's schema has a batch type).
     """
 
     name: str
@@ -54,6 +57,7 @@ class Revision:
     audio: bool
     progress_message: bool
     structured: bool
+    batches: bool
 
     @property
     def handshake(self) -> bool:
@@ -62,12 +66,12 @@ class Revision:
 
 
 _TABLE: Final = (
-    # name          per_request  annotations  audio  progress_msg  structured
-    Revision("2026-07-28", True, True, True, True, True),
-    Revision("2025-11-25", False, True, True, True, True),
-    Revision("2025-06-18", False, True, True, True, True),
-    Revision("2025-03-26", False, True, True, True, False),
-    Revision("2024-11-05", False, False, False, False, False),
+    # name          per_request  annotations  audio  progress_msg  structured  batches
+    Revision("2026-07-28", True, True, True, True, True, False),
+    Revision("2025-11-25", False, True, True, True, True, False),
+    Revision("2025-06-18", False, True, True, True, True, False),
+    Revision("2025-03-26", False, True, True, True, False, True),
+    Revision("2024-11-05", False, False, False, False, False, False),
 )
 _BY_NAME: Final = {row.name: row for row in _TABLE}
 
@@ -82,6 +86,8 @@ SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 #: The revision a Streamable HTTP server assumes for a request with no MCP-Protocol-Version
 #: header (spec 2025-06-18 and later, transports: "the server SHOULD assume 2025-03-26").
 HTTP_DEFAULT_VERSION: Final = "2025-03-26"
+#: Revisions that have JSON-RPC batches (see `Revision.batches`).
+BATCH_VERSIONS: Final = tuple(row.name for row in _TABLE if row.batches)
 #: Requests that only handshake-era revisions define (2026-07-28 changelog).
 HANDSHAKE_ONLY_METHODS: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 

@@ -302,13 +302,19 @@ class SessionRuntime:
         """The synchronous first pass over a batch, run as soon as it is read.
 
         Admits its requests and gives each its cancel scope (so that a cancellation on the
-        next line finds it), answers invalid entries and takes notifications. A batch longer
+        next line finds it), answers invalid entries and takes notifications. A batch in a
+        session whose revision has no batches (all but 2025-03-26) is refused whole, with one
+        -32600 error. A batch longer
         than the server's `max_in_flight` is refused whole: it would otherwise start that many
         tasks at once, past the limit that bounds what one client can make the server hold.
 
         Returns:
             One slot per message: a `Request` still to run, an answer, or None.
         """
+        try:
+            self.session.check_batch()
+        except RemoteProtocolError as exc:
+            return [error_response(None, exc.code, exc.message)]
         limit = self.server.max_in_flight
         if len(messages) > limit:
             return [
