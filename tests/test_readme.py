@@ -69,3 +69,59 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     assert len(commands) == 2
     assert "demo_tools" in commands[0]
     assert commands[1].startswith("bash .ci/run")
+
+
+def fuller_example_source() -> str:
+    match = re.search(r"```python\n(# planner\.py\n.*?)```", README.read_text(), re.DOTALL)
+    assert match, "README lost its planner.py example"
+    return match.group(1)
+
+
+async def test_the_fuller_example_plans_reports_progress_and_refuses_bad_squads(
+    tmp_path: Path,
+) -> None:
+    import importlib.util  # noqa: PLC0415 - only this test loads a module from a file
+
+    from trio_mcp import Progress, open_client  # noqa: PLC0415
+
+    (tmp_path / "planner.py").write_text(fuller_example_source())
+    spec = importlib.util.spec_from_file_location("readme_planner", tmp_path / "planner.py")
+    assert spec is not None
+    assert spec.loader is not None
+    planner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(planner)
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    def on_progress(update: Progress) -> None:
+        progress.append((update.progress, update.total, update.message))
+
+    squads = [
+        {"name": "Tactical", "models": 10, "faction": "Space Marines"},
+        {"name": "Boyz", "models": 20, "faction": "Orks"},
+    ]
+    async with open_client(planner.server) as client:
+        [listed] = await client.list_tools()
+        result = await client.call_tool("planner.plan", {"squads": squads}, progress=on_progress)
+        empty = await client.call_tool("planner.plan", {"squads": []})
+        bad = await client.call_tool(
+            "planner.plan", {"squads": [{**squads[0], "models": 0}], "rounds": 3}
+        )
+    assert listed.title == "Plan a battle"
+    assert listed.input_schema["required"] == ["squads"]
+    assert result.structured == {
+        "squads": 2,
+        "total_models": 30,
+        "advice": "Hold the centre for 5 rounds",
+    }
+    assert progress == [(1, 2, "placed Tactical"), (2, 2, "placed Boyz")]
+    assert empty.is_error
+    assert empty.text == "Give at least one squad"
+    assert bad.is_error
+    assert "squads[0].models: expected greater than or equal to 1; got 0 (integer)" in bad.text
+
+
+def test_relative_links_in_the_readme_and_docs_resolve() -> None:
+    root = README.parent
+    for page in [README, *sorted((root / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
