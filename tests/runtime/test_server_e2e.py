@@ -25,6 +25,8 @@ from trio_mcp import (
     ToolError,
     tool,
 )
+from trio_mcp._core.jsonrpc import Notification, Request
+from trio_mcp._runtime.session import SessionRuntime
 from trio_mcp.transports import memory_channel_pair
 
 BATTLE = "wh40k.battle_simulation"
@@ -706,3 +708,31 @@ async def test_non_finite_numbers_never_reach_a_structured_result() -> None:
         "Tool calculator.add returned an invalid result: structuredContent.result is Infinity, "
         "which JSON cannot carry (it would arrive as null)"
     )
+
+
+async def test_shut_down_answers_requests_running_and_still_to_come() -> None:
+    """What a per-request transport (Streamable HTTP) relies on at shutdown."""
+    server, _ = _hanging_server()
+    runtime = SessionRuntime(server)
+    runtime.session.adopt("2025-11-25")
+    answers: dict[Any, Any] = {}
+
+    async def ask(request_id: Any) -> None:
+        call = Request(request_id, "tools/call", {"name": "hang"})
+        answers[request_id] = await runtime.handle(call, _no_notify)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "running")
+        nursery.start_soon(ask, "cancelled")
+        await trio.testing.wait_all_tasks_blocked()
+        runtime.incoming(Notification("notifications/cancelled", {"requestId": "cancelled"}))
+        runtime.shut_down()
+    await ask("late")
+    assert answers["cancelled"] is None  # the client's cancellation still means no answer
+    for request_id in ("running", "late"):
+        assert answers[request_id]["error"]["code"] == -32000
+        assert "shutting down" in answers[request_id]["error"]["message"]
+
+
+async def _no_notify(method: str, params: dict[str, Any]) -> None:
+    raise AssertionError(f"unexpected notification {method}")

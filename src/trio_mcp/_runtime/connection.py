@@ -47,7 +47,13 @@ from .._core.jsonrpc import (
     parse,
 )
 from .link import Incoming
-from .session import CANCEL_NOTICE_SECONDS, SessionOwner, SessionRuntime, batch_answer
+from .session import (
+    CANCEL_NOTICE_SECONDS,
+    SessionOwner,
+    SessionRuntime,
+    batch_answer,
+    shutting_down,
+)
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
@@ -166,14 +172,14 @@ class _Connection:
 
     def _owe(self, request: Request) -> None:
         if not self.runtime.was_cancelled(request.id):
-            self._owed.append(_shutting_down(request))
+            self._owed.append(shutting_down(request))
         self.runtime.release(request.id)
 
     def _owe_batch(self, slots: list[Any]) -> None:
         for i, slot in enumerate(slots):
             if isinstance(slot, Request):
                 cancelled = self.runtime.was_cancelled(slot.id)
-                slots[i] = None if cancelled else _shutting_down(slot)
+                slots[i] = None if cancelled else shutting_down(slot)
                 self.runtime.release(slot.id)
         answer = batch_answer(slots)
         if answer is not None:
@@ -351,14 +357,6 @@ class _Connection:
         answered = batch_answer(slots)
         if answered is not None:
             await self.send(answered)
-
-
-def _shutting_down(request: Request) -> dict[str, Any]:
-    return error_response(
-        request.id,
-        SERVER_UNAVAILABLE,
-        "Server shutting down: the request was stopped before it was answered",
-    )
 
 
 # Items taken from a channel without yielding before one checkpoint: enough to make the

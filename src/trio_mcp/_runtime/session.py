@@ -26,6 +26,7 @@ import trio
 
 from .._core.jsonrpc import (
     INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
     ErrorResponse,
     InvalidMessage,
     Notification,
@@ -47,6 +48,7 @@ __all__ = [
     "SessionOwner",
     "SessionRuntime",
     "batch_answer",
+    "shutting_down",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -110,6 +112,9 @@ class SessionRuntime:
         self._send = send
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._waiters: dict[RequestId, _Waiter] = {}
+        # Requests `shut_down` cut short: they are answered "server shutting down", not dropped.
+        self._cut: set[RequestId] = set()
+        self._shutting_down = False
 
     def open(self) -> None:
         """Join the server's hub: the session lasts beyond one request (Rule 3)."""
@@ -191,11 +196,32 @@ class SessionRuntime:
         if scope is None:
             self.prepare(request)
             scope = self._scopes[request.id]
+        if self._shutting_down:
+            self._cut.add(request.id)
+            scope.cancel()
         with scope:
             response = await self.dispatcher.respond(self.session, request, notify, self.request)
+        if not scope.cancel_called:
+            return response
+        if request.id in self._cut:
+            self._cut.discard(request.id)
+            return shutting_down(request)
         # A call can finish without reaching a checkpoint after its cancellation (an unknown
         # tool, bad arguments, an async tool that never awaits): it is still not answered.
-        return None if scope.cancel_called else response
+        return None
+
+    def shut_down(self) -> None:
+        """Stop every request running or still to come, each answered "server shutting down".
+
+        For transports whose requests end with their own answers (Streamable HTTP): they are
+        cut short through their cancel scopes and still answered, exactly once. A request the
+        client had cancelled already stays unanswered.
+        """
+        self._shutting_down = True
+        for request_id, scope in self._scopes.items():
+            if not scope.cancel_called:
+                self._cut.add(request_id)
+                scope.cancel()
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Send a request to the client and wait for its answer (Rule 2).
@@ -410,6 +436,15 @@ class SessionRuntime:
                 waiter = self._waiters[outcome.request_id]
                 waiter.outcome = outcome
                 waiter.done.set()
+
+
+def shutting_down(request: Request) -> dict[str, Any]:
+    """The answer of a request the server stopped before it finished (it is shutting down)."""
+    return error_response(
+        request.id,
+        SERVER_UNAVAILABLE,
+        "Server shutting down: the request was stopped before it was answered",
+    )
 
 
 def batch_answer(slots: list[Any]) -> list[Any] | None:
