@@ -218,7 +218,7 @@ def test_py_typed_is_in_the_package() -> None:
     assert (PACKAGE_DIR / "py.typed").is_file()
 
 
-def test_py_typed_ships_in_the_wheel(tmp_path: Path) -> None:
+def test_py_typed_and_the_schemas_ship_in_the_wheel(tmp_path: Path) -> None:
     builders = pytest.importorskip(
         "hatchling.builders.wheel", reason="hatchling (the build backend) is not installed"
     )
@@ -232,6 +232,11 @@ def test_py_typed_ships_in_the_wheel(tmp_path: Path) -> None:
     assert "trio_mcp/py.typed" in names
     assert "trio_mcp/__init__.py" in names
     assert "demo_tools/__init__.py" in names
+    # trio_mcp.testing checks messages against these: the package must not need tests/.
+    schemas = {n for n in names if n.startswith("trio_mcp/testing/schema/")}
+    assert {f"trio_mcp/testing/schema/{v}/schema.json" for v in trio_mcp.SUPPORTED_VERSIONS} | {
+        "trio_mcp/testing/schema/SOURCE.md"
+    } == schemas
 
 
 # -- sans-IO core ---------------------------------------------------------------------------------
