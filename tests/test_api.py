@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import trio_mcp
+import trio_mcp.testing
 from tests.helpers import python_json
 
 PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
@@ -74,7 +75,10 @@ FORBIDDEN = frozenset(
 
 
 def _exports() -> list[tuple[str, Any]]:
-    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__]
+    """The package's public names, and those of the public `trio_mcp.testing` kit."""
+    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__] + [
+        (f"testing.{name}", getattr(trio_mcp.testing, name)) for name in trio_mcp.testing.__all__
+    ]
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
@@ -162,6 +166,7 @@ def test_all_has_no_duplicates() -> None:
 
 def test_all_is_sorted() -> None:
     assert list(trio_mcp.__all__) == sorted(trio_mcp.__all__, key=_isort_key)
+    assert list(trio_mcp.testing.__all__) == sorted(trio_mcp.testing.__all__, key=_isort_key)
 
 
 def test_star_import_gives_exactly_all() -> None:

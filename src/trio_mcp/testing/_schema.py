@@ -255,11 +255,26 @@ def _check_one(
         )
         _check(message, version, "JSONRPCMessage", what)
         union = unions[sender]
-        specific = _methods(version, union).get(method) if isinstance(method, str) else None
+        known = _methods(version, union)
+        specific = known.get(method) if isinstance(method, str) else None
         if specific is not None:
             _check(message, version, specific, what)
         elif has_definition(version, union):
-            _check(message, version, union, what)
+            try:
+                _check(message, version, union, what)
+            except SchemaViolationError as exc:
+                # The union's own error lists every alternative; the method is what is wrong.
+                raise SchemaViolationError(
+                    f"{what} does not match {union} of MCP {version}: {method!r} is not "
+                    f"one of its methods ({', '.join(sorted(known))})\n"
+                    f"  schema: {version}/schema.json#/{_definitions_key(version)}/{union}\n"
+                    f"  message: {json.dumps(message, default=repr)[:_SHOWN_CHARS]}",
+                    message=message,
+                    version=version,
+                    definition=union,
+                    schema_path=f"#/{_definitions_key(version)}/{union}",
+                    instance_path="method",
+                ) from exc
         return
     if "error" in message:
         what = f"{who} error response{context}{request_id}"
