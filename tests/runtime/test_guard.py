@@ -16,6 +16,7 @@ import trio
 
 import trio_mcp.testing
 from demo_tools import build_server
+from tests.helpers import python_json
 from trio_mcp import (
     Server,
     TrioMCPError,
@@ -109,3 +110,28 @@ def test_outside_any_event_loop_the_error_says_so() -> None:
             step.send(None)
     finally:
         step.close()
+
+
+# Once trio_asyncio is imported, `asyncio.run` runs its coroutine on a loop that drives trio: a
+# trio run is active there, but the caller is an asyncio task all the same. In a fresh process,
+# because the import changes asyncio for the whole process.
+_UNDER_TRIO_ASYNCIO = """
+import asyncio, json
+import trio_asyncio
+import trio_mcp.testing
+from trio_mcp import Server, TrioRequiredError
+
+async def main():
+    async with trio_mcp.testing.connect(Server("s")):
+        pass
+
+try:
+    asyncio.run(main())
+except TrioRequiredError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+def test_asyncio_run_is_asyncio_even_when_trio_asyncio_drives_it() -> None:
+    message = python_json(_UNDER_TRIO_ASYNCIO)
+    assert message.startswith("trio_mcp.testing.connect was called from asyncio")

@@ -18,23 +18,26 @@ __all__ = ["require_trio"]
 
 
 def require_trio(entry: str) -> None:
-    """Return if a trio run is active in this thread; else raise `TrioRequiredError`.
+    """Return if this code runs in a trio task; else raise `TrioRequiredError`.
 
     Args:
         entry: The public name that was called, for the message.
 
     Raises:
-        TrioRequiredError: when no trio run is active (asyncio's, say, or none at all).
+        TrioRequiredError: when an asyncio task runs this code, or no trio run is active.
     """
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        pass
+    if _in_asyncio_task():
+        found = "asyncio (directly or through anyio's asyncio backend)"
     else:
-        return
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            found = "outside any trio run"
+        else:
+            return
     raise TrioRequiredError(
-        f"{entry} was called from {_what_runs()}, but trio-mcp runs under trio. In pytest, run "
-        "the test under trio: with pytest-trio, set `trio_mode = true` in the pytest "
+        f"{entry} was called from {found}, but trio-mcp runs under trio. In pytest, run the "
+        "test under trio: with pytest-trio, set `trio_mode = true` in the pytest "
         "configuration or mark the test `@pytest.mark.trio`; with anyio's pytest plugin, give "
         'it an `anyio_backend` fixture that returns "trio". Outside tests, start the program '
         "with `trio.run(main)`; from asyncio code, use trio-mcp in a thread of its own "
@@ -42,14 +45,15 @@ def require_trio(entry: str) -> None:
     )
 
 
-def _what_runs() -> str:
-    # asyncio is looked up, not imported: if nobody imported it, no asyncio loop runs.
+def _in_asyncio_task() -> bool:
+    # The task, not the loop: inside an open trio-asyncio loop a trio task sees a running
+    # asyncio loop but no asyncio task; and once trio_asyncio is imported, `asyncio.run` runs
+    # its coroutine on a loop that drives trio, so a trio token exists there too and only the
+    # asyncio task tells. asyncio is looked up, not imported: unimported, it runs nothing.
     asyncio = sys.modules.get("asyncio")
-    if asyncio is not None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            return "asyncio (directly or through anyio's asyncio backend)"
-    return "outside any trio run"
+    if asyncio is None:
+        return False
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no asyncio loop runs in this thread
+        return False
