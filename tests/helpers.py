@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import trio
 
@@ -134,6 +135,33 @@ def python_json(script: str, *args: str) -> Any:
         timeout=60,
     )
     return json.loads(proc.stdout)
+
+
+def run_pytest(folder: Path, *args: str) -> dict[str, tuple[str, str]]:
+    """Run pytest on `folder` in a fresh interpreter, as a user's suite would run.
+
+    Returns:
+        "module::test" -> (outcome, message): "passed", "failed", "error" or "skipped",
+        with the failure's message ("" when it passed).
+    """
+    report = folder / "report.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", *args],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    outcomes: dict[str, tuple[str, str]] = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                message = child.get("message", "")
+                break
+        outcomes[f"{case.get('classname')}::{case.get('name')}"] = (outcome, message)
+    return outcomes
 
 
 def demo_command() -> list[str]:

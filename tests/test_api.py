@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import trio_mcp
+import trio_mcp.testing
 from tests.helpers import python_json
 
 PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
@@ -74,7 +75,10 @@ FORBIDDEN = frozenset(
 
 
 def _exports() -> list[tuple[str, Any]]:
-    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__]
+    """The package's public names, and those of the public `trio_mcp.testing` kit."""
+    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__] + [
+        (f"testing.{name}", getattr(trio_mcp.testing, name)) for name in trio_mcp.testing.__all__
+    ]
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
@@ -162,6 +166,7 @@ def test_all_has_no_duplicates() -> None:
 
 def test_all_is_sorted() -> None:
     assert list(trio_mcp.__all__) == sorted(trio_mcp.__all__, key=_isort_key)
+    assert list(trio_mcp.testing.__all__) == sorted(trio_mcp.testing.__all__, key=_isort_key)
 
 
 def test_star_import_gives_exactly_all() -> None:
@@ -218,7 +223,7 @@ def test_py_typed_is_in_the_package() -> None:
     assert (PACKAGE_DIR / "py.typed").is_file()
 
 
-def test_py_typed_ships_in_the_wheel(tmp_path: Path) -> None:
+def test_py_typed_and_the_schemas_ship_in_the_wheel(tmp_path: Path) -> None:
     builders = pytest.importorskip(
         "hatchling.builders.wheel", reason="hatchling (the build backend) is not installed"
     )
@@ -232,6 +237,11 @@ def test_py_typed_ships_in_the_wheel(tmp_path: Path) -> None:
     assert "trio_mcp/py.typed" in names
     assert "trio_mcp/__init__.py" in names
     assert "demo_tools/__init__.py" in names
+    # trio_mcp.testing checks messages against these: the package must not need tests/.
+    schemas = {n for n in names if n.startswith("trio_mcp/testing/schema/")}
+    assert {f"trio_mcp/testing/schema/{v}/schema.json" for v in trio_mcp.SUPPORTED_VERSIONS} | {
+        "trio_mcp/testing/schema/SOURCE.md"
+    } == schemas
 
 
 # -- sans-IO core ---------------------------------------------------------------------------------

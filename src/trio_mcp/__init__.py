@@ -57,6 +57,7 @@ from ._exceptions import (
     ToolError,
     TransportError,
     TrioMCPError,
+    TrioRequiredError,
 )
 from ._features.context import Context
 from ._features.signature import Param
@@ -141,6 +142,7 @@ __all__ = [
     "ToolResult",
     "TransportError",
     "TrioMCPError",
+    "TrioRequiredError",
     "http_app",
     "open_client",
     "run",

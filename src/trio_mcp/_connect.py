@@ -23,6 +23,7 @@ from ._core.framing import DEFAULT_MAX_LINE_BYTES
 from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
 from ._runtime.client import Client, LogHandler, open_session
+from ._runtime.guard import require_trio
 from ._runtime.link import Link
 from ._runtime.server import Server
 from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
@@ -31,11 +32,13 @@ from .transports.links import (
     ChannelLink,
     open_process_link,
 )
-from .transports.memory import memory_channel_pair
+from .transports.memory import TappedReceiveChannel, memory_channel_pair
 
-__all__ = ["open_client"]
+__all__ = ["Tap", "open_client", "open_in_process"]
 
 Transport = Literal["auto", "stdio", "streamable-http", "sse"]
+#: Sees one frame on its way: `tap(sender, frame)`, sender "client" or "server".
+Tap = Callable[[Literal["client", "server"], bytes], None]
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +98,9 @@ async def open_client(
         RemoteProtocolError: when the server answers the handshake in a way this client
             cannot speak.
         ValueError: for a target that is neither a command, a URL nor a `Server`.
+        TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
     """
+    require_trio("trio_mcp.open_client")
     session = functools.partial(
         open_session,
         client_info=client_info,
@@ -105,7 +110,7 @@ async def open_client(
     )
     try:
         if isinstance(target, Server):
-            async with _in_process(target, session) as client:
+            async with open_in_process(target, session) as client:
                 yield client
             return
         if isinstance(target, str):
@@ -147,13 +152,37 @@ async def open_client(
 
 
 @contextlib.asynccontextmanager
-async def _in_process(
-    server: Server, session: Callable[[Link], AbstractAsyncContextManager[Client]]
+async def open_in_process(
+    server: Server,
+    session: Callable[[Link], AbstractAsyncContextManager[Client]],
+    *,
+    tap: Tap | None = None,
 ) -> AsyncIterator[Client]:
+    """Serve `server` in this process over memory channels and run a client session on them.
+
+    Args:
+        server: The server, served in this task's nursery for the `async with` block.
+        session: Opens the client over a link (`open_session` with its options).
+        tap: Sees every frame as its receiver takes it, `tap("client", frame)` before the
+            server reads what the client sent and `tap("server", frame)` before the client
+            reads what the server sent; what it raises ends the connection and comes out of
+            the `async with`.
+
+    Yields:
+        The connected client.
+    """
     client_end, server_end = memory_channel_pair()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
-        link = ChannelLink(client_end.send, client_end.receive, f"in-process server {server.name}")
-        async with session(link) as client:
-            yield client
-        nursery.cancel_scope.cancel()
+    to_client: trio.abc.ReceiveChannel[bytes] = client_end.receive
+    to_server: trio.abc.ReceiveChannel[bytes] = server_end.receive
+    if tap is not None:
+        to_client = TappedReceiveChannel(client_end.receive, functools.partial(tap, "server"))
+        to_server = TappedReceiveChannel(server_end.receive, functools.partial(tap, "client"))
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve_connection, to_server, server_end.send)
+            link = ChannelLink(client_end.send, to_client, f"in-process server {server.name}")
+            async with session(link) as client:
+                yield client
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        reraise_lone(group)

@@ -4,6 +4,8 @@
     ├── ToolDefinitionError        a tool cannot be registered (raised at registration)
     ├── ToolError                  raised *by a tool* to report a failure to the model verbatim
     ├── ToolCallError              client: a tool's result had `isError` (with raise_on_error)
+    ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
+    ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
     ├── RequestError               client: the server answered a request with a JSON-RPC error
     ├── ProtocolError              a JSON-RPC / MCP rule was broken
     │   ├── LocalProtocolError     ... by us (a bug or misuse on this side)
@@ -26,12 +28,14 @@ __all__ = [
     "ProtocolError",
     "RemoteProtocolError",
     "RequestError",
+    "SchemaViolationError",
     "SessionExpiredError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolError",
     "TransportError",
     "TrioMCPError",
+    "TrioRequiredError",
     "lone_exception",
     "reraise_lone",
 ]
@@ -135,6 +139,49 @@ class ToolCallError(TrioMCPError):
         super().__init__(f"tool {tool!r} failed: {message}")
         self.tool = tool
         self.result = result
+
+
+class SchemaViolationError(TrioMCPError, AssertionError):
+    """A message does not match the official MCP JSON Schema of its revision.
+
+    Raised by `trio_mcp.testing` (an `AssertionError` too, so that a test runner reports it
+    as a failed check). The message names who sent what, the schema definition and the
+    revision, where in the message the rule breaks, and the rule's place in the revision's
+    `schema.json`.
+
+    Attributes:
+        message: The offending JSON-RPC message (decoded), when there is one.
+        version: The protocol revision whose schema was applied.
+        definition: The schema definition the message was checked against.
+        schema_path: The broken rule as a JSON pointer into that revision's `schema.json`
+            (e.g. `#/$defs/TextContent/required`), when known.
+        instance_path: Where in the message the rule breaks (e.g. `result/content/0`).
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        message: Any = None,
+        version: str | None = None,
+        definition: str | None = None,
+        schema_path: str | None = None,
+        instance_path: str | None = None,
+    ) -> None:
+        super().__init__(text)
+        self.message = message
+        self.version = version
+        self.definition = definition
+        self.schema_path = schema_path
+        self.instance_path = instance_path
+
+
+class TrioRequiredError(TrioMCPError, RuntimeError):
+    """trio-mcp was called where no trio run is active, for example from an asyncio test.
+
+    trio-mcp runs under trio. The message says which event loop was found instead and how to
+    run the code under trio (pytest-trio, anyio's trio backend, or `trio.run`).
+    """
 
 
 def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:

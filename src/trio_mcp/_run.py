@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._runtime.guard import require_trio
 from ._runtime.server import Server
 from ._runtime.session import SessionRuntime
 from .transports.stdio import open_stdio_frames, stdout_guard
@@ -56,7 +57,11 @@ async def serve_stdio(
     Args:
         server: The server to serve.
         task_status: Reports when the server reads.
+
+    Raises:
+        TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
     """
+    require_trio("trio_mcp.serve_stdio")
     with _blocking_restored(0, 1), stdout_guard() as out_fd:
         reader = trio.lowlevel.FdStream(os.dup(0))
         writer = trio.lowlevel.FdStream(out_fd)
@@ -131,7 +136,9 @@ async def serve_http(
 
     Raises:
         RuntimeError: when Hypercorn is not installed (pip install "trio-mcp[http]").
+        TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
     """
+    require_trio("trio_mcp.serve_http")
     try:
         from hypercorn.config import Config  # noqa: PLC0415 - HTTP code loads only when used
         from hypercorn.trio import serve  # noqa: PLC0415

@@ -30,6 +30,7 @@ from .._features.tools import (
 )
 from .._version import __version__
 from .connection import Frames, serve_frames
+from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 
@@ -224,5 +225,9 @@ class Server:
                 with -32600 in its place); the channel's end ends the session.
             send: Where response and notification frames go.
             task_status: Reports when the server is ready to read.
+
+        Raises:
+            TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
         """
+        require_trio("Server.serve_connection")
         await serve_frames(self, receive, send, task_status=task_status)

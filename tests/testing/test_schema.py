@@ -1,4 +1,5 @@
-"""The schema checker itself: it accepts what the schemas allow and rejects what they do not."""
+"""The schema checker (`trio_mcp.testing._schema`): it accepts what the schemas allow and rejects
+what they do not, both ways, in the revision each message speaks."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import jsonschema
 import pytest
 
 from tests.helpers import MODERN
-from tests.schema_check import (
+from trio_mcp import SUPPORTED_VERSIONS
+from trio_mcp.testing import SchemaViolationError
+from trio_mcp.testing._schema import (
     SCHEMA_DIR,
     VERSIONS,
-    SchemaViolationError,
+    MessageChecker,
     _validator,
     validate_server_message,
     validate_transcript,
@@ -44,6 +47,7 @@ def call_result(version: str) -> dict[str, Any]:
 
 def test_every_revision_is_present_with_its_recorded_hash() -> None:
     assert (*HANDSHAKE, MODERN) == VERSIONS
+    assert set(VERSIONS) == set(SUPPORTED_VERSIONS)  # the revisions we speak, no more
     source = (SCHEMA_DIR / "SOURCE.md").read_text()
     assert "modelcontextprotocol/modelcontextprotocol" in source
     for version in VERSIONS:
@@ -201,6 +205,146 @@ def test_unknown_version_and_method_are_usage_errors() -> None:
     with pytest.raises(ValueError, match="no schema"):
         validate_server_message(init_result("2099-01-01"), "2099-01-01")
     with pytest.raises(ValueError, match="no result definition"):
-        validate_server_message(call_result("2025-06-18"), "2025-06-18", "prompts/get")
+        validate_server_message(call_result("2025-06-18"), "2025-06-18", "x/unknown")
     with pytest.raises(ValueError, match="DiscoverResult"):
         validate_server_message(call_result("2025-06-18"), "2025-06-18", "server/discover")
+
+
+# -- both ways, and where the rule is -------------------------------------------------------------
+
+
+def request(request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def initialize(version: str) -> dict[str, Any]:
+    return request(
+        1,
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "tests", "version": "0"},
+        },
+    )
+
+
+def test_the_error_names_the_message_the_definition_and_the_schema_path() -> None:
+    bad_block = call_result("2025-06-18")
+    bad_block["result"]["content"][0] = {"type": "text"}  # no "text"
+    with pytest.raises(SchemaViolationError) as caught:
+        validate_server_message(bad_block, "2025-06-18", "tools/call")
+    error = caught.value
+    # The content block union fails as a whole; the text block's own rule is the one named.
+    assert error.definition == "CallToolResult"
+    assert error.schema_path == "#/definitions/TextContent/required"
+    assert error.instance_path == "content/0"
+    assert error.version == "2025-06-18"
+    assert error.message == bad_block
+    text = str(error)
+    assert text.startswith("the result of the server's response to tools/call (id 'c')")
+    assert "'text' is a required property" in text
+    assert "schema: 2025-06-18/schema.json#/definitions/TextContent/required" in text
+
+
+def test_an_untagged_union_failure_is_reported_as_the_union() -> None:
+    # No alternative's tag matches: no one branch is closer than the others.
+    unknown = call_result("2025-11-25")
+    unknown["result"]["content"][0] = {"type": "video", "url": "x"}
+    with pytest.raises(SchemaViolationError) as caught:
+        validate_server_message(unknown, "2025-11-25", "tools/call")
+    assert caught.value.schema_path == "#/$defs/ContentBlock/anyOf"
+
+
+def test_client_requests_are_checked_against_their_method_definition() -> None:
+    checker = MessageChecker("2025-11-25")
+    checker.check("client", initialize("2025-11-25"))
+    with pytest.raises(SchemaViolationError) as caught:
+        checker.check("client", request(2, "tools/call", {"arguments": {}}))  # no name
+    assert caught.value.definition == "CallToolRequest"
+    assert str(caught.value).startswith("the client's request tools/call (id 2)")
+    assert "'name' is a required property" in str(caught.value)
+
+
+def test_a_method_outside_the_senders_union_breaks_the_schema() -> None:
+    checker = MessageChecker("2025-11-25")
+    with pytest.raises(SchemaViolationError, match="ClientRequest"):
+        checker.check("client", request(2, "tools/run", {"name": "x"}))
+    # A server may not send what only a client sends.
+    with pytest.raises(SchemaViolationError, match="ServerRequest"):
+        checker.check("server", request(3, "tools/call", {"name": "x"}))
+
+
+def test_the_initialize_result_settles_the_revision() -> None:
+    # Audio content exists from 2025-03-26 on: fine under the revision asked for, not under the
+    # older one the server settles on.
+    audio = call_result("2025-11-25")
+    audio["result"]["content"] = [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]
+    for settled, ok in (("2025-11-25", True), ("2024-11-05", False)):
+        checker = MessageChecker("2025-11-25")
+        checker.check("client", initialize("2025-11-25"))
+        checker.check("server", init_result(settled))
+        assert checker.version == settled
+        checker.check("client", request("c", "tools/call", {"name": "t"}))
+        if ok:
+            checker.check("server", audio)
+        else:
+            with pytest.raises(SchemaViolationError, match="of MCP 2024-11-05"):
+                checker.check("server", audio)
+
+
+def test_a_request_naming_its_revision_in_meta_is_answered_in_that_revision() -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    checker = MessageChecker("2025-11-25")
+    checker.check("client", request("c", "tools/call", {"name": "t", "_meta": meta}))
+    handshake_style = call_result("2025-11-25")  # no resultType, which 2026-07-28 requires
+    with pytest.raises(SchemaViolationError, match=f"of MCP {MODERN}"):
+        checker.check("server", handshake_style)
+    checker.check("client", request("d", "tools/call", {"name": "t", "_meta": meta}))
+    checker.check("server", {**call_result(MODERN), "id": "d"})
+    assert checker.checked == 3
+
+
+def test_client_answers_to_server_requests_are_checked() -> None:
+    checker = MessageChecker("2025-11-25")
+    checker.check("server", request(7, "roots/list"))
+    checker.check("client", {"jsonrpc": "2.0", "id": 7, "result": {"roots": []}})
+    checker.check("server", request(8, "roots/list"))
+    with pytest.raises(SchemaViolationError, match="the client's response to roots/list"):
+        checker.check("client", {"jsonrpc": "2.0", "id": 8, "result": {"roots": "none"}})
+
+
+def test_an_answer_to_no_known_request_gets_the_envelope_check_only() -> None:
+    checker = MessageChecker("2025-11-25")
+    checker.check("server", {"jsonrpc": "2.0", "id": 99, "result": {"anything": 1}})
+    with pytest.raises(SchemaViolationError, match="JSONRPCResultResponse"):
+        checker.check("server", {"jsonrpc": "2.0", "id": 99})
+
+
+def test_a_frame_that_is_not_json_is_a_violation() -> None:
+    checker = MessageChecker("2025-11-25")
+    with pytest.raises(SchemaViolationError, match="the server sent a frame that is not JSON"):
+        checker.check_frame("server", b"{nope")
+
+
+def test_a_batch_is_checked_both_ways() -> None:
+    checker = MessageChecker("2025-03-26")
+    checker.check("client", initialize("2025-03-26"))
+    checker.check("server", init_result("2025-03-26"))
+    checker.check("client", [request("a", "ping"), request("b", "tools/call", {"name": "t"})])
+    broken_call = call_result("2025-03-26")
+    broken_call["id"] = "b"
+    broken_call["result"]["content"] = "text"
+    with pytest.raises(SchemaViolationError, match="response to tools/call"):
+        checker.check("server", [{"jsonrpc": "2.0", "id": "a", "result": {}}, broken_call])
+
+
+def test_an_unknown_revision_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match="no schema"):
+        MessageChecker("2099-01-01")
