@@ -125,3 +125,16 @@ def test_relative_links_in_the_readme_and_docs_resolve() -> None:
     for page in [README, *sorted((root / "docs").glob("*.md"))]:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+
+
+def test_the_readme_testing_example_passes_against_the_quick_start(tmp_path: Path) -> None:
+    from tests.helpers import run_pytest  # noqa: PLC0415
+
+    match = re.search(
+        r"## Testing your server\n.*?```python\n(.*?)```", README.read_text(), re.DOTALL
+    )
+    assert match, "README lost its testing example"
+    (tmp_path / "tools.py").write_text(quick_start_source())
+    (tmp_path / "test_tools.py").write_text(match.group(1))
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntrio_mode = true\n")
+    assert run_pytest(tmp_path) == {"test_tools::test_divide": ("passed", "")}

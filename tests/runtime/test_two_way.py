@@ -536,7 +536,7 @@ async def test_a_tool_waiting_on_the_client_at_the_in_flight_limit_still_gets_it
             question = await peer.receive()
             assert question["method"] == "roots/list"
             await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": ROOTS})
-            answers = {}
+            answers: dict[Any, str] = {}
             while len(answers) < 2:
                 message = await peer.receive()
                 answers[message["id"]] = message["result"]["content"][0]["text"]
