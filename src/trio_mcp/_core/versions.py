@@ -22,6 +22,7 @@ __all__ = [
     "HTTP_DEFAULT_VERSION",
     "LATEST_HANDSHAKE_VERSION",
     "MODERN_VERSIONS",
+    "RESOURCE_NOT_FOUND",
     "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Revision",
@@ -45,7 +46,11 @@ class Revision:
         audio: Audio content blocks (since 2025-03-26).
         progress_message: A `message` in progress notifications (since 2025-03-26).
         structured: `structuredContent`, `outputSchema`, tool `title` and `resource_link`
-            content blocks (since 2025-06-18).
+            content blocks (since 2025-06-18); so do the `title` of resources, templates,
+            prompts and prompt arguments, and `lastModified` in annotations (its schema).
+        icons: `icons` on tools, resources, templates and prompts (since 2025-11-25).
+        resource_not_found: The error code of `resources/read` for an unknown URI: -32002
+            until 2025-11-25, -32602 (Invalid Params) from 2026-07-28 (its changelog; SEP-2164).
     """
 
     name: str
@@ -54,6 +59,8 @@ class Revision:
     audio: bool
     progress_message: bool
     structured: bool
+    icons: bool
+    resource_not_found: int
 
     @property
     def handshake(self) -> bool:
@@ -61,13 +68,17 @@ class Revision:
         return not self.per_request
 
 
+#: `resources/read` of an unknown URI before 2026-07-28 (spec 2025-11-25, resources: Error
+#: Handling); later revisions answer -32602 Invalid Params.
+RESOURCE_NOT_FOUND: Final = -32002
+
 _TABLE: Final = (
-    # name          per_request  annotations  audio  progress_msg  structured
-    Revision("2026-07-28", True, True, True, True, True),
-    Revision("2025-11-25", False, True, True, True, True),
-    Revision("2025-06-18", False, True, True, True, True),
-    Revision("2025-03-26", False, True, True, True, False),
-    Revision("2024-11-05", False, False, False, False, False),
+    # name     per_request annotations audio progress_msg structured icons  resource_not_found
+    Revision("2026-07-28", True, True, True, True, True, True, -32602),
+    Revision("2025-11-25", False, True, True, True, True, True, RESOURCE_NOT_FOUND),
+    Revision("2025-06-18", False, True, True, True, True, False, RESOURCE_NOT_FOUND),
+    Revision("2025-03-26", False, True, True, True, False, False, RESOURCE_NOT_FOUND),
+    Revision("2024-11-05", False, False, False, False, False, False, RESOURCE_NOT_FOUND),
 )
 _BY_NAME: Final = {row.name: row for row in _TABLE}
 
@@ -82,8 +93,11 @@ SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 #: The revision a Streamable HTTP server assumes for a request with no MCP-Protocol-Version
 #: header (spec 2025-06-18 and later, transports: "the server SHOULD assume 2025-03-26").
 HTTP_DEFAULT_VERSION: Final = "2025-03-26"
-#: Requests that only handshake-era revisions define (2026-07-28 changelog).
-HANDSHAKE_ONLY_METHODS: Final = frozenset({"initialize", "ping", "logging/setLevel"})
+#: Requests that only handshake-era revisions define (2026-07-28 changelog: ping and setLevel
+#: removed; resources/subscribe and unsubscribe replaced by subscriptions/listen).
+HANDSHAKE_ONLY_METHODS: Final = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
 
 #: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
