@@ -57,12 +57,24 @@ RESULTS: Final[Mapping[str, str]] = {
     "ping": "EmptyResult",
     "logging/setLevel": "EmptyResult",
     "server/discover": "DiscoverResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "resources/subscribe": "EmptyResult",
+    "resources/unsubscribe": "EmptyResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
 }
 
 #: Notification method -> its definition (others are checked against `ServerNotification`).
 NOTIFICATIONS: Final[Mapping[str, str]] = {
     "notifications/progress": "ProgressNotification",
     "notifications/message": "LoggingMessageNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/resources/list_changed": "ResourceListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/tools/list_changed": "ToolListChangedNotification",
 }
 
 # JSON-RPC 2.0 section 5: the only errors that may be sent before the id is known.

@@ -201,6 +201,6 @@ def test_unknown_version_and_method_are_usage_errors() -> None:
     with pytest.raises(ValueError, match="no schema"):
         validate_server_message(init_result("2099-01-01"), "2099-01-01")
     with pytest.raises(ValueError, match="no result definition"):
-        validate_server_message(call_result("2025-06-18"), "2025-06-18", "prompts/get")
+        validate_server_message(call_result("2025-06-18"), "2025-06-18", "sampling/createMessage")
     with pytest.raises(ValueError, match="DiscoverResult"):
         validate_server_message(call_result("2025-06-18"), "2025-06-18", "server/discover")
