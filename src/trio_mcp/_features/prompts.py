@@ -178,7 +178,9 @@ def messages_of(value: Any) -> list[dict[str, Any]]:
 
 
 def _is_pair(value: tuple[Any, ...]) -> bool:
-    return len(value) == 2 and isinstance(value[0], str) and value[0] in _ROLES
+    # Any 2-tuple that starts with a string is meant as (role, content): a wrong role is an
+    # error to report, not two messages to guess at.
+    return len(value) == 2 and isinstance(value[0], str)
 
 
 def _content(content: Any) -> dict[str, Any]:
@@ -198,6 +200,10 @@ def _message(item: Any) -> dict[str, Any]:
     if isinstance(item, PromptMessage):
         return item.to_wire()
     if isinstance(item, tuple) and _is_pair(item):
+        if item[0] not in _ROLES:
+            raise TypeError(
+                f'a prompt message\'s role must be "user" or "assistant", not {item[0]!r}'
+            )
         return {"role": item[0], "content": _content(item[1])}
     if isinstance(item, dict) and "role" in item and "content" in item:
         if item["role"] not in _ROLES:
