@@ -17,14 +17,14 @@ from trio_mcp._core.client_session import ClientSession, Next
 from trio_mcp._core.jsonrpc import Request, dumps, loads, parse
 from trio_mcp._core.server_session import ServerSession
 from trio_mcp._core.versions import SUPPORTED_VERSIONS
-from trio_mcp._dispatch import Dispatcher
-from trio_mcp._features.tools import Tool, ToolRegistry
+from trio_mcp._dispatch import Callee, Dispatcher
+from trio_mcp._features.tools import ToolRegistry
 
 
 class _NoTools:
     """The dispatcher's invoker: the pair serves no tool calls (they need an event loop)."""
 
-    async def invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+    async def invoke(self, tool: Callee, kwargs: dict[str, Any]) -> Any:
         raise AssertionError(f"SessionPair runs no tools (asked for {tool.name})")
 
 

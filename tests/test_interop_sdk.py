@@ -19,9 +19,16 @@ from typing import Any
 import anyio
 import pytest
 import trio
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import LoggingMessageNotificationParams, TextContent
+from mcp.types import (
+    BlobResourceContents,
+    LoggingMessageNotificationParams,
+    PromptReference,
+    ResourceTemplateReference,
+    TextContent,
+    TextResourceContents,
+)
 
 from tests.helpers import DEMO_TOOLS
 from tests.stdio_peer import ECHO_TOOLS, ROOT
@@ -152,3 +159,54 @@ async def test_sdk_receives_log_messages(mode: str) -> None:
     # debug is filtered out by the "info" level; the warning arrives, from its logger
     assert [(log.level, log.logger) for log in logs] == [("warning", "echo_tools")]
     assert logs[0].data == "warning: hello"
+
+
+PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
+
+
+async def exercise_primitives(client: Client, version: str) -> None:
+    """Read resources, get prompts and complete arguments of the primitives fixture."""
+    listed = await client.list_resources()
+    assert listed.resources[0].name == "factions"
+    templates = await client.list_resource_templates()
+    assert templates.resource_templates[0].uri_template == ("wh40k://units/{faction}/{unit_id}")
+    read = await client.read_resource("wh40k://units/necrons/0")
+    (content,) = read.contents
+    assert isinstance(content, TextResourceContents)
+    assert content.mime_type == "application/json"
+    assert content.text == '{"faction":"necrons","unit_id":0,"name":"warriors"}'
+    logo = await client.read_resource("wh40k://logo")
+    assert isinstance(logo.contents[0], BlobResourceContents)
+
+    prompts = await client.list_prompts()
+    assert prompts.prompts[0].name == "wh40k.battle_briefing"
+    briefing = await client.get_prompt(
+        "wh40k.battle_briefing", {"attacker": "orks", "defender": "necrons", "turns": "2"}
+    )
+    assert [message.role for message in briefing.messages] == ["user", "assistant"]
+    first = briefing.messages[0].content
+    assert isinstance(first, TextContent)
+    assert first.text == "orks attack necrons for 2 turns (short)."
+
+    completed = await client.complete(
+        PromptReference(type="ref/prompt", name="wh40k.battle_briefing"),
+        {"name": "defender", "value": "s"},
+    )
+    assert completed.completion.values == ["space_marines"]
+    units = await client.complete(
+        ResourceTemplateReference(type="ref/resource", uri="wh40k://roster/{faction}/{name}"),
+        {"name": "name", "value": ""},
+        {"faction": "orks"},
+    )
+    assert units.completion.values == ["boyz", "nobz", "gretchin"]
+
+    with pytest.raises(MCPError) as missing:
+        await client.read_resource("wh40k://nowhere")
+    assert missing.value.error.code == (-32602 if version == "2026-07-28" else -32002)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_sdk_reads_resources_gets_prompts_and_completes(mode: str) -> None:
+    with trio.fail_after(SESSION_TIMEOUT):
+        async with sdk_client(["-m", "trio_mcp", "run", PRIMITIVES], mode) as client:
+            await exercise_primitives(client, MODES[mode])

@@ -36,10 +36,15 @@ meets the same `SessionRuntime`; the client half is `_runtime/client` over `tran
 from typing import TYPE_CHECKING, Any
 
 from ._core.types import (
+    Annotations,
     AudioContent,
+    CacheHint,
     CallToolResult,
     EmbeddedResource,
+    Icon,
     ImageContent,
+    PromptMessage,
+    ResourceContents,
     ResourceLink,
     TextContent,
     ToolAnnotations,
@@ -51,6 +56,7 @@ from ._exceptions import (
     ProtocolError,
     RemoteProtocolError,
     RequestError,
+    ResourceNotFoundError,
     SessionExpiredError,
     ToolCallError,
     ToolDefinitionError,
@@ -60,6 +66,8 @@ from ._exceptions import (
     TrioRequiredError,
 )
 from ._features.context import Context
+from ._features.prompts import Prompt, prompt
+from ._features.resources import Resource, ResourceTemplate, resource
 from ._features.signature import Param
 from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
@@ -112,22 +120,31 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "Annotations",
     "AudioContent",
+    "CacheHint",
     "CallToolResult",
     "Client",
     "ConnectionClosed",
     "Context",
     "EmbeddedResource",
     "HttpOptions",
+    "Icon",
     "ImageContent",
     "LocalProtocolError",
     "LogMessage",
     "Param",
     "Progress",
+    "Prompt",
+    "PromptMessage",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestError",
+    "Resource",
+    "ResourceContents",
     "ResourceLink",
+    "ResourceNotFoundError",
+    "ResourceTemplate",
     "RetryPolicy",
     "Server",
     "SessionExpiredError",
@@ -145,6 +162,8 @@ __all__ = [
     "TrioRequiredError",
     "http_app",
     "open_client",
+    "prompt",
+    "resource",
     "run",
     "serve_http",
     "serve_stdio",

@@ -9,19 +9,24 @@ Rule 2: this is the error boundary. `ToolError` -> `isError` result with its mes
 Rule 3: no I/O and no event loop here: running a tool (threads, limiters, timeouts) is the
         runtime's `Invoker`, handed in at construction; this module only awaits it.
 Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -32601, and one
-        that a request's revision lacks (2026-07-28 has no initialize, ping or setLevel) is
-        refused by the session's `scope`, which asks the revision table. Routes that need no
-        waiting (initialize, ping, tools/list, setLevel, discover, and calls of `inline=True`
-        tools that take no Context) are answered by `respond_now` on the reader's own task,
-        without spawning one; everything else goes through `respond`.
+        that a request's revision lacks (2026-07-28 has no initialize, ping, setLevel or
+        resources/subscribe) is refused by the session's `scope`, which asks the revision
+        table. Routes that need no waiting (initialize, ping, the lists, setLevel, discover,
+        subscriptions, static resources, fixed completions, and calls of `inline=True` tools,
+        resources and prompts that take no Context) are answered by `respond_now` on the
+        reader's own task, without spawning one; everything else goes through `respond`.
+Rule 5: resources and prompts have no `isError` result: a failure in their function is a
+        JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
+        tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
+        arguments or template variables that fail validation are -32602, one line per problem.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
@@ -32,18 +37,30 @@ from ._core.jsonrpc import (
     result_response,
 )
 from ._core.server_session import RequestScope, ServerSession
+from ._core.types import CacheHint
 from ._core.versions import Revision, revision
-from ._exceptions import RemoteProtocolError, ToolError
+from ._exceptions import RemoteProtocolError, ResourceNotFoundError, ToolError
+from ._features.completion import Completer, completion_result
 from ._features.context import Context, NotificationSender, Requester
+from ._features.prompts import Prompt, PromptRegistry, messages_of
+from ._features.registry import Registry
+from ._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from ._features.schema import ArgumentsInvalid, ResultInvalid
 from ._features.tools import Tool, ToolRegistry
 
-__all__ = ["Dispatcher", "Invoker", "ToolTimedOut"]
+__all__ = ["Callee", "Dispatcher", "Invoker", "ToolTimedOut"]
 
 logger = logging.getLogger("trio_mcp")
 
 #: Answers a method at once: (session, the request's scope, params) -> the result object.
 AnswerNow = Callable[[ServerSession, RequestScope, dict[str, Any] | None], dict[str, Any]]
+#: Answers a method at once if it can: the result object, or None when it must wait.
+AnswerQuick = Callable[[ServerSession, RequestScope, Request], dict[str, Any] | None]
+#: Answers a method that may wait: (session, scope, request, notify, requester) -> result.
+AnswerLater = Callable[
+    [ServerSession, RequestScope, Request, NotificationSender, "Requester | None"],
+    Awaitable[dict[str, Any]],
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,25 +68,58 @@ class Route:
     """How one method is answered.
 
     Attributes:
-        now: Answers it at once, on the reader's task; None for a method that may wait
-            (`tools/call`: answered by `respond`, unless the tool is inline).
+        now: Answers it at once, on the reader's task; None for a method that may wait.
+        quick: For a method that may wait: answers at once when it can (an inline tool), else
+            returns None.
+        later: For a method that may wait: answers it in a task of its own (`respond`).
     """
 
     now: AnswerNow | None
+    quick: AnswerQuick | None = None
+    later: AnswerLater | None = None
+
+
+class Callee(Protocol):
+    """What an `Invoker` runs: a tool, a resource, a template, a prompt or a completer."""
+
+    @property
+    def name(self) -> str:
+        """Its name (threads are limited per name)."""
+        ...
+
+    @property
+    def fn(self) -> Callable[..., Any] | None:
+        """The function to call."""
+        ...
+
+    @property
+    def is_async(self) -> bool:
+        """Whether it must be awaited on the event loop."""
+        ...
+
+    @property
+    def inline(self) -> bool:
+        """Whether a sync function runs on the event loop instead of a worker thread."""
+        ...
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds after which the call is cancelled, or None."""
+        ...
 
 
 class ToolTimedOut(Exception):  # noqa: N818 - an outcome, reported as a tool error result
-    """A tool's own `timeout` expired before it returned (raised by an `Invoker`)."""
+    """A callee's own `timeout` expired before it returned (raised by an `Invoker`)."""
 
-    def __init__(self, tool: Tool) -> None:
+    def __init__(self, tool: Callee) -> None:
         super().__init__(tool.name)
         self.tool = tool
 
 
 class Invoker(Protocol):
-    """Runs a tool's function with validated arguments (the runtime's job: Rule 3)."""
+    """Runs a callee's function with validated arguments (the runtime's job: Rule 3)."""
 
-    async def invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+    async def invoke(self, tool: Callee, kwargs: dict[str, Any]) -> Any:
         """Call `tool`; its return value. Raises what the tool raised, or `ToolTimedOut`."""
         ...
 
@@ -78,15 +128,22 @@ def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+#: The lists a client pages through, by method: what `cache_hints` is keyed by.
+LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+
+
 class Dispatcher:
-    """Answers MCP requests against a tool registry.
+    """Answers MCP requests against a server's registries.
 
     Args:
         registry: The tools to serve.
-        invoker: Runs tool functions (threads, limiters, timeouts).
-        page_size: Tools per `tools/list` page (None: all in one page).
+        invoker: Runs tool, resource, prompt and completer functions (threads, limiters,
+            timeouts).
+        page_size: Items per page of every list (None: all in one page).
         mask_error_details: Send "Internal error in tool X" instead of the exception's type and
             message for unexpected exceptions (the traceback is logged either way).
+        resources: The resources and templates to serve (default: none).
+        prompts: The prompts to serve (default: none).
     """
 
     def __init__(
@@ -96,13 +153,19 @@ class Dispatcher:
         *,
         page_size: int | None = None,
         mask_error_details: bool = False,
+        resources: ResourceRegistry | None = None,
+        prompts: PromptRegistry | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive")
         self.registry = registry
+        self.resources = resources if resources is not None else ResourceRegistry()
+        self.prompts = prompts if prompts is not None else PromptRegistry()
         self.page_size = page_size
         self.mask_error_details = mask_error_details
         self.invoker = invoker
+        #: Caching hints of each list method (2026-07-28); unset ones send `CACHE_HINTS`.
+        self.cache_hints: dict[str, CacheHint] = {}
         #: Every method this dispatcher answers (Rule 4).
         self.routes: dict[str, Route] = {
             "initialize": Route(self._initialize),
@@ -110,7 +173,15 @@ class Dispatcher:
             "logging/setLevel": Route(self._set_level),
             "server/discover": Route(self._discover),
             "tools/list": Route(self._tools_list),
-            "tools/call": Route(None),
+            "tools/call": Route(None, self._tools_call_quick, self._tools_call),
+            "resources/list": Route(self._resources_list),
+            "resources/templates/list": Route(self._templates_list),
+            "resources/read": Route(None, self._read_quick, self._read),
+            "resources/subscribe": Route(self._subscribe),
+            "resources/unsubscribe": Route(self._unsubscribe),
+            "prompts/list": Route(self._prompts_list),
+            "prompts/get": Route(None, self._get_prompt_quick, self._get_prompt),
+            "completion/complete": Route(None, self._complete_quick, self._complete),
         }
 
     # -- entry points ---------------------------------------------------------------------------
@@ -123,18 +194,12 @@ class Dispatcher:
             return error_response(
                 request.id, METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}
             )
-        tool = None
-        if route.now is None:
-            tool = self._inline_tool(request)
-            if tool is None:
-                return None
         try:
             scope = session.scope(method, request.params)
             if route.now is None:
-                assert tool is not None
-                return result_response(
-                    request.id, self._finish(session, scope, self._call_inline(tool, request))
-                )
+                assert route.quick is not None
+                result = route.quick(session, scope, request)
+                return None if result is None else result_response(request.id, result)
             return result_response(request.id, route.now(session, scope, request.params))
         except RemoteProtocolError as exc:
             return error_response(request.id, exc.code, exc.message, exc.data)
@@ -162,9 +227,10 @@ class Dispatcher:
             return now
         try:
             scope = session.scope(request.method, request.params)
-            tool, arguments = self._resolve_call(request.params)
-            result = await self._call(tool, arguments, request, scope, notify, requester=requester)
-            return result_response(request.id, self._finish(session, scope, result))
+            later = self.routes[request.method].later
+            assert later is not None
+            result = await later(session, scope, request, notify, requester)
+            return result_response(request.id, result)
         except RemoteProtocolError as exc:
             return error_response(request.id, exc.code, exc.message, exc.data)
         except Exception:
@@ -204,16 +270,382 @@ class Dispatcher:
         return session.complete(scope, self._list_tools(scope, params))
 
     def _list_tools(self, scope: RequestScope, params: dict[str, Any] | None) -> dict[str, Any]:
+        return self._list("tools/list", "tools", self.registry, scope, params)
+
+    def _list(
+        self,
+        method: str,
+        key: str,
+        registry: Registry[Any],
+        scope: RequestScope,
+        params: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         cursor = (params or {}).get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
-        tools, next_cursor = self.registry.page(cursor, self.page_size)
-        result: dict[str, Any] = {"tools": [t.definition(scope.version) for t in tools]}
+        items, next_cursor = registry.page(cursor, self.page_size)
+        result: dict[str, Any] = {key: [item.definition(scope.version) for item in items]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        return ServerSession.cacheable(scope, result)
+        hint = self.cache_hints.get(method)
+        return ServerSession.cacheable(scope, result, hint.to_wire() if hint else None)
+
+    def _resources_list(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        result = self._list("resources/list", "resources", self.resources.static, scope, params)
+        return session.complete(scope, result)
+
+    def _templates_list(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        result = self._list(
+            "resources/templates/list",
+            "resourceTemplates",
+            self.resources.templates,
+            scope,
+            params,
+        )
+        return session.complete(scope, result)
+
+    def _prompts_list(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        result = self._list("prompts/list", "prompts", self.prompts, scope, params)
+        return session.complete(scope, result)
+
+    # -- resources --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _uri_of(params: dict[str, Any] | None) -> str:
+        uri = (params or {}).get("uri")
+        if not isinstance(uri, str):
+            raise RemoteProtocolError('Invalid params: "uri" must be a string', INVALID_PARAMS)
+        return uri
+
+    @staticmethod
+    def _not_found(scope: RequestScope, uri: str) -> RemoteProtocolError:
+        return RemoteProtocolError(
+            f"Resource not found: {uri}", revision(scope.version).resource_not_found, {"uri": uri}
+        )
+
+    def _resolve_resource(
+        self, scope: RequestScope, uri: str
+    ) -> tuple[Resource | ResourceTemplate, dict[str, Any]]:
+        try:
+            found = self.resources.resolve(uri)
+        except ArgumentsInvalid as exc:
+            lines = "\n".join(f"- {line}" for line in exc.lines)
+            raise RemoteProtocolError(
+                f"Invalid params: {uri} matches a resource template, but:\n{lines}",
+                INVALID_PARAMS,
+                {"uri": uri},
+            ) from None
+        if found is None:
+            raise self._not_found(scope, uri)
+        return found
+
+    def _read_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        uri = self._uri_of(request.params)
+        static = self.resources.static.get(uri)
+        if static is not None and static.fn is None:
+            return self._read_result(session, scope, static, static.value, uri)
+        if static is None:
+            target, kwargs = self._resolve_resource(scope, uri)
+        else:
+            target, kwargs = static, {}
+        if not target.inline or target.context_param is not None:
+            return None
+        assert target.fn is not None
+        try:
+            value = target.fn(**kwargs)
+        except Exception as exc:
+            raise self._failed("resource", uri, exc, scope) from None
+        return self._read_result(session, scope, target, value, uri)
+
+    async def _read(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        uri = self._uri_of(request.params)
+        target, kwargs = self._resolve_resource(scope, uri)
+        if target.context_param is not None:
+            kwargs[target.context_param] = Context(
+                request_id=request.id, tool_name=uri, scope=scope, send=notify, requester=requester
+            )
+        try:
+            value = await self.invoker.invoke(target, kwargs)
+        except ToolTimedOut:
+            raise RemoteProtocolError(
+                f"Reading {uri} timed out after {target.timeout:g} s", INTERNAL_ERROR, {"uri": uri}
+            ) from None
+        except Exception as exc:
+            raise self._failed("resource", uri, exc, scope) from None
+        return self._read_result(session, scope, target, value, uri)
+
+    def _read_result(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        target: Resource | ResourceTemplate,
+        value: Any,
+        uri: str,
+    ) -> dict[str, Any]:
+        try:
+            contents = target.contents(value, uri)
+        except Exception as exc:
+            logger.exception("resource %s produced a value that cannot be sent", uri)
+            raise RemoteProtocolError(
+                f"Internal error: resource {uri} produced a value with no JSON form "
+                f"({type(exc).__name__})",
+                INTERNAL_ERROR,
+                {"uri": uri},
+            ) from None
+        result = ServerSession.cacheable(
+            scope, {"contents": contents}, target.cache.to_wire() if target.cache else None
+        )
+        return session.complete(scope, result)
+
+    def _failed(
+        self, kind: str, name: str, exc: Exception, scope: RequestScope
+    ) -> RemoteProtocolError:
+        """The JSON-RPC error for an exception raised by a resource or prompt (Rule 5)."""
+        data = {"uri": name} if kind == "resource" else {"name": name}
+        if isinstance(exc, ResourceNotFoundError) and kind == "resource":
+            return self._not_found(scope, name)
+        if isinstance(exc, ToolError):
+            return RemoteProtocolError(str(exc), INTERNAL_ERROR, data)
+        logger.error("%s %s raised", kind, name, exc_info=exc)
+        if self.mask_error_details:
+            return RemoteProtocolError(f"Internal error in {kind} {name}", INTERNAL_ERROR, data)
+        return RemoteProtocolError(
+            f"Internal error in {kind} {name}: {type(exc).__name__}: {exc}", INTERNAL_ERROR, data
+        )
+
+    def _subscribe(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        uri = self._uri_of(params)
+        self._resolve_resource(scope, uri)  # only what exists can be watched
+        session.subscriptions.add(uri)
+        return session.complete(scope, {})
+
+    def _unsubscribe(
+        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        session.subscriptions.discard(self._uri_of(params))
+        return session.complete(scope, {})
+
+    # -- prompts ----------------------------------------------------------------------------------
+
+    def _resolve_prompt(self, params: dict[str, Any] | None) -> tuple[Prompt, dict[str, Any]]:
+        params = params or {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise RemoteProtocolError(
+                'Invalid params: prompts/get needs "name" (a string)', INVALID_PARAMS
+            )
+        found = self.prompts.get(name)
+        if found is None:
+            raise RemoteProtocolError(f"Unknown prompt: {name}", INVALID_PARAMS, {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise RemoteProtocolError(
+                'Invalid params: "arguments" must be an object', INVALID_PARAMS
+            )
+        try:
+            return found, found.validate(arguments)
+        except ArgumentsInvalid as exc:
+            lines = "\n".join(f"- {line}" for line in exc.lines)
+            raise RemoteProtocolError(
+                f"Invalid arguments for prompt {name}:\n{lines}", INVALID_PARAMS, {"name": name}
+            ) from None
+
+    def _get_prompt_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        params = request.params
+        name = params.get("name") if params else None
+        found = self.prompts.get(name) if isinstance(name, str) else None
+        if found is not None and (not found.inline or found.context_param is not None):
+            return None
+        found, kwargs = self._resolve_prompt(params)  # an unknown prompt is answered now
+        try:
+            value = found.fn(**kwargs)
+        except Exception as exc:
+            raise self._failed("prompt", found.name, exc, scope) from None
+        return self._prompt_result(session, scope, found, value)
+
+    async def _get_prompt(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        found, kwargs = self._resolve_prompt(request.params)
+        if found.context_param is not None:
+            kwargs[found.context_param] = Context(
+                request_id=request.id,
+                tool_name=found.name,
+                scope=scope,
+                send=notify,
+                requester=requester,
+            )
+        try:
+            value = await self.invoker.invoke(found, kwargs)
+        except ToolTimedOut:
+            raise RemoteProtocolError(
+                f"Prompt {found.name} timed out after {found.timeout:g} s",
+                INTERNAL_ERROR,
+                {"name": found.name},
+            ) from None
+        except Exception as exc:
+            raise self._failed("prompt", found.name, exc, scope) from None
+        return self._prompt_result(session, scope, found, value)
+
+    def _prompt_result(
+        self, session: ServerSession, scope: RequestScope, found: Prompt, value: Any
+    ) -> dict[str, Any]:
+        try:
+            messages = messages_of(value)
+        except TypeError as exc:
+            logger.exception("prompt %s returned %r", found.name, value)
+            raise RemoteProtocolError(
+                f"Internal error in prompt {found.name}: {exc}",
+                INTERNAL_ERROR,
+                {"name": found.name},
+            ) from None
+        known = revision(scope.version)
+        if not known.structured:
+            for message in messages:
+                message["content"] = _downgrade(message["content"], known)
+        result: dict[str, Any] = {}
+        if found.description:
+            result["description"] = found.description
+        result["messages"] = messages
+        return session.complete(scope, result)
+
+    # -- completion -------------------------------------------------------------------------------
+
+    def _resolve_completion(
+        self, params: dict[str, Any] | None
+    ) -> tuple[Completer | None, str, dict[str, str]]:
+        """The completer asked for (None: nothing to complete with), the value, the context."""
+        params = params or {}
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise RemoteProtocolError(
+                'Invalid params: completion/complete needs "ref" and "argument" objects',
+                INVALID_PARAMS,
+            )
+        name, value = argument.get("name"), argument.get("value")
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise RemoteProtocolError(
+                'Invalid params: "argument" needs "name" and "value" (strings)', INVALID_PARAMS
+            )
+        context = params.get("context")
+        chosen = context.get("arguments") if isinstance(context, dict) else None
+        chosen = (
+            {k: v for k, v in chosen.items() if isinstance(v, str)}
+            if isinstance(chosen, dict)
+            else {}
+        )
+        owner: Prompt | ResourceTemplate | Resource | None
+        if ref.get("type") == "ref/prompt":
+            label = ref.get("name")
+            owner = self.prompts.get(label) if isinstance(label, str) else None
+            if owner is None:
+                raise RemoteProtocolError(
+                    f"Unknown prompt: {label}", INVALID_PARAMS, {"name": label}
+                )
+            known = [a["name"] for a in owner.arguments]
+        elif ref.get("type") == "ref/resource":
+            label = ref.get("uri")
+            owner = None
+            if isinstance(label, str):
+                owner = self.resources.template_by_uri(label) or self.resources.static.get(label)
+            if owner is None:
+                raise RemoteProtocolError(
+                    f"Unknown resource template: {label}", INVALID_PARAMS, {"uri": label}
+                )
+            if isinstance(owner, Resource):
+                return None, value, chosen  # a plain resource has no variables to complete
+            known = [v.name for v in owner.template.variables]
+        else:
+            raise RemoteProtocolError(
+                'Invalid params: "ref" must be of type "ref/prompt" or "ref/resource"',
+                INVALID_PARAMS,
+            )
+        if name not in known:
+            raise RemoteProtocolError(
+                f"Invalid params: {label} has no argument {name!r} "
+                f"(it has: {', '.join(known) or 'none'})",
+                INVALID_PARAMS,
+            )
+        return owner.completers.get(name), value, chosen
+
+    def _complete_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        completer, value, _ = self._resolve_completion(request.params)
+        if completer is None:
+            return session.complete(scope, completion_result(()))
+        result = completer.immediate(value)
+        return None if result is None else session.complete(scope, result)
+
+    async def _complete(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        completer, value, chosen = self._resolve_completion(request.params)
+        assert completer is not None
+        assert completer.fn is not None
+        try:
+            values = await self.invoker.invoke(completer, completer.call_args(value, chosen))
+            result = completion_result(values)
+        except ToolTimedOut:
+            raise RemoteProtocolError(
+                f"Completing {completer.name} timed out", INTERNAL_ERROR
+            ) from None
+        except Exception as exc:
+            raise self._failed("completer", completer.name, exc, scope) from None
+        return session.complete(scope, result)
 
     # -- tools/call -------------------------------------------------------------------------------
+
+    def _tools_call_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        tool = self._inline_tool(request)
+        if tool is None:
+            return None
+        return self._finish(session, scope, self._call_inline(tool, request))
+
+    async def _tools_call(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        tool, arguments = self._resolve_call(request.params)
+        result = await self._call(tool, arguments, request, scope, notify, requester=requester)
+        return self._finish(session, scope, result)
 
     def _resolve_call(self, params: dict[str, Any] | None) -> tuple[Tool, dict[str, Any]]:
         params = params or {}

@@ -3,6 +3,7 @@
     TrioMCPError
     ├── ToolDefinitionError        a tool cannot be registered (raised at registration)
     ├── ToolError                  raised *by a tool* to report a failure to the model verbatim
+    ├── ResourceNotFoundError      raised by a resource template's function: no such resource
     ├── ToolCallError              client: a tool's result had `isError` (with raise_on_error)
     ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
     ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
@@ -28,6 +29,7 @@ __all__ = [
     "ProtocolError",
     "RemoteProtocolError",
     "RequestError",
+    "ResourceNotFoundError",
     "SchemaViolationError",
     "SessionExpiredError",
     "ToolCallError",
@@ -57,6 +59,14 @@ class ToolError(TrioMCPError):
     """Raise inside a tool to report a failure; the message reaches the client verbatim.
 
     The result is a `tools/call` result with `isError: true` whose text is `str(error)`.
+    """
+
+
+class ResourceNotFoundError(TrioMCPError):
+    """Raise inside a resource (template) function: the URI names nothing that exists.
+
+    The client gets the protocol's resource-not-found error for the URI it read (-32002 up to
+    2025-11-25, -32602 from 2026-07-28), as if no template had matched.
     """
 
 

@@ -1,10 +1,10 @@
 """The server the official MCP conformance suite runs against (`scripts/conformance`).
 
 Written with trio-mcp's public API only, the way a user would write a server: it provides each
-tool the suite's server scenarios call, with the behaviour the scenario's "Server
-Implementation Requirements" describe. Where trio-mcp has no such feature yet (resources,
-prompts, completion, asking the client for sampling or elicitation, resumable SSE, tasks), the
-fixture is left out and its scenario is listed in `expected-failures.yml` with the reason.
+tool, resource and prompt the suite's server scenarios use, with the behaviour the scenario's
+"Server Implementation Requirements" describe. Where trio-mcp has no such feature yet (asking
+the client for sampling or elicitation, resumable SSE, tasks), the fixture is left out and its
+scenario is listed in `expected-failures.yml` with the reason.
 
 Run: `python tests/conformance/everything_server.py --port 3001` serves Streamable HTTP at
 http://127.0.0.1:3001/mcp until SIGINT/SIGTERM.
@@ -26,6 +26,7 @@ from trio_mcp import (
     EmbeddedResource,
     ImageContent,
     Param,
+    PromptMessage,
     Server,
     TextContent,
     ToolError,
@@ -157,6 +158,84 @@ server.add_raw_tool(
     description="Tool with JSON Schema 2020-12 features",
     inline=True,
 )
+
+
+# -- resources (resources-list, -read-text, -read-binary, -templates-read, -subscribe,
+# -unsubscribe; caching reads the first listed resource) ------------------------------------------
+
+server.add_resource(
+    "test://static-text",
+    "This is the content of the static text resource.",
+    name="static-text",
+    description="A static text resource",
+    mime_type="text/plain",
+)
+server.add_resource(
+    "test://static-binary",
+    RED_PIXEL_PNG,
+    name="static-binary",
+    description="A static binary resource (a 1x1 red PNG)",
+    mime_type="image/png",
+)
+
+
+@server.resource("test://template/{id}/data", mime_type="application/json", inline=True)
+def template_data(id: str) -> dict[str, Any]:
+    """A resource template whose data names its id."""
+    return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
+
+
+@server.resource("test://watched-resource", mime_type="text/plain", inline=True)
+def watched_resource() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content"
+
+
+# -- prompts (prompts-list, prompts-get-*) and completion (completion-complete) ------------------
+
+
+@server.prompt("test_simple_prompt", inline=True)
+def simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+def _complete_arg1(value: str) -> list[str]:
+    return [word for word in ("paris", "park", "party", "test") if word.startswith(value)]
+
+
+@server.prompt("test_prompt_with_arguments", inline=True, completions={"arg1": _complete_arg1})
+def prompt_with_arguments(
+    arg1: Annotated[str, Param("First test argument")],
+    arg2: Annotated[str, Param("Second test argument")],
+) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt("test_prompt_with_embedded_resource", inline=True)
+def prompt_with_embedded_resource(
+    resourceUri: Annotated[str, Param("URI of the resource to embed")],  # noqa: N803 - the suite's
+) -> list[PromptMessage]:
+    """A prompt that embeds a resource."""
+    return [
+        PromptMessage(
+            "user",
+            EmbeddedResource(
+                resourceUri, text="Embedded resource content for testing.", mime_type="text/plain"
+            ),
+        ),
+        PromptMessage("user", "Please process the embedded resource above."),
+    ]
+
+
+@server.prompt("test_prompt_with_image", inline=True)
+def prompt_with_image() -> list[PromptMessage]:
+    """A prompt with an image."""
+    return [
+        PromptMessage("user", ImageContent(RED_PIXEL_PNG, "image/png")),
+        PromptMessage("user", "Please analyze the image above."),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -143,7 +143,7 @@ async def test_demo_server_over_every_transport(kind: str) -> None:
             assert client.server_info["name"] == "trio-mcp-demo"
             assert client.protocol_version == HANDSHAKE_VERSIONS[0]
             assert client.instructions
-            assert client.server_capabilities["tools"] == {"listChanged": False}
+            assert client.server_capabilities["tools"] == {"listChanged": True}
             await client.ping()
             tools = {tool.name: tool for tool in await client.list_tools()}
             assert len(tools) == 8

@@ -421,12 +421,12 @@ async def test_unsupported_version_is_400_and_names_the_supported_ones() -> None
 
 
 async def test_unknown_method_is_404_with_method_not_found() -> None:
-    message = modern_request("resources/list")
+    message = modern_request("widgets/list")
     async with serve() as served:
         response = await post(served, message, mirrored(message))
         client = served.client()
         assert (await client.initialize()).status == 200
-        handshake_era = await client.request("resources/list")
+        handshake_era = await client.request("widgets/list")
     refused(response, 404, -32601, "MethodNotFoundError")
     # The 404 is 2026-07-28's rule: a handshake-era session keeps its 200.
     assert handshake_era.status == 200
@@ -447,13 +447,16 @@ async def test_handshake_era_methods_are_404_under_2026_07_28(method: str) -> No
     assert handshake_era.last["result"] == {}
 
 
-async def test_the_name_bearing_methods_need_mcp_name_even_when_not_served() -> None:
+async def test_the_name_bearing_methods_need_mcp_name_even_for_an_unknown_name() -> None:
     message = modern_request("prompts/get", name="greeting")
     async with serve() as served:
         missing = await post(served, message, mirrored(message))
         named = await post(served, message, {**mirrored(message), "mcp-name": "greeting"})
     refused(missing, 400, -32020, "HeaderMismatchError")
-    refused(named, 404, -32601, "MethodNotFoundError")
+    # With the header the request reaches the prompts, which have no "greeting".
+    assert refused(named, 200, -32602, "InvalidParamsError")["error"]["data"] == {
+        "name": "greeting"
+    }
 
 
 async def test_a_modern_header_on_a_batch_or_a_body_without_headers_is_refused() -> None:
@@ -542,7 +545,7 @@ async def test_trio_mcp_client_sends_the_request_metadata_headers() -> None:
         with pytest.raises(RequestError) as unknown:
             await client.call_tool("Hello, 世界")
         with pytest.raises(RequestError) as no_method:
-            await client.request("resources/list")
+            await client.request("widgets/list")
         # A cancelled call closes its stream, which is the cancellation; no notification.
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.call_tool, "test.wait")
@@ -560,7 +563,7 @@ async def test_trio_mcp_client_sends_the_request_metadata_headers() -> None:
         "tools/list",
         "tools/call",
         "tools/call",
-        "resources/list",
+        "widgets/list",
         "tools/call",
     ]
     for headers, body in posts:

@@ -37,6 +37,7 @@ from mcp.types import TextContent
 from tests.helpers import DEMO_TOOLS, init_params
 from tests.http_helpers import POST_HEADERS, parse_sse
 from tests.stdio_peer import ROOT
+from tests.test_interop_sdk import PRIMITIVES, exercise_primitives
 
 #: Bounds the server's start, one SDK session, and the server's stop, each.
 TIMEOUT = 30
@@ -70,9 +71,11 @@ class ServerProcess:
 
 
 @contextmanager
-def trio_mcp_http(*args: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
-    """`trio-mcp run demo_tools --transport http --port 0 <args>` in a subprocess."""
-    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
+def trio_mcp_http(
+    *args: str, env: dict[str, str] | None = None, target: str = "demo_tools"
+) -> Iterator[ServerProcess]:
+    """`trio-mcp run <target> --transport http --port 0 <args>` in a subprocess."""
+    command = [sys.executable, "-m", "trio_mcp", "run", target, "--transport", "http"]
     process = subprocess.Popen(
         [*command, "--port", "0", *args],
         cwd=ROOT,
@@ -226,3 +229,15 @@ def test_sigterm_lets_a_call_in_flight_finish() -> None:
     assert messages[-1]["id"] == 2
     assert "structuredContent" in messages[-1]["result"]
     assert "Traceback" not in "".join(server.stderr)
+
+
+def test_sdk_reads_resources_gets_prompts_and_completes_over_streamable_http() -> None:
+    async def main(url: str) -> None:
+        async with Client(streamable_http_client(url), mode="legacy") as client:
+            await exercise_primitives(client, "2025-11-25")
+        async with Client(streamable_http_client(url), mode="auto") as client:
+            await exercise_primitives(client, "2026-07-28")
+
+    with trio_mcp_http(target=PRIMITIVES) as server:
+        asyncio.run(asyncio.wait_for(main(f"{server.base}/mcp"), TIMEOUT))
+        assert_stopped_cleanly(server)

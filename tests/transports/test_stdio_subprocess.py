@@ -83,7 +83,7 @@ async def test_full_session_validates_against_the_negotiated_schema(version: str
 
         unknown_tool = await peer.call("no.such_tool", {})
         assert_error(unknown_tool, -32602, unknown_tool["id"])
-        unknown_method = await peer.request("resources/list")
+        unknown_method = await peer.request("widgets/list")
         assert_error(unknown_method, -32601, unknown_method["id"])
 
         assert await peer.finish() == 0
@@ -265,10 +265,10 @@ async def test_every_bad_input_is_answered_and_the_server_goes_on() -> None:
 async def test_unknown_method_error_names_the_method() -> None:
     async with open_server() as peer:
         await peer.initialize()
-        response = await peer.request("prompts/list", {})
+        response = await peer.request("widgets/list", {})
         error = assert_error(response, -32601, response["id"])
-        assert error["data"] == {"method": "prompts/list"}
-        assert "prompts/list" in error["message"]
+        assert error["data"] == {"method": "widgets/list"}
+        assert "widgets/list" in error["message"]
         assert await peer.finish() == 0
 
 

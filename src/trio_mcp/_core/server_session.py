@@ -18,6 +18,7 @@ Rule 3: nothing here performs I/O or knows about tools; it raises `RemoteProtoco
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -138,6 +139,8 @@ class ServerSession:
         instructions: Optional text telling the model how to use this server.
         versions: The revisions this server accepts, newest first.
         peer: The connection's two-way request bookkeeping; a fresh one when None.
+        discover_capabilities: The capabilities `server/discover` (2026-07-28) announces, when
+            they differ from the handshake's (default: `capabilities`).
     """
 
     def __init__(
@@ -148,12 +151,16 @@ class ServerSession:
         instructions: str | None = None,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         peer: Peer | None = None,
+        discover_capabilities: dict[str, Any] | None = None,
     ) -> None:
         unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
         if unknown:
             raise ValueError(f"unsupported protocol versions: {unknown}")
         self.server_info = server_info
         self.capabilities = capabilities
+        self.discover_capabilities = (
+            capabilities if discover_capabilities is None else discover_capabilities
+        )
         self.instructions = instructions
         self.versions = versions
         self._handshake_versions = tuple(v for v in versions if v in HANDSHAKE_VERSIONS)
@@ -165,6 +172,8 @@ class ServerSession:
         self.log_level: LogLevel | None = "info"
         #: Requests in flight both ways: the client's (`begin`..`end`) and the server's own.
         self.peer = peer if peer is not None else Peer()
+        #: URIs the client subscribed to (`resources/subscribe`): where updates go.
+        self.subscriptions: set[str] = set()
         # The scope of a request with no `_meta`, shared while the session's state holds;
         # every change of that state (initialize, adopt, setLevel) clears it.
         self._plain_scope: RequestScope | None = None
@@ -258,7 +267,7 @@ class ServerSession:
         """Handle `server/discover` (2026-07-28): versions, capabilities, identity."""
         result: dict[str, Any] = {
             "supportedVersions": list(self.versions),
-            "capabilities": self.capabilities,
+            "capabilities": self.discover_capabilities,
             "_meta": {SERVER_INFO: self.server_info},
             **CACHE_HINTS,
         }
@@ -372,10 +381,18 @@ class ServerSession:
         return scope.log_level is not None and _log_rank(level) >= _log_rank(scope.log_level)
 
     @staticmethod
-    def cacheable(scope: RequestScope, result: dict[str, Any]) -> dict[str, Any]:
-        """Add the caching hints a cacheable result carries under `scope`'s revision."""
+    def cacheable(
+        scope: RequestScope, result: dict[str, Any], hints: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Add the caching hints a cacheable result carries under `scope`'s revision.
+
+        Args:
+            scope: The request's scope.
+            result: The result object.
+            hints: `ttlMs` and `cacheScope` to send (default: `CACHE_HINTS`).
+        """
         if scope.modern:
-            result.update(CACHE_HINTS)
+            result.update(CACHE_HINTS if hints is None else hints)
         return result
 
     def complete(self, scope: RequestScope, result: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""MCP payload shapes that users touch: content blocks and tool results.
+"""MCP payload shapes that users touch: content blocks, tool results, resource and prompt parts.
 
 Rule: these are frozen, slotted records with a `to_wire()` that returns the exact JSON object the
 specification names (camelCase keys, optional fields left out when unset). Pydantic is not used
@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 __all__ = [
+    "Annotations",
     "AudioContent",
+    "CacheHint",
     "CallToolResult",
     "ContentBlock",
     "EmbeddedResource",
+    "Icon",
     "ImageContent",
+    "PromptMessage",
+    "ResourceContents",
     "ResourceLink",
     "TextContent",
     "ToolAnnotations",
@@ -28,8 +34,12 @@ def _b64(data: bytes | str) -> str:
 
 
 def _with_meta(
-    wire: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+    wire: dict[str, Any],
+    annotations: Annotations | dict[str, Any] | None,
+    meta: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    if isinstance(annotations, Annotations):
+        annotations = annotations.to_wire()
     if annotations:
         wire["annotations"] = annotations
     if meta:
@@ -38,11 +48,133 @@ def _with_meta(
 
 
 @dataclass(frozen=True, slots=True)
+class Annotations:
+    """Hints for the client about a resource or a content block (spec: `Annotations`).
+
+    Attributes:
+        audience: Who it is for: "user", "assistant" or both.
+        priority: How important it is, from 0 (entirely optional) to 1 (effectively required).
+        last_modified: When it last changed: a `datetime` or an ISO 8601 string (sent to
+            2025-06-18 and later clients).
+    """
+
+    audience: tuple[Literal["user", "assistant"], ...] | None = None
+    priority: float | None = None
+    last_modified: datetime | str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The hints as the specification's object, unset ones left out."""
+        wire: dict[str, Any] = {}
+        if self.audience is not None:
+            wire["audience"] = list(self.audience)
+        if self.priority is not None:
+            wire["priority"] = self.priority
+        if self.last_modified is not None:
+            when = self.last_modified
+            wire["lastModified"] = when.isoformat() if isinstance(when, datetime) else when
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class Icon:
+    """An icon for a resource, template or prompt (spec 2025-11-25: `Icon`).
+
+    Attributes:
+        src: An `https:` or `data:` URI of the image.
+        mime_type: Its MIME type, when the URI does not say.
+        sizes: Sizes it fits, e.g. `("48x48", "any")`.
+        theme: "light" or "dark", when it is meant for one background.
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: tuple[str, ...] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The icon as the specification's object."""
+        wire: dict[str, Any] = {"src": self.src}
+        if self.mime_type is not None:
+            wire["mimeType"] = self.mime_type
+        if self.sizes is not None:
+            wire["sizes"] = list(self.sizes)
+        if self.theme is not None:
+            wire["theme"] = self.theme
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """How long a client may reuse a result, and who may share it (spec 2026-07-28, caching).
+
+    Sent as `ttlMs` and `cacheScope` on list results and resource reads to 2026-07-28 clients.
+
+    Attributes:
+        ttl_ms: Milliseconds the result stays fresh (0: re-fetch every time).
+        scope: "public" (nothing user-specific: shared caches may keep it) or "private".
+    """
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "public"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ttl_ms, int) or isinstance(self.ttl_ms, bool) or self.ttl_ms < 0:
+            raise ValueError(
+                f"ttl_ms must be a whole number of milliseconds >= 0, not {self.ttl_ms!r}"
+            )
+        if self.scope not in ("public", "private"):
+            raise ValueError(f'scope must be "public" or "private", not {self.scope!r}')
+
+    def to_wire(self) -> dict[str, Any]:
+        """The two fields of a cacheable result."""
+        return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceContents:
+    """What a resource read returns, as it is: give `text` or `blob` (bytes).
+
+    A resource function may return one of these (or a list of them) to choose the contents'
+    URI and MIME type itself; `uri` defaults to the URI that was read.
+    """
+
+    text: str | None = None
+    blob: bytes | str | None = None
+    uri: str | None = None
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.blob is None):
+            raise ValueError("ResourceContents takes exactly one of text= or blob=")
+
+    def to_wire(self, uri: str, mime_type: str | None = None) -> dict[str, Any]:
+        """The contents as the specification's text or blob resource contents.
+
+        Args:
+            uri: The URI to name when the contents do not name their own.
+            mime_type: The MIME type to name when the contents do not name their own.
+        """
+        wire: dict[str, Any] = {"uri": self.uri or uri}
+        mime = self.mime_type or mime_type
+        if mime is not None:
+            wire["mimeType"] = mime
+        if self.text is not None:
+            wire["text"] = self.text
+        else:
+            assert self.blob is not None
+            wire["blob"] = _b64(self.blob)
+        if self.meta:
+            wire["_meta"] = self.meta
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
 class TextContent:
     """A block of text."""
 
     text: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
@@ -56,7 +188,7 @@ class ImageContent:
 
     data: bytes | str
     mime_type: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
@@ -71,7 +203,7 @@ class AudioContent:
 
     data: bytes | str
     mime_type: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
@@ -88,7 +220,7 @@ class EmbeddedResource:
     text: str | None = None
     blob: bytes | str | None = None
     mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -118,7 +250,7 @@ class ResourceLink:
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
@@ -137,6 +269,20 @@ class ResourceLink:
 
 ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
 CONTENT_BLOCK_TYPES = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """One message of a prompt: who says it, and what (a string is a text block)."""
+
+    role: Literal["user", "assistant"]
+    content: str | ContentBlock
+
+    def to_wire(self) -> dict[str, Any]:
+        """The message as the specification's `PromptMessage` object."""
+        content = self.content
+        block = TextContent(content) if isinstance(content, str) else content
+        return {"role": self.role, "content": block.to_wire()}
 
 
 @dataclass(frozen=True, slots=True)

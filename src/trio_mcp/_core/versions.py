@@ -23,6 +23,7 @@ __all__ = [
     "HTTP_DEFAULT_VERSION",
     "LATEST_HANDSHAKE_VERSION",
     "MODERN_VERSIONS",
+    "RESOURCE_NOT_FOUND",
     "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Revision",
@@ -46,7 +47,11 @@ class Revision:
         audio: Audio content blocks (since 2025-03-26).
         progress_message: A `message` in progress notifications (since 2025-03-26).
         structured: `structuredContent`, `outputSchema`, tool `title` and `resource_link`
-            content blocks (since 2025-06-18).
+            content blocks (since 2025-06-18); so do the `title` of resources, templates,
+            prompts and prompt arguments, and `lastModified` in annotations (its schema).
+        icons: `icons` on tools, resources, templates and prompts (since 2025-11-25).
+        resource_not_found: The error code of `resources/read` for an unknown URI: -32002
+            until 2025-11-25, -32602 (Invalid Params) from 2026-07-28 (its changelog; SEP-2164).
         batches: JSON-RPC batches (arrays of messages): 2025-03-26 only (its changelog added
             them, 2025-06-18's removed them; no other revision's schema has a batch type).
     """
@@ -57,6 +62,8 @@ class Revision:
     audio: bool
     progress_message: bool
     structured: bool
+    icons: bool
+    resource_not_found: int
     batches: bool
 
     @property
@@ -65,13 +72,17 @@ class Revision:
         return not self.per_request
 
 
+#: `resources/read` of an unknown URI before 2026-07-28 (spec 2025-11-25, resources: Error
+#: Handling); later revisions answer -32602 Invalid Params.
+RESOURCE_NOT_FOUND: Final = -32002
+
 _TABLE: Final = (
-    # name          per_request  annotations  audio  progress_msg  structured  batches
-    Revision("2026-07-28", True, True, True, True, True, False),
-    Revision("2025-11-25", False, True, True, True, True, False),
-    Revision("2025-06-18", False, True, True, True, True, False),
-    Revision("2025-03-26", False, True, True, True, False, True),
-    Revision("2024-11-05", False, False, False, False, False, False),
+    # name   per_request annotations audio progress_msg structured icons not_found batches
+    Revision("2026-07-28", True, True, True, True, True, True, -32602, False),
+    Revision("2025-11-25", False, True, True, True, True, True, RESOURCE_NOT_FOUND, False),
+    Revision("2025-06-18", False, True, True, True, True, False, RESOURCE_NOT_FOUND, False),
+    Revision("2025-03-26", False, True, True, True, False, False, RESOURCE_NOT_FOUND, True),
+    Revision("2024-11-05", False, False, False, False, False, False, RESOURCE_NOT_FOUND, False),
 )
 _BY_NAME: Final = {row.name: row for row in _TABLE}
 
@@ -88,8 +99,11 @@ SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 HTTP_DEFAULT_VERSION: Final = "2025-03-26"
 #: Revisions that have JSON-RPC batches (see `Revision.batches`).
 BATCH_VERSIONS: Final = tuple(row.name for row in _TABLE if row.batches)
-#: Requests that only handshake-era revisions define (2026-07-28 changelog).
-HANDSHAKE_ONLY_METHODS: Final = frozenset({"initialize", "ping", "logging/setLevel"})
+#: Requests that only handshake-era revisions define (2026-07-28 changelog: ping and setLevel
+#: removed; resources/subscribe and unsubscribe replaced by subscriptions/listen).
+HANDSHAKE_ONLY_METHODS: Final = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
 
 #: spec 2026-07-28, basic/versioning: UnsupportedProtocolVersionError.
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022

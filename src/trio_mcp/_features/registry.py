@@ -1,12 +1,15 @@
-"""A registry of named primitives (tools today; resources, templates and prompts next).
+"""A registry of primitives of one kind (tools, resources, resource templates, prompts).
 
 Rule 1: order is registration order, and listing pages through it in that order with opaque
         cursors of the registry's own kind ("tools:20"); a cursor of another kind, or one that
         does not decode, is a -32602 error, never a silent first page.
-Rule 2: names are unique within a registry; a second registration under a taken name is a
-        `ToolDefinitionError` naming both the holder and the newcomer.
-Rule 3: every change (add, remove) bumps `changes`, the counter that tells a runtime that a
-        `notifications/<kind>/list_changed` is due.
+Rule 2: keys are unique within a registry (a name; a URI for resources, a URI template for
+        templates); a second registration under a taken key is a `ToolDefinitionError` naming
+        both the holder and the newcomer.
+Rule 3: every change (add, remove, enable, disable) bumps `changes`, the counter that tells a
+        runtime that a `notifications/<kind>/list_changed` is due.
+Rule 4: a disabled item stays registered but is invisible: not listed, not found by `get`,
+        until it is enabled again.
 """
 
 from __future__ import annotations
@@ -40,15 +43,29 @@ class Registry(Generic[T]):
         kind: The plural name of what is held ("tools"): the cursor prefix and the wording of
             errors.
         describe: How a duplicate's holder is named in the error (default: its name).
+        key: What an item is registered and found by (default: its name).
+        key_label: What the key is called in errors ("name", "URI").
     """
 
-    def __init__(self, kind: str, describe: Callable[[T], str] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        describe: Callable[[T], str] | None = None,
+        *,
+        key: Callable[[T], str] | None = None,
+        key_label: str = "name",
+    ) -> None:
         self.kind = kind
         self._describe = describe or (lambda item: repr(item.name))
+        self._key: Callable[[T], str] = key or (lambda item: item.name)
+        self._key_label = key_label
         self._items: dict[str, T] = {}
+        self._disabled: set[str] = set()
         self._order: list[T] | None = None
         #: Bumped by every add and remove (Rule 3).
         self.changes = 0
+        #: Called after every change (the hub's wake-up), if set.
+        self.on_change: Callable[[], None] | None = None
 
     def add(self, new: T) -> None:
         """Register `new`.
@@ -56,30 +73,61 @@ class Registry(Generic[T]):
         Raises:
             ToolDefinitionError: when the name is taken.
         """
-        existing = self._items.get(new.name)
+        key = self._key(new)
+        existing = self._items.get(key)
         if existing is not None:
             singular = self.kind.removesuffix("s")
             raise ToolDefinitionError(
-                f"duplicate {singular} name {new.name!r}: already registered by "
-                f"{self._describe(existing)}; give one a different name"
+                f"duplicate {singular} {self._key_label} {key!r}: already registered by "
+                f"{self._describe(existing)}; give one a different {self._key_label}"
             )
-        self._items[new.name] = new
+        self._items[key] = new
         self._changed()
 
-    def remove(self, name: str) -> None:
-        """Unregister the item called `name` (KeyError if there is none)."""
-        del self._items[name]
+    def remove(self, key: str) -> T:
+        """Unregister the item under `key` and return it (KeyError if there is none)."""
+        item = self._items.pop(key)
+        self._disabled.discard(key)
         self._changed()
+        return item
 
-    def get(self, name: str) -> T | None:
-        """The item called `name`, or None."""
-        return self._items.get(name)
+    def set_enabled(self, key: str, enabled: bool) -> bool:
+        """Enable or disable the item under `key` (Rule 4; KeyError if there is none).
+
+        Returns:
+            Whether that changed anything (enabling an enabled item does not).
+        """
+        if key not in self._items:
+            raise KeyError(key)
+        if enabled == (key not in self._disabled):
+            return False
+        if enabled:
+            self._disabled.discard(key)
+        else:
+            self._disabled.add(key)
+        self._changed()
+        return True
+
+    def get(self, key: str) -> T | None:
+        """The enabled item under `key`, or None."""
+        if self._disabled and key in self._disabled:
+            return None
+        return self._items.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) - len(self._disabled)
 
     def __iter__(self) -> Iterator[T]:
-        return iter(self._items.values())
+        return iter(self._listed())
+
+    def _listed(self) -> list[T]:
+        if self._order is None:
+            disabled = self._disabled
+            self._order = [item for key, item in self._items.items() if key not in disabled]
+        return self._order
 
     def page(self, cursor: str | None, page_size: int | None) -> tuple[list[T], str | None]:
         """One page of items and the cursor of the next (None on the last page).
@@ -87,9 +135,7 @@ class Registry(Generic[T]):
         Raises:
             RemoteProtocolError: -32602 for a cursor this registry did not issue.
         """
-        if self._order is None:
-            self._order = list(self._items.values())
-        items = self._order
+        items = self._listed()
         start = 0
         if cursor is not None:
             start = self._decode_cursor(cursor)
@@ -105,6 +151,8 @@ class Registry(Generic[T]):
     def _changed(self) -> None:
         self._order = None
         self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
 
     def _encode_cursor(self, offset: int) -> str:
         return base64.urlsafe_b64encode(f"{self.kind}:{offset}".encode()).decode("ascii")

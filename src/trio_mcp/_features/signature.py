@@ -37,11 +37,16 @@ class Param:
             2026-07-28, `x-mcp-header`), so that proxies and load balancers can route on it
             without reading the body; for integer, string and boolean parameters only, and
             never for secrets (headers are visible to every intermediary).
+        complete: For a prompt argument or a resource template variable: completes what the
+            user typed (`completion/complete`), called as `complete(value)` or
+            `complete(value, arguments)` (the other arguments chosen so far), sync or async,
+            returning the candidate values.
     """
 
     description: str | None = None
     examples: tuple[Any, ...] | None = None
     header: str | None = None
+    complete: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

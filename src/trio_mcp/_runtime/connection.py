@@ -129,6 +129,8 @@ class _Connection:
     async def _serve(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            # Ends with the nursery's cancellation below (it is not one of `_tasks`).
+            nursery.start_soon(self.server.hub.watch_lists, self.runtime)
             task_status.started()
             async with receive:
                 async for item in _drain(receive):

@@ -9,21 +9,38 @@ Rule 1: a session is in the hub while it can still be spoken to: a channel conne
 Rule 2: a broadcast goes to every session that can take an unprompted message now, each in a
         task of its own (a slow client does not hold up the others), and ends when all are
         sent. A session that ends meanwhile is skipped or its message dropped; nothing raises.
-Rule 3: the hub sends what it is told to, when it is told to. Deciding that the tool list
-        changed (`changes` moved) and saying so (`notifications/tools/list_changed`, with
-        `listChanged: true` advertised) is for the feature that will use it.
+Rule 3: every change of a registry (add, remove, enable, disable) wakes the list watchers:
+        each channel session runs one (`watch_lists`, in its connection's nursery) that sends
+        `notifications/<kind>/list_changed` for each kind whose counter moved since it last
+        looked: once per burst of changes made together, not once per item. Only an
+        initialized handshake-era session gets them (a 2026-07-28 client must ask for them with
+        subscriptions/listen, which is not served yet). A change may come from the event loop or
+        from one of its worker threads (a sync tool); any other thread must not change a
+        registry while the server runs.
+Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NoReturn, Protocol
 
 import trio
 
 from .._features.registry import Registry
 
 __all__ = ["LiveSession", "SessionHub"]
+
+
+class Counted(Protocol):
+    """A registry as the hub sees it: a change counter and a hook called after each change."""
+
+    @property
+    def changes(self) -> int:
+        """How many changes it has seen."""
+        ...
+
+    on_change: Callable[[], None] | None
 
 
 class LiveSession(Protocol):
@@ -38,18 +55,34 @@ class LiveSession(Protocol):
         """Send the client a notification."""
         ...
 
+    @property
+    def wants_list_changes(self) -> bool:
+        """Whether the client is to hear of list changes (Rule 3)."""
+        ...
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether the client subscribed to updates of `uri`."""
+        ...
+
 
 class SessionHub:
     """The sessions of one server that are open now, in the order they opened.
 
     Args:
-        registry: The server's tool registry, whose change counter the hub reads.
+        registry: The server's tool registry, whose change counter `changes` reads.
+        lists: The registries whose changes are announced, by the kind the notification names
+            ("tools", "resources", "prompts"); default: the tool registry alone.
     """
 
-    def __init__(self, registry: Registry[Any]) -> None:
+    def __init__(self, registry: Registry[Any], lists: Mapping[str, Counted] | None = None) -> None:
         self._registry = registry
         # A dict, not a set: a broadcast reaches sessions in the order they opened.
         self._live: dict[LiveSession, None] = {}
+        self._lists: dict[str, Counted] = dict(lists) if lists is not None else {"tools": registry}
+        # Set (and replaced) at every change; the list watchers wait on it (Rule 3).
+        self._changed = trio.Event()
+        for counted in self._lists.values():
+            counted.on_change = self._wake
 
     def add(self, session: LiveSession) -> None:
         """Count `session` as open (Rule 1)."""
@@ -73,12 +106,67 @@ class SessionHub:
         """The tool registry's change counter (Rule 3): it moves with every add and remove."""
         return self._registry.changes
 
-    async def notify_all(self, method: str, params: dict[str, Any] | None = None) -> int:
+    def _counts(self) -> dict[str, int]:
+        return {kind: counted.changes for kind, counted in self._lists.items()}
+
+    def _wake(self) -> None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:  # not on the event loop's thread
+            try:
+                trio.from_thread.run_sync(self._set)
+            except RuntimeError:  # no event loop at all (registration before serving)
+                self._set()
+            return
+        self._set()
+
+    def _set(self) -> None:
+        event, self._changed = self._changed, trio.Event()
+        event.set()
+
+    async def watch_lists(self, session: LiveSession) -> NoReturn:
+        """Tell `session` of every list change, once per burst, until cancelled (Rule 3)."""
+        event = self._changed
+        seen = self._counts()
+        while True:
+            await event.wait()
+            # The change that woke us may be one of several made together: let it finish.
+            await trio.lowlevel.checkpoint()
+            event = self._changed
+            now = self._counts()
+            moved = [kind for kind, count in now.items() if count != seen[kind]]
+            seen = now
+            if moved and session.can_notify and session.wants_list_changes:
+                for kind in moved:
+                    await session.notify(f"notifications/{kind}/list_changed")
+
+    async def resource_updated(self, uri: str) -> int:
+        """Send `notifications/resources/updated` to the sessions subscribed to `uri` (Rule 4).
+
+        Returns:
+            How many sessions it was sent to.
+        """
+        return await self.notify_all(
+            "notifications/resources/updated", {"uri": uri}, only=lambda s: s.subscribed(uri)
+        )
+
+    async def notify_all(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        only: Callable[[LiveSession], bool] | None = None,
+    ) -> int:
         """Send a notification to every open session that can receive one (Rule 2).
 
         Streamable HTTP sessions are skipped: the server cannot send them anything outside the
         answer to a request yet (there is no standalone GET stream), so there is nowhere to put
         it. A session whose client stopped reading is sent to and the message dropped there.
+
+        Args:
+            method: The notification's method.
+            params: Its params, if any.
+            only: Sends only to the sessions for which this says True.
 
         Returns:
             How many sessions it was sent to.
@@ -88,7 +176,7 @@ class SessionHub:
         async def one(session: LiveSession) -> None:
             nonlocal sent
             # Asked again: the session may have ended while the others were being sent to.
-            if session in self._live and session.can_notify:
+            if session in self._live and session.can_notify and (only is None or only(session)):
                 sent += 1
                 await session.notify(method, params)
 

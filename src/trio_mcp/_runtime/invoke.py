@@ -1,5 +1,8 @@
 """Running a tool's function under trio: threads, limiters, timeouts, inline calls.
 
+Resources, templates, prompts and completers are called the same way (a `Callee`): "tool"
+below stands for any of them.
+
 Rule 1: an async tool runs on the event loop; a sync tool runs in a worker thread so that it
         never blocks the loop, unless it was declared `inline=True` (fast and non-blocking),
         in which case it runs right here.
@@ -16,12 +19,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
 from typing import Any, Final
 
 import trio
 
-from .._dispatch import ToolTimedOut
+from .._dispatch import Callee, ToolTimedOut
 from .._features.tools import Tool
 
 __all__ = ["THREADS_PER_TOOL", "TrioInvoker"]
@@ -32,12 +34,13 @@ THREADS_PER_TOOL: Final = 40
 
 
 class TrioInvoker:
-    """Calls tools for a `Dispatcher` (its `Invoker`), one instance per server."""
+    """Calls tools (and the other callees) for a `Dispatcher` (its `Invoker`), one per server."""
 
     def __init__(self) -> None:
-        self._limiters: dict[str, trio.CapacityLimiter] = {}
+        # By kind and name: a tool and a prompt of the same name do not share threads.
+        self._limiters: dict[tuple[str, str], trio.CapacityLimiter] = {}
 
-    async def invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+    async def invoke(self, tool: Callee, kwargs: dict[str, Any]) -> Any:
         """Call `tool` with validated arguments; its return value.
 
         Raises:
@@ -48,16 +51,18 @@ class TrioInvoker:
         assert cs.cancelled_caught
         raise ToolTimedOut(tool)
 
-    def _limiter(self, tool: Tool) -> trio.CapacityLimiter:
-        limiter = self._limiters.get(tool.name)
+    def _limiter(self, tool: Callee) -> trio.CapacityLimiter:
+        key = (type(tool).__name__, tool.name)
+        limiter = self._limiters.get(key)
         if limiter is None:
-            limiter = self._limiters[tool.name] = trio.CapacityLimiter(THREADS_PER_TOOL)
+            limiter = self._limiters[key] = trio.CapacityLimiter(THREADS_PER_TOOL)
         return limiter
 
-    async def _run(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
-        fn: Callable[..., Any] = tool.fn
-        if tool.compiled is None:  # a raw tool takes the arguments dict itself
-            fn, kwargs = functools.partial(tool.fn, kwargs), {}
+    async def _run(self, tool: Callee, kwargs: dict[str, Any]) -> Any:
+        fn = tool.fn
+        assert fn is not None
+        if isinstance(tool, Tool) and tool.compiled is None:
+            fn, kwargs = functools.partial(fn, kwargs), {}  # a raw tool takes the dict itself
         if tool.is_async or tool.inline:
             value = fn(**kwargs)
         else:

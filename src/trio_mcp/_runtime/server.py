@@ -1,24 +1,44 @@
-"""`Server`: the facade users fill with tools, and what all of its sessions share.
+"""`Server`: the facade users fill with tools, resources and prompts; what its sessions share.
 
-Rule 1: a `Server` holds what is the same for every client: its options, the tool registry, the
-        dispatcher that answers requests and the hub of its live sessions. What belongs to one
-        client lives in that client's `SessionRuntime` (`session`), never here.
+Rule 1: a `Server` holds what is the same for every client: its options, the registries (tools,
+        resources and templates, prompts), the dispatcher that answers requests and the hub of
+        its live sessions. What belongs to one client lives in that client's `SessionRuntime`
+        (`session`), never here.
 Rule 2: it starts no task of its own: `serve_connection` runs one connection's tasks and returns
         when they have ended; HTTP serving is composed in `_run`.
+Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource or prompt while
+        serving tells every live session (the hub's list watchers); the capabilities a session
+        is given are derived from what is registered when it starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeVar
 
 import trio
 
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.server_session import ServerSession
-from .._core.types import ToolAnnotations
+from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
-from .._dispatch import Dispatcher
+from .._dispatch import LIST_METHODS, Dispatcher
+from .._exceptions import ToolDefinitionError
+from .._features.prompts import (
+    Prompt,
+    PromptMeta,
+    PromptRegistry,
+    discover_prompts,
+    make_prompt,
+)
+from .._features.resources import (
+    Resource,
+    ResourceMeta,
+    ResourceRegistry,
+    ResourceTemplate,
+    discover_resources,
+    make_resource,
+)
 from .._features.tools import (
     RawHandler,
     Tool,
@@ -37,6 +57,8 @@ from .invoke import TrioInvoker
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MISSING: Final[Any] = object()
+PrimitiveKind = Literal["tool", "resource", "prompt"]
 
 # 1024 concurrent requests per connection: HTTP/2 servers commonly allow 100-250 concurrent
 # streams per connection (nginx, Go net/http); MCP tools are often long-running I/O waits, so we
@@ -49,7 +71,7 @@ DEFAULT_SHUTDOWN_GRACE: Final = 10.0
 
 
 class Server:
-    """An MCP server: a registry of tools plus how to serve them.
+    """An MCP server: registries of tools, resources and prompts, plus how to serve them.
 
     Args:
         name: The server's name, sent as `serverInfo.name`.
@@ -64,6 +86,9 @@ class Server:
         shutdown_grace: Seconds in-flight calls may take to finish after the input ends; those
             still running then are answered -32000 ("server shutting down").
         versions: Protocol revisions accepted, newest first.
+        list_cache: Caching hints (2026-07-28 `ttlMs`, `cacheScope`) of the list results, by
+            method ("tools/list", "resources/list", "resources/templates/list",
+            "prompts/list"); a list not named here is sent with a TTL of 0, public.
     """
 
     def __init__(
@@ -78,9 +103,13 @@ class Server:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+        list_cache: Mapping[str, CacheHint] | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
+        unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
+        if unknown:
+            raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
         self.name = name
         self.version = version or __version__
         self.instructions = instructions
@@ -89,14 +118,28 @@ class Server:
         self.shutdown_grace = shutdown_grace
         self.versions = versions
         self.registry = ToolRegistry()
+        #: The resources and resource templates (not public API: see `resources`).
+        self.resource_registry = ResourceRegistry()
+        #: The prompts (not public API: see `prompts`).
+        self.prompt_registry = PromptRegistry()
         self.dispatcher = Dispatcher(
             self.registry,
             TrioInvoker(),
             page_size=page_size,
             mask_error_details=mask_error_details,
+            resources=self.resource_registry,
+            prompts=self.prompt_registry,
         )
+        self.dispatcher.cache_hints.update(list_cache or {})
         #: The sessions open now (not public API): where a broadcast to every client goes.
-        self.hub = SessionHub(self.registry)
+        self.hub = SessionHub(
+            self.registry,
+            {
+                "tools": self.registry,
+                "resources": self.resource_registry,
+                "prompts": self.prompt_registry,
+            },
+        )
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -199,13 +242,295 @@ class Server:
         """The registered tools, in registration order."""
         return list(self.registry)
 
+    # -- resources --------------------------------------------------------------------------------
+
+    def add_resource(
+        self,
+        target: Any,
+        value: Any = _MISSING,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+        cache: CacheHint | None = None,
+        completions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Resource | ResourceTemplate:
+        """Register a resource or a resource template.
+
+        `add_resource(uri, value)`: `value` is a function (called at each read; a template when
+        `uri` has variables), a `pathlib.Path` (the file, read at each read, its MIME type
+        guessed from its name) or any other value (static contents: `str` is text, `bytes` a
+        blob, anything else JSON). `add_resource(fn)`: a function tagged `@resource(uri)`.
+        Keyword arguments override what `@resource` says.
+
+        Returns:
+            The registered resource or template.
+
+        Raises:
+            ToolDefinitionError: when it cannot be a resource, or its URI is taken.
+        """
+        options = ResourceMeta(
+            None, name, title, description, mime_type, size, icons, annotations, meta, inline,
+            timeout, cache, completions,
+        )  # fmt: skip
+        if value is _MISSING:
+            if isinstance(target, str):
+                raise ToolDefinitionError(
+                    f"add_resource({target!r}) needs the value: add_resource(uri, value)"
+                )
+            new = make_resource(target, options)
+        else:
+            if not isinstance(target, str):
+                raise ToolDefinitionError(
+                    f"add_resource(uri, value) takes the URI first, not {target!r}"
+                )
+            new = make_resource(value, ResourceMeta(uri=target).over(options))
+        self.resource_registry.add(new)
+        return new
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+        cache: CacheHint | None = None,
+        completions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator registering a function as a resource (or template) on this server now.
+
+        Takes the arguments of `@resource`.
+
+        Raises:
+            ToolDefinitionError: when the function cannot be a resource or the URI is taken.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                uri, fn, name=name, title=title, description=description,
+                mime_type=mime_type, size=size, icons=icons, annotations=annotations,
+                meta=meta, inline=inline, timeout=timeout, cache=cache,
+                completions=completions,
+            )  # fmt: skip
+            return fn
+
+        return register
+
+    def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
+        """Register every `@resource`-tagged function of a module, class or instance.
+
+        Returns:
+            The registered resources and templates, in definition order.
+
+        Raises:
+            ToolDefinitionError: when one cannot be registered (none of them is, then).
+        """
+        made = [make_resource(fn) for fn in discover_resources(obj)]
+        trial = ResourceRegistry()  # a clash raises before this server's registry changed
+        for existing in (*self.resource_registry.static, *self.resource_registry.templates):
+            trial.add(existing)
+        for new in made:
+            trial.add(new)
+        for new in made:
+            self.resource_registry.add(new)
+        return made
+
+    @property
+    def resources(self) -> list[Resource]:
+        """The registered resources (not templates), in registration order."""
+        return list(self.resource_registry.static)
+
+    @property
+    def resource_templates(self) -> list[ResourceTemplate]:
+        """The registered resource templates, in registration order."""
+        return list(self.resource_registry.templates)
+
+    async def resource_updated(self, uri: str) -> int:
+        """Tell the clients subscribed to `uri` that it changed (`notifications/resources/updated`).
+
+        Call it from a tool, a background task or wherever the change is made; clients that
+        did not subscribe to `uri` hear nothing.
+
+        Returns:
+            How many sessions were told.
+        """
+        return await self.hub.resource_updated(uri)
+
+    # -- prompts ----------------------------------------------------------------------------------
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        title: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+        completions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Prompt:
+        """Register one function as a prompt; arguments override its `@prompt` metadata.
+
+        Returns:
+            The registered prompt.
+
+        Raises:
+            ToolDefinitionError: when the function cannot be a prompt or the name is taken.
+        """
+        options = PromptMeta(name, description, title, icons, meta, inline, timeout, completions)
+        new = make_prompt(fn, options)
+        self.prompt_registry.add(new)
+        return new
+
+    def prompt(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        title: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+        completions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator registering a function as a prompt on this server right away.
+
+        Raises:
+            ToolDefinitionError: when the function cannot be a prompt or the name is taken.
+        """
+
+        def register(fn: F) -> F:
+            self.add_prompt(
+                fn, name=name, description=description, title=title, icons=icons, meta=meta,
+                inline=inline, timeout=timeout, completions=completions,
+            )  # fmt: skip
+            return fn
+
+        return register
+
+    def add_prompts(self, obj: Any) -> list[Prompt]:
+        """Register every `@prompt`-tagged function of a module, class or instance.
+
+        Returns:
+            The registered prompts, in definition order.
+
+        Raises:
+            ToolDefinitionError: when one cannot be registered (none of them is, then).
+        """
+        made = [make_prompt(fn) for fn in discover_prompts(obj)]
+        trial = PromptRegistry()
+        for existing in self.prompt_registry:
+            trial.add(existing)
+        for new in made:
+            trial.add(new)
+        for new in made:
+            self.prompt_registry.add(new)
+        return made
+
+    @property
+    def prompts(self) -> list[Prompt]:
+        """The registered prompts, in registration order."""
+        return list(self.prompt_registry)
+
+    # -- living lists -----------------------------------------------------------------------------
+
+    def remove_tool(self, name: str) -> Tool:
+        """Unregister a tool; live sessions are told the list changed.
+
+        Raises:
+            KeyError: when no tool has that name.
+        """
+        return self.registry.remove(name)
+
+    def remove_resource(self, uri: str) -> Resource | ResourceTemplate:
+        """Unregister a resource (by URI) or a template (by its URI template, as written).
+
+        Raises:
+            KeyError: when neither is registered.
+        """
+        removed: Resource | ResourceTemplate = self.resource_registry.registry_of(uri).remove(uri)
+        return removed
+
+    def remove_prompt(self, name: str) -> Prompt:
+        """Unregister a prompt; live sessions are told the list changed.
+
+        Raises:
+            KeyError: when no prompt has that name.
+        """
+        return self.prompt_registry.remove(name)
+
+    def set_enabled(self, kind: PrimitiveKind, key: str, enabled: bool) -> bool:
+        """Enable or disable a registered tool, resource (or template) or prompt.
+
+        A disabled one is neither listed nor callable (it is unknown to clients) until it is
+        enabled again; live sessions are told the list changed.
+
+        Args:
+            kind: "tool", "resource" (a URI or a URI template) or "prompt".
+            key: Its name, URI or URI template.
+            enabled: Whether it is to be served.
+
+        Returns:
+            Whether anything changed.
+
+        Raises:
+            KeyError: when nothing of that kind is registered under `key`.
+        """
+        if kind == "tool":
+            return self.registry.set_enabled(key, enabled)
+        if kind == "prompt":
+            return self.prompt_registry.set_enabled(key, enabled)
+        return self.resource_registry.registry_of(key).set_enabled(key, enabled)
+
+    def capabilities(self, *, notifications: bool = True) -> dict[str, Any]:
+        """The capabilities a new session announces: what is registered now (Rule 3).
+
+        Args:
+            notifications: Whether list changes and resource updates reach the client. They
+                do in the handshake era; 2026-07-28 delivers them only on a
+                `subscriptions/listen` stream, which this server does not serve yet, so
+                `server/discover` announces neither `listChanged` nor `subscribe`.
+        """
+        capabilities: dict[str, Any] = {}
+        if len(self.registry):
+            capabilities["tools"] = {"listChanged": True} if notifications else {}
+        if len(self.resource_registry):
+            capabilities["resources"] = (
+                {"subscribe": True, "listChanged": True} if notifications else {}
+            )
+        if len(self.prompt_registry):
+            capabilities["prompts"] = {"listChanged": True} if notifications else {}
+        if len(self.prompt_registry) or len(self.resource_registry.templates):
+            capabilities["completions"] = {}
+        capabilities["logging"] = {}
+        return capabilities
+
     def new_session(self) -> ServerSession:
         """A fresh protocol session for one client connection."""
         return ServerSession(
             server_info={"name": self.name, "version": self.version},
-            capabilities={"tools": {"listChanged": False}, "logging": {}},
+            capabilities=self.capabilities(),
             instructions=self.instructions,
             versions=self.versions,
+            discover_capabilities=self.capabilities(notifications=False),
         )
 
     # -- serving --------------------------------------------------------------------------------

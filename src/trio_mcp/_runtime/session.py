@@ -137,6 +137,15 @@ class SessionRuntime:
         """
         return self._send is not None and self.peer.closed is None
 
+    @property
+    def wants_list_changes(self) -> bool:
+        """Whether the client hears of list changes: an initialized handshake-era session."""
+        return self.session.protocol_version is not None
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether the client subscribed to updates of `uri` (`resources/subscribe`)."""
+        return uri in self.session.subscriptions
+
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send the client a notification of the server's own (see `can_notify`).
 

@@ -1,0 +1,86 @@
+"""Attribute-style markers on functions, and finding the marked ones by reflection.
+
+Rule 1: a marker (`@resource`, `@prompt`) only attaches a metadata record to the function under
+        an attribute of its own and returns the function unchanged; static and class methods
+        are tagged on the function inside them.
+Rule 2: discovery looks at a module (its tagged functions), a class (its tagged static and
+        class methods; an instance method is a `ToolDefinitionError`, since nothing could bind
+        it) or an instance (its tagged methods, bound), in definition order, base classes first.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from .._exceptions import ToolDefinitionError
+
+__all__ = ["discover", "marker", "tag"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M")
+
+
+def tag(fn: F, attr: str, meta: Any, decorator: str) -> F:
+    """Attach `meta` to `fn` under `attr` (Rule 1) and return `fn`.
+
+    Raises:
+        ToolDefinitionError: when `fn` takes no attributes (a builtin, say).
+    """
+    target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
+    try:
+        setattr(target, attr, meta)
+    except AttributeError:
+        raise ToolDefinitionError(
+            f"{decorator} cannot tag {fn!r}: it takes no attributes; wrap it in a function"
+        ) from None
+    return fn
+
+
+def marker(obj: Any, attr: str, kind: type[M]) -> M | None:
+    """The metadata of type `kind` attached to `obj` under `attr`, if any."""
+    target = obj.__func__ if isinstance(obj, staticmethod | classmethod | types.MethodType) else obj
+    meta = getattr(target, attr, None)
+    return meta if isinstance(meta, kind) else None
+
+
+def discover(obj: Any, attr: str, kind: type[Any], adder: str) -> list[Callable[..., Any]]:
+    """The functions of a module, class or instance that carry a `kind` marker (Rule 2).
+
+    Args:
+        obj: Where to look.
+        attr: The marker's attribute.
+        kind: The marker's record type.
+        adder: The `Server` method that was called, for the error message.
+
+    Raises:
+        ToolDefinitionError: for a class whose tagged methods need an instance.
+    """
+    if isinstance(obj, types.ModuleType):
+        found: dict[int, Callable[..., Any]] = {}
+        for value in vars(obj).values():
+            if callable(value) and marker(value, attr, kind) is not None:
+                found.setdefault(id(value), value)
+        return list(found.values())
+    cls = obj if isinstance(obj, type) else type(obj)
+    out: list[Callable[..., Any]] = []
+    for name, raw in _members(cls):
+        if marker(raw, attr, kind) is None:
+            continue
+        if isinstance(obj, type) and not isinstance(raw, staticmethod | classmethod):
+            raise ToolDefinitionError(
+                f"{cls.__qualname__}.{name} is an instance method: pass an instance to "
+                f"{adder} ({adder}({cls.__qualname__}())), or make it a staticmethod"
+            )
+        out.append(getattr(obj, name))
+    return out
+
+
+def _members(cls: type) -> Iterator[tuple[str, Any]]:
+    names: dict[str, None] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # `object` itself is skipped
+        names.update(dict.fromkeys(vars(klass)))
+    for name in names:
+        yield name, inspect.getattr_static(cls, name)
