@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -138,3 +140,54 @@ def test_the_readme_testing_example_passes_against_the_quick_start(tmp_path: Pat
     (tmp_path / "test_tools.py").write_text(match.group(1))
     (tmp_path / "pytest.ini").write_text("[pytest]\ntrio_mode = true\n")
     assert run_pytest(tmp_path) == {"test_tools::test_divide": ("passed", "")}
+
+
+def codex_source() -> str:
+    match = re.search(r"```python\n(# codex\.py\n.*?)```", README.read_text(), re.DOTALL)
+    assert match, "README lost its codex.py example"
+    return match.group(1)
+
+
+async def test_the_codex_example_reads_prompts_and_completes(tmp_path: Path) -> None:
+    import importlib.util  # noqa: PLC0415 - only this test loads a module from a file
+
+    import trio_mcp.testing  # noqa: PLC0415
+    from trio_mcp import RequestError  # noqa: PLC0415
+
+    (tmp_path / "codex.py").write_text(codex_source())
+    spec = importlib.util.spec_from_file_location("readme_codex", tmp_path / "codex.py")
+    assert spec is not None
+    assert spec.loader is not None
+    codex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(codex)
+    async with trio_mcp.testing.connect(codex.server) as client:
+        motto = await client.request("resources/read", {"uri": "wh40k://codex/motto"})
+        unit = await client.request("resources/read", {"uri": "wh40k://units/orks/7"})
+        templates = await client.request("resources/templates/list", {})
+        prompt = await client.request(
+            "prompts/get", {"name": "wh40k.battle_briefing", "arguments": {"attacker": "orks"}}
+        )
+        with pytest.raises(RequestError) as bad:
+            await client.request("resources/read", {"uri": "wh40k://units/orks/x"})
+        with pytest.raises(RequestError) as missing:
+            await client.request("resources/read", {"uri": "wh40k://units/orks/100"})
+        done = await client.request(
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "wh40k.battle_briefing"},
+                "argument": {"name": "attacker", "value": "n"},
+            },
+        )
+    assert motto["contents"][0]["text"] == "Waaagh!"
+    assert json.loads(unit["contents"][0]["text"]) == {"faction": "orks", "unit_id": 7}
+    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == [
+        "wh40k://units/{faction}/{unit_id}"
+    ]
+    assert prompt["messages"][0]["content"]["text"] == (
+        "The orks attack for 3 rounds. Plan the defence."
+    )
+    assert done["completion"]["values"] == ["necrons"]
+    assert bad.value.code == -32602
+    assert "unit_id" in str(bad.value)
+    assert missing.value.code == -32002
+    assert missing.value.data == {"uri": "wh40k://units/orks/100"}
