@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import inspect
 import types
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
@@ -700,6 +701,54 @@ def test_server_tool_decorator_registers_and_returns_the_function() -> None:
     assert add(1, 2) == 3
     assert [t.name for t in server.tools] == ["deco.add"]
     assert server.tools[0].fn is add
+
+
+def test_server_tool_decorator_bare_registers_the_function_by_its_name() -> None:
+    server = Server("t")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    # The decorated name is still the function, with its own type (mypy checks this line).
+    typed: Callable[[int, int], int] = add
+    assert typed(1, 2) == 3
+    assert [(t.name, t.description) for t in server.tools] == [("add", "Add two integers.")]
+    assert server.tools[0].fn is add
+
+
+def test_server_tool_decorator_in_every_spelling() -> None:
+    server = Server("t")
+
+    @server.tool()
+    def empty() -> str:
+        return "e"
+
+    @server.tool("named", "Described")
+    def positional() -> str:
+        return "p"
+
+    @server.tool(name="keyword", description="By keyword", inline=True, timeout=2)
+    def keyword() -> str:
+        return "k"
+
+    @server.tool
+    @tool("tagged", "From @tool")
+    def tagged() -> str:
+        return "t"
+
+    typed: Callable[[], str] = empty
+    assert typed() == "e"
+    assert (empty(), positional(), keyword(), tagged()) == ("e", "p", "k", "t")
+    listed = [(t.name, t.description, t.inline, t.timeout) for t in server.tools]
+    assert listed == [
+        ("empty", None, False, None),
+        ("named", "Described", False, None),
+        ("keyword", "By keyword", True, 2),
+        ("tagged", "From @tool", False, None),
+    ]
+    assert [t.fn for t in server.tools] == [empty, positional, keyword, tagged]
 
 
 # -- arguments mirrored into HTTP headers (x-mcp-header, spec 2026-07-28) -------------------------

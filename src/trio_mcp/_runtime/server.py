@@ -14,7 +14,7 @@ Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
 
@@ -167,6 +167,9 @@ class Server:
         self.registry.add(new)
         return new
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -176,12 +179,42 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
-    ) -> Callable[[F], F]:
+    ) -> Callable[[F], F]: ...
+    def tool(
+        self,
+        name: Any = None,
+        description: str | None = None,
+        *,
+        title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """Decorator registering a function as a tool on this server right away.
+
+        Usable bare (`@server.tool`), empty (`@server.tool()`) or with arguments
+        (`@server.tool("calculator.add", "Add two numbers", inline=True)`), like `@tool`; the
+        function is returned unchanged.
+
+        Args:
+            name: The tool's name; defaults to the function's `@tool` name, then its own name.
+            description: What the tool does; defaults to the `@tool` description, then the
+                docstring.
+            title: A human-readable display name.
+            annotations: Behaviour hints (read-only, destructive, ...).
+            inline: Run a sync function on the event loop instead of in a worker thread.
+            timeout: Seconds after which a call is cancelled and reported as an error.
+
+        Returns:
+            The function (bare use), or a decorator that registers one and returns it.
 
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
+        if callable(name) and not isinstance(name, str):
+            # Bare `@server.tool`: the function came in the name's place. Without this it was
+            # taken for a name, and the decorator returned in place of the function.
+            return self.tool()(name)
         options = ToolOptions(name, description, title, annotations, inline, timeout)
 
         def register(fn: F) -> F:
