@@ -144,6 +144,91 @@ REST = """Add two numbers.
             {"a": "first"},
             id="google-next-section-ends-args",
         ),
+        pytest.param(
+            """Find books.
+
+            Use it when:
+                the user names a title.
+
+            Returns: a list of titles,
+                best first.
+            Yields:
+                Nothing, really.
+
+            Examples:
+                >>> find("dune")
+                ['Dune']
+
+            Keyword Args:
+                extra: dropped with its section.
+            """,
+            "Find books.",
+            "Find books.\n\nUse it when:\n    the user names a title.\n\n"
+            "Examples:\n    >>> find(\"dune\")\n    ['Dune']",
+            {},
+            id="google-guidance-kept-signature-sections-dropped",
+        ),
+        pytest.param(
+            """Find books.
+
+            Parameters
+            ----------
+            q : str
+                The query.
+
+            Notes
+            -----
+            Quote a phrase to match it
+            exactly.
+
+            Raises
+            ------
+            ValueError
+                Never.
+            Yields
+            ------
+            str
+                Titles.
+            """,
+            "Find books.",
+            "Find books.\n\nNotes\n-----\nQuote a phrase to match it\nexactly.",
+            {"q": "The query."},
+            id="numpy-notes-kept",
+        ),
+        pytest.param(
+            """Find books.
+
+            :param q: The query,
+                wrapped.
+            :type q: str
+            :returns: Titles.
+            :rtype: list[str]
+            :raises ValueError: never.
+
+            Quote a phrase to match it exactly.
+
+            .. note:: Cached for an hour.
+            """,
+            "Find books.",
+            "Find books.\n\nQuote a phrase to match it exactly.\n\n.. note:: Cached for an hour.",
+            {"q": "The query, wrapped."},
+            id="rest-text-after-the-fields-kept",
+        ),
+        pytest.param(
+            """Roll dice.
+
+            Steps:
+              1. roll every die;
+              2. count the successes.
+
+                Indented literal text.
+            """,
+            "Roll dice.",
+            "Roll dice.\n\nSteps:\n  1. roll every die;\n  2. count the successes.\n\n"
+            "Indented literal text.",
+            {},
+            id="hand-laid-out-lines-kept",
+        ),
     ],
 )
 def test_parse_docstring(

@@ -101,8 +101,8 @@ def documented(x: Annotated[int, Param("An x")]) -> int:
 def test_defaults_name_and_description() -> None:
     t = make_tool(documented)
     assert t.name == "documented"
-    # The issue asks for the docstring's summary: the first paragraph only.
-    assert t.description == "Double a number."
+    # The whole docstring: what follows the summary is often guidance written for the model.
+    assert t.description == "Double a number.\n\nWorks for any integer."
     assert t.fn is documented
     assert t.title is None
     assert t.annotations is None
@@ -111,6 +111,50 @@ def test_defaults_name_and_description() -> None:
     assert t.is_async is False
     assert t.context_param is None
     assert t.input_schema["properties"]["x"] == {"type": "integer", "description": "An x"}
+
+
+def test_description_is_the_docstring_without_the_signature_sections() -> None:
+    def search(
+        query: str,
+        limit: Annotated[int, Param("At most this many")] = 10,
+    ) -> list[str]:
+        """Search the catalogue by title or author.
+
+        Prefer this tool over browsing: it sees every
+        edition, including out-of-print ones.
+
+        Use it when:
+        - the user names a book or an author;
+        - the user quotes a line from a book.
+
+        Args:
+            query: Words to look for; quote a phrase
+                to match it exactly.
+            limit: Ignored here (Param wins).
+
+        Returns:
+            Titles, best match first.
+
+        Raises:
+            ValueError: never.
+
+        Note:
+            Results are cached for an hour.
+        """
+        return []
+
+    t = make_tool(search)
+    assert t.description == (
+        "Search the catalogue by title or author.\n\n"
+        "Prefer this tool over browsing: it sees every edition, including out-of-print ones.\n\n"
+        "Use it when:\n- the user names a book or an author;\n- the user quotes a line from a book."
+        "\n\nNote:\n    Results are cached for an hour."
+    )
+    props = t.input_schema["properties"]
+    assert props["query"]["description"] == (
+        "Words to look for; quote a phrase to match it exactly."
+    )
+    assert props["limit"]["description"] == "At most this many"
 
 
 def test_no_docstring_no_description() -> None:

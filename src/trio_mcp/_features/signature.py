@@ -7,6 +7,9 @@ Rule 2: a parameter annotated `Context` is injected by the runtime and never des
 Rule 3: descriptions come, in order of precedence, from `Param(...)`, from pydantic
         `Field(description=...)`, and from the docstring's Args/Parameters section
         (Google, NumPy or reST style).
+Rule 4: a tool's description is its whole docstring, less the sections that restate the
+        signature (Args, Returns, Raises, Yields and their kin, `:param x:` fields): text after
+        the summary is usually guidance for the model, and is kept.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import textwrap
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Final, get_args, get_origin
 
 from .._exceptions import ToolDefinitionError
 from .context import Context
@@ -195,36 +198,118 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
 class Docstring:
     """The parts of a docstring that a tool definition uses."""
 
-    summary: str | None
-    description: str | None  # everything before the first section, paragraphs kept
+    summary: str | None  # the first paragraph, on one line
+    description: str | None  # the docstring for the model: see `parse_docstring`
     params: dict[str, str]
 
 
+#: Sections that restate the Python signature (Google and NumPy names, matched without case):
+#: the parameters reach the model through the input schema, the result through the output
+#: schema, and exceptions as error results, so in the description they would only repeat it.
+#: Every other section (Note, Warning, Example, See Also, "When to use", ...) is guidance for
+#: whoever calls the tool, and stays. Examples stay too: a tool's examples are how a model
+#: learns to call it, even when they are written as Python calls.
+_SIGNATURE_SECTIONS: Final = frozenset(
+    {
+        "args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
+        "kwargs", "other parameters", "returns", "return", "yields", "yield", "receives",
+        "raises", "raise", "exceptions", "warns",
+    }
+)  # fmt: skip
 _GOOGLE_ARGS = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
-_GOOGLE_SECTION = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
+_GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*?)\s*:(.*)$")
 _NUMPY_UNDERLINE = re.compile(r"^-{3,}\s*$")
 _REST_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _REST_FIELD = re.compile(r"^:\w+")
+#: reST fields that restate the signature (Sphinx's info field lists).
+_REST_SIGNATURE_FIELD = re.compile(
+    r"^:(param|parameter|arg|argument|key|keyword|type|kwtype|returns?|rtype|raises?|except"
+    r"|exception|yields?|ytype)\b"
+)
+#: A line that is laid out by hand: a list item, a doctest, a table or a literal block marker.
+_LAID_OUT = re.compile(r"^(?:[-*+\u2022]\s|\d+[.)]\s|>>>|\||\.\.\s)|::$")
 
 
 def parse_docstring(doc: str | None) -> Docstring:
-    """Read the summary and per-parameter descriptions of a Google, NumPy or reST docstring."""
+    """Read a Google, NumPy or reST docstring: its summary, description and parameters.
+
+    The description is the whole docstring without the sections that restate the signature
+    (`_SIGNATURE_SECTIONS`, and the matching reST fields `:param x:`, `:returns:`, ...).
+    A paragraph of plain prose is joined into one line (docstrings are wrapped for the
+    source, not for the reader); a paragraph laid out by hand (list items, deeper indented
+    lines, doctests, tables) keeps its lines.
+    """
     if not doc:
         return Docstring(None, None, {})
     lines = textwrap.dedent(doc).strip().splitlines()
-    body_end = len(lines)
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        is_numpy = i + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[i + 1].strip() or "x")
-        if _GOOGLE_SECTION.match(stripped) or _REST_FIELD.match(stripped) or is_numpy:
-            body_end = i
-            break
-    body = "\n".join(lines[:body_end]).strip()
-    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if p.strip()]
-    summary = paragraphs[0] if paragraphs else None
+    paragraphs = _paragraphs(_without_signature_sections(lines))
+    summary = " ".join(paragraphs[0].split()) if paragraphs else None
     description = "\n\n".join(paragraphs) if paragraphs else None
     params = _google_params(lines) or _numpy_params(lines) or _rest_params(lines)
     return Docstring(summary, description, params)
+
+
+def _is_numpy_header(lines: list[str], i: int) -> bool:
+    return (
+        i + 1 < len(lines)
+        and bool(lines[i].strip())
+        and bool(_NUMPY_UNDERLINE.match(lines[i + 1].strip()))
+    )
+
+
+def _without_signature_sections(lines: list[str]) -> list[str]:
+    kept: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if _is_numpy_header(lines, i):
+            if stripped.lower() not in _SIGNATURE_SECTIONS:
+                kept += lines[i : i + 2]
+                i += 2
+                continue
+            # A NumPy section's items sit at its header's indentation: it ends at the next
+            # header, not where the indentation does.
+            i += 2
+            while i < len(lines) and not _is_numpy_header(lines, i):
+                i += 1
+            continue
+        header = _GOOGLE_HEADER.match(stripped)
+        rest_field = _REST_SIGNATURE_FIELD.match(stripped)
+        if rest_field or (header and header.group(1).lower() in _SIGNATURE_SECTIONS):
+            # The header (or field) and everything indented under it, blank lines included.
+            base = _indent(line)
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > base):
+                i += 1
+            continue
+        kept.append(line)
+        i += 1
+    return kept
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip():
+            block.append(line.rstrip())
+            continue
+        if block:
+            out.append(_paragraph(block))
+            block = []
+    return out
+
+
+def _paragraph(block: list[str]) -> str:
+    first = _indent(block[0])
+    laid_out = any(
+        _LAID_OUT.search(line.strip()) or _NUMPY_UNDERLINE.match(line.strip()) for line in block
+    ) or any(_indent(line) > first for line in block[1:])
+    if not laid_out:
+        return " ".join(" ".join(block).split())
+    margin = min(_indent(line) for line in block)
+    return "\n".join(line[margin:] for line in block)
 
 
 def _indent(line: str) -> int:

@@ -279,7 +279,7 @@ def make_tool(fn: Callable[..., Any], options: ToolOptions = NO_OPTIONS) -> Tool
         )
     return Tool(
         name=tool_name,
-        description=options.description or meta.description or sig.summary,
+        description=options.description or meta.description or sig.description,
         input_schema=compiled.input_schema,
         output_schema=compiled.output_schema,
         fn=fn,
