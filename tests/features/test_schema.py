@@ -540,21 +540,96 @@ class Opaque:
     pass
 
 
-def test_parameter_type_without_schema_names_the_parameter() -> None:
+@dataclass
+class Job:
+    name: str
+    handle: Opaque
+
+
+class Slot(typing.NamedTuple):
+    position: int
+    handle: Opaque
+
+
+class Spec(TypedDict):
+    handle: Opaque
+
+
+#: What pydantic's own message says, which means nothing to a tool author.
+PYDANTIC_ADVICE = ("arbitrary_types_allowed", "handler(", "__get_pydantic_core_schema__", "http")
+
+
+def _definition_error(fn: Callable[..., Any]) -> str:
+    with pytest.raises(ToolDefinitionError) as info:
+        compiled(fn)
+    message = str(info.value)
+    for noise in PYDANTIC_ADVICE:
+        assert noise not in message
+    return message
+
+
+def test_parameter_type_without_json_form_says_what_and_what_instead() -> None:
     def f(ok: int, bad: Opaque) -> None: ...
 
-    with pytest.raises(ToolDefinitionError) as info:
-        compiled(f)
-    assert "parameter 'bad'" in str(info.value)
-    assert "f" in str(info.value)
+    message = _definition_error(f)
+    where = f"parameter 'bad' of {f.__qualname__}"
+    assert message.startswith(f"{where}: type {__name__}.Opaque cannot be a tool argument. ")
+    assert f"Arguments arrive as JSON, and {__name__}.Opaque has no JSON form" in message
+    for advice in ("a pydantic model, a dataclass or a TypedDict", "str, int", "Context"):
+        assert advice in message
 
 
-def test_return_type_without_schema() -> None:
+def test_return_type_without_json_form_says_what_and_what_instead() -> None:
     def f() -> Opaque:
         raise NotImplementedError
 
-    with pytest.raises(ToolDefinitionError, match="return type"):
-        compiled(f)
+    message = _definition_error(f)
+    assert message.startswith(
+        f"return type of {f.__qualname__}: type {__name__}.Opaque cannot be a tool result. "
+    )
+    assert "A result leaves as JSON" in message
+    for advice in ("a pydantic model, a dataclass or a TypedDict", "content blocks"):
+        assert advice in message
+
+
+def test_the_innermost_type_without_json_form_is_named() -> None:
+    def f(jobs: list[Job]) -> None: ...
+
+    def g() -> dict[str, Job | None]:
+        raise NotImplementedError
+
+    def h(slot: Slot) -> None: ...
+
+    def k(spec: Spec) -> None: ...
+
+    for fn, subject, part in (
+        (f, "parameter 'jobs'", "field 'handle' of {}.Job"),
+        (g, "return type", "field 'handle' of {}.Job"),
+        (h, "parameter 'slot'", "field 'handle' of {}.Slot"),
+        (k, "parameter 'spec'", "key 'handle' of {}.Spec"),
+    ):
+        message = _definition_error(fn)
+        assert message.startswith(f"{subject} of {fn.__qualname__}: type ")
+        assert f"({part.format(__name__)} has type {__name__}.Opaque)" in message
+
+
+def test_a_type_arguments_part_is_named() -> None:
+    def f(handles: list[Opaque] | None = None) -> None: ...
+
+    message = _definition_error(f)
+    assert message.startswith(f"parameter 'handles' of {f.__qualname__}: type ")
+    assert f"(it holds {__name__}.Opaque)" in message
+
+
+def test_a_callable_parameter_is_named_too() -> None:
+    # Validatable, but with no JSON Schema: the failure comes from the arguments as a whole.
+    def f(n: int, callback: Callable[[int], int]) -> None: ...
+
+    message = _definition_error(f)
+    assert message.startswith(
+        f"parameter 'callback' of {f.__qualname__}: type Callable[[int], int] cannot be a tool "
+        "argument."
+    )
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="typing.TypedDict is fine on 3.12+")
@@ -567,8 +642,10 @@ def test_typing_typeddict_on_311_is_a_definition_error() -> None:
     def f(x: int) -> None: ...
 
     f.__annotations__["x"] = namespace["Legacy"]
-    with pytest.raises(ToolDefinitionError, match="parameter 'x'"):
-        compiled(f)
+    # pydantic's advice applies here, and is kept; its link is not.
+    message = _definition_error(f)
+    assert message.startswith(f"parameter 'x' of {f.__qualname__}: pydantic cannot use type ")
+    assert "typing_extensions.TypedDict" in message
 
 
 # -- validation -----------------------------------------------------------------------------------

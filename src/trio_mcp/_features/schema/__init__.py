@@ -1,7 +1,8 @@
 """From a `Signature` to JSON Schemas, an argument validator and a result serializer (pydantic).
 
 Modules by job: `compile` (the schemas, validator and serializer of a function), `plain` (the
-pydantic-free road of Rule 4), `clean` (titles and `$ref`s, Rule 2), `errors` (messages, Rule 3).
+pydantic-free road of Rule 4), `clean` (titles and `$ref`s, Rule 2), `errors` (messages, Rule 3),
+`unsupported` (the definition error for a type with no JSON form).
 
 Rule 1: built once, at registration. A call costs one pydantic-core validation of the arguments
         dict and, for structured results, one serialization: nothing is rebuilt per call.

@@ -43,11 +43,11 @@ if TYPE_CHECKING:
 
 from ..._core.param_headers import KEYWORD as HEADER_KEYWORD
 from ..._core.types import CONTENT_BLOCK_TYPES, CallToolResult
-from ..._exceptions import ToolDefinitionError
 from ..signature import ParamSpec, Signature
 from .clean import inline_refs, strip_titles
 from .errors import ArgumentsInvalid, ResultInvalid, explain, non_finite_path
 from .plain import plain_input, plain_type
+from .unsupported import parameters_error, return_error
 
 __all__ = ["CompiledTool", "ResultMode", "compile_signature"]
 
@@ -186,8 +186,8 @@ def _field_annotation(p: ParamSpec) -> Any:
     return Required[ann] if p.required else NotRequired[ann]
 
 
-def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[Any]:
-    from pydantic import ConfigDict, PydanticUserError, TypeAdapter  # noqa: PLC0415 - see above
+def _adapter_for(params: tuple[ParamSpec, ...]) -> TypeAdapter[Any]:
+    from pydantic import ConfigDict, TypeAdapter  # noqa: PLC0415 - see _field_annotation
 
     fields = {p.name: _field_annotation(p) for p in params}
     # A TypedDict rather than a model: validation returns a plain dict of only the keys given,
@@ -199,19 +199,7 @@ def _adapter_for(qualname: str, params: tuple[ParamSpec, ...]) -> TypeAdapter[An
     arguments.__pydantic_config__ = ConfigDict(  # type: ignore[attr-defined]
         extra="forbid", allow_inf_nan=False
     )
-    try:
-        return TypeAdapter(arguments)
-    except PydanticUserError:
-        for p in params:  # find the parameter at fault, to name it
-            try:
-                TypeAdapter(p.annotation)
-            except PydanticUserError as exc:
-                raise ToolDefinitionError(
-                    f"parameter {p.name!r} of {qualname}: pydantic cannot validate type "
-                    f"{p.annotation!r} ({exc}). Use a JSON-compatible type (str, int, float, "
-                    "bool, list, dict, a pydantic model, a dataclass or a TypedDict)."
-                ) from None
-        raise
+    return TypeAdapter(arguments)
 
 
 def _input_schema(schema: dict[str, Any], params: tuple[ParamSpec, ...]) -> dict[str, Any]:
@@ -249,14 +237,12 @@ def _pydantic_input(
 ) -> tuple[SchemaValidator | PluggableSchemaValidator, dict[str, Any]]:
     from pydantic import PydanticUserError  # noqa: PLC0415 - see _field_annotation
 
-    adapter = _adapter_for(qualname, params)
     try:
+        adapter = _adapter_for(params)
+        # Validatable is not enough: a Callable validates, but has no JSON Schema.
         schema = inline_refs(strip_titles(adapter.json_schema(mode="validation")))
-    except PydanticUserError as exc:  # validatable, but with no JSON Schema (a Callable...)
-        raise ToolDefinitionError(
-            f"parameters of {qualname}: pydantic cannot describe them as JSON Schema "
-            f"({exc}); use JSON-compatible types"
-        ) from None
+    except PydanticUserError as exc:
+        raise parameters_error(qualname, params, exc) from None
     return adapter.validator, schema
 
 
@@ -344,8 +330,5 @@ def _pydantic_output(qualname: str, ret: Any) -> tuple[SchemaSerializer, dict[st
         adapter: TypeAdapter[Any] = TypeAdapter(ret)
         schema = inline_refs(strip_titles(adapter.json_schema(mode="serialization")))
     except PydanticUserError as exc:
-        raise ToolDefinitionError(
-            f"return type of {qualname}: pydantic cannot serialize {ret!r} ({exc}); "
-            "return a JSON-compatible type or leave the return unannotated"
-        ) from None
+        raise return_error(qualname, ret, exc) from None
     return adapter.serializer, schema
