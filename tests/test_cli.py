@@ -30,6 +30,8 @@ from trio_mcp._run import serve_http
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
+#: A file of @tool functions and no `server`: `trio-mcp run` makes the server.
+CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")
 TIMEOUT = 30
 
 
@@ -71,6 +73,12 @@ def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     assert "dice_count  integer 1..100  yes                Number of dice to roll" in out
     assert 'flavor      hit|wound|save  no        "hit"    What the roll is for' in out
     assert "returns: number" in out
+
+
+def test_a_file_without_a_server_is_served_under_its_stem() -> None:
+    done = cli("tools", CLIENT_TOOLS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("client_tools ")  # not "py", the file's suffix
 
 
 def test_call_prints_the_result() -> None:

@@ -66,7 +66,9 @@ def load_server(target: str) -> Server:
         obj = module.server
     if isinstance(obj, Server):
         return obj
-    server = Server(name=module_part.rsplit(".", 1)[-1].removesuffix(".py"))
+    # A file is named after its stem (`tools.py` serves as "tools"), a module after its last part.
+    name = Path(module_part).stem if module_part.endswith(".py") else module_part.rsplit(".")[-1]
+    server = Server(name=name)
     server.add_tools(obj)
     if not server.tools:
         raise ValueError(f"{target!r} has no @tool functions and no Server")
