@@ -10,6 +10,7 @@ import functools
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ import pytest
 import trio
 
 import demo_tools
-from trio_mcp import Progress, TextContent, ToolInfo, ToolResult
+from trio_mcp import Progress, Server, TextContent, ToolInfo, ToolResult
+from trio_mcp._cli import unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
     format_progress,
@@ -32,13 +34,16 @@ ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 #: A file of @tool functions and no `server`: `trio-mcp run` makes the server.
 CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")
+#: A `server` that registers none of the module's @tool functions.
+FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
 TIMEOUT = 30
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
     """Run `python -m trio_mcp ARGS...` and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "trio_mcp", *args],
+        stdin=stdin,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -79,6 +84,50 @@ def test_a_file_without_a_server_is_served_under_its_stem() -> None:
     done = cli("tools", CLIENT_TOOLS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("client_tools ")  # not "py", the file's suffix
+
+
+def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None:
+    # No client: stdin is empty, so the server ends at once, after the warning.
+    done = cli("run", FORGOTTEN_TOOLS, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "trio-mcp: warning: server in " + FORGOTTEN_TOOLS + " registers none of the @tool "
+        "functions defined there (shout, whisper), so it serves 0 tools. @tool only tags a "
+        "function: register them with server.add_tools(sys.modules[__name__])"
+    )
+    assert done.stderr.count("\n") == 1
+
+
+def test_run_says_nothing_when_the_server_registers_the_modules_tools() -> None:
+    done = cli("run", ECHO_TOOLS, stdin=subprocess.DEVNULL)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_unregistered_tools_counts_only_the_modules_own_functions() -> None:
+    module = types.ModuleType("made")
+    exec(
+        "from trio_mcp import tool\n"
+        "from demo_tools.calculator import add\n"  # tagged, but imported: not the module's own
+        "@tool\ndef one() -> int: return 1\n"
+        "@tool\ndef two() -> int: return 2\n"
+        "def untagged() -> int: return 0\n",
+        module.__dict__,
+    )
+    server = Server("s")
+    assert unregistered_tools(module, server) == ["one", "two"]
+    server.add_tool(module.untagged)
+    server.add_tool(module.add)
+    assert unregistered_tools(module, server) == ["one", "two"]
+
+    @functools.wraps(module.two)
+    def wrapper() -> int:
+        return int(module.two())
+
+    server.add_tool(wrapper, name="through_a_wrapper")  # serves `two` through a wrapper
+    assert unregistered_tools(module, server) == []
+    chosen = Server("chosen")
+    chosen.add_tool(module.one)  # some registered: a choice, not a mistake
+    assert unregistered_tools(module, chosen) == []
 
 
 def test_call_prints_the_result() -> None:

@@ -23,19 +23,24 @@ import logging
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
+from ._features.tools import discover_tools
 from ._run import run
 from ._runtime.server import Server
 from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 
-__all__ = ["load_server", "main"]
+__all__ = ["load_server", "main", "unregistered_tools"]
 
 
-def load_server(target: str) -> Server:
-    """Resolve a CLI target to a `Server`.
+def load_server(target: str) -> tuple[Server, list[str]]:
+    """Resolve a CLI target to a `Server`, with warnings about it for the person serving it.
+
+    Returns:
+        The server, and warnings (one line each) to show before serving it.
 
     Raises:
         ValueError: when the target cannot be imported or holds no tools.
@@ -65,14 +70,51 @@ def load_server(target: str) -> Server:
     elif isinstance(getattr(module, "server", None), Server):
         obj = module.server
     if isinstance(obj, Server):
-        return obj
+        left_out = unregistered_tools(module, obj)
+        if not left_out:
+            return obj, []
+        return obj, [
+            f"{attribute or 'server'} in {module_part} registers none of the @tool functions "
+            f"defined there ({', '.join(left_out)}), so it serves "
+            f"{_count(len(obj.tools), 'tool')}. @tool only tags a function: register them "
+            "with server.add_tools(sys.modules[__name__]) or server.add_tool(fn), or use "
+            "@server.tool in place of @tool."
+        ]
     # A file is named after its stem (`tools.py` serves as "tools"), a module after its last part.
     name = Path(module_part).stem if module_part.endswith(".py") else module_part.rsplit(".")[-1]
     server = Server(name=name)
     server.add_tools(obj)
     if not server.tools:
         raise ValueError(f"{target!r} has no @tool functions and no Server")
-    return server
+    return server, []
+
+
+def unregistered_tools(module: ModuleType, server: Server) -> list[str]:
+    """The `@tool` functions defined in `module` when `server` registers none of them.
+
+    A server that registers some of them has chosen; one that registers none has most likely
+    been given none by mistake (`@tool` only tags). Functions the module imports are not its
+    own, and are left out.
+
+    Returns:
+        Their qualified names, in definition order; empty when the server registers any.
+    """
+    served: set[int] = set()
+    for registered in server.tools:
+        fn: Any = registered.fn
+        while fn is not None and id(fn) not in served:  # through wrappers and bound methods
+            served.add(id(fn))
+            fn = getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
+    own = [
+        fn for fn in discover_tools(module) if getattr(fn, "__module__", None) == module.__name__
+    ]
+    if any(id(fn) in served for fn in own):
+        return []
+    return [getattr(fn, "__qualname__", repr(fn)) for fn in own]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -128,10 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     try:
-        server = load_server(args.target)
+        server, warnings = load_server(args.target)
     except (ValueError, ToolDefinitionError) as exc:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
+    for warning in warnings:
+        print(f"trio-mcp: warning: {warning}", file=sys.stderr)
     options = None
     if args.transport == "http":
         options = HttpOptions(
