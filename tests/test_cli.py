@@ -130,6 +130,14 @@ def test_unregistered_tools_counts_only_the_modules_own_functions() -> None:
     assert unregistered_tools(module, chosen) == []
 
 
+def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
+    done = cli("tools", CLIENT_TOOLS)
+    assert done.returncode == 0, done.stderr
+    assert "\npid  Return the server's process id\n    (no parameters)\n    returns: integer\n" in (
+        done.stdout
+    )
+
+
 def test_call_prints_the_result() -> None:
     done = cli("call", "demo_tools", "calculator.add", "a=5", "b=3")
     assert (done.returncode, done.stdout, done.stderr) == (0, "8\n", "")
@@ -285,10 +293,11 @@ def test_format_tools_without_parameters_and_with_odd_schemas() -> None:
     }
     tools = [
         ToolInfo("bare", None, {"type": "object"}),
+        ToolInfo("clock", None, {"type": "object"}, {"type": "object", "properties": {"t": {}}}),
         ToolInfo("odd", "Odd types", schema, {"type": "object", "properties": {"ok": {}}}),
     ]
     text = format_tools(tools)
-    assert "bare\n    (no parameters)" in text
+    assert "bare\n    (no parameters)\n\nclock\n    (no parameters)\n    returns: t: any\n" in text
     for name, kind in (
         ("when", "string|null"),
         ("tags", "array[string]"),

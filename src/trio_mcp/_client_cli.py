@@ -259,30 +259,35 @@ def format_tools(tools: Sequence[ToolInfo], server_info: dict[str, Any] | None =
         lines += [f"{name} {version or ''}".rstrip() + f": {count}", ""]
     for tool in tools:
         lines.append(tool.name + (f"  {tool.description}" if tool.description else ""))
-        params = tool.parameters
-        if not params:
-            lines += ["    (no parameters)", ""]
-            continue
-        rows = [("PARAMETER", "TYPE", "REQUIRED", "DEFAULT", "DESCRIPTION")]
-        for param in params:
-            default = json.dumps(param.default) if param.has_default else ""
-            rows.append(
-                (
-                    param.name,
-                    param.type,
-                    "yes" if param.required else "no",
-                    default,
-                    param.description or "",
-                )
-            )
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        for row in rows:
-            cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-            lines.append(("    " + "  ".join([*cells, row[4]])).rstrip())
+        lines += _parameter_table(tool)
         if tool.output_schema is not None:
             lines.append(f"    returns: {describe_output(tool.output_schema)}")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _parameter_table(tool: ToolInfo) -> list[str]:
+    params = tool.parameters
+    if not params:
+        return ["    (no parameters)"]
+    rows = [("PARAMETER", "TYPE", "REQUIRED", "DEFAULT", "DESCRIPTION")]
+    for param in params:
+        default = json.dumps(param.default) if param.has_default else ""
+        rows.append(
+            (
+                param.name,
+                param.type,
+                "yes" if param.required else "no",
+                default,
+                param.description or "",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        lines.append(("    " + "  ".join([*cells, row[4]])).rstrip())
+    return lines
 
 
 def describe_output(schema: dict[str, Any]) -> str:
