@@ -7,6 +7,7 @@ tested directly.
 from __future__ import annotations
 
 import functools
+import platform
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 import trio
 
 import demo_tools
+import trio_mcp
 from trio_mcp import Progress, Server, TextContent, ToolInfo, ToolResult
 from trio_mcp._cli import unregistered_tools
 from trio_mcp._client_cli import (
@@ -136,6 +138,12 @@ def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
     assert "\npid  Return the server's process id\n    (no parameters)\n    returns: integer\n" in (
         done.stdout
     )
+
+
+def test_version() -> None:
+    done = cli("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"trio-mcp {trio_mcp.__version__} (Python {platform.python_version()})\n"
 
 
 def test_call_prints_the_result() -> None:

@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import platform
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +32,7 @@ from ._exceptions import ToolDefinitionError
 from ._features.tools import discover_tools
 from ._run import run
 from ._runtime.server import Server
+from ._version import __version__
 from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 
 __all__ = ["load_server", "main", "unregistered_tools"]
@@ -119,6 +121,11 @@ def _count(n: int, noun: str) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve and call MCP tools.")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"trio-mcp {__version__} (Python {platform.python_version()})",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio or HTTP")
     run_cmd.add_argument("target", help="module path, module:attribute, or file.py")
