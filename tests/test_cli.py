@@ -19,16 +19,20 @@ import pytest
 import trio
 
 import demo_tools
+import demo_tools.tour
 import trio_mcp
 from trio_mcp import Progress, Server, TextContent, ToolInfo, ToolResult
 from trio_mcp._cli import unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
+    convert_value,
     format_progress,
     format_tools,
     parse_arguments,
     render_result,
     split_server_command,
+    suggest_names,
+    unknown_name,
 )
 from trio_mcp._run import serve_http
 
@@ -151,6 +155,17 @@ def test_call_prints_the_result() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "8\n", "")
 
 
+def test_call_reads_each_value_as_its_parameter_takes_it() -> None:
+    # `text` takes a string: 2024 stays the text "2024" (it was sent as the integer 2024,
+    # which the tool refused); `a` and `b` take numbers, read as JSON.
+    echoed = cli("call", ECHO_TOOLS, "echo", "text=2024")
+    assert (echoed.returncode, echoed.stdout, echoed.stderr) == (0, "2024\n", "")
+    quoted = cli("call", ECHO_TOOLS, "echo", 'text="[1, 2]"')
+    assert (quoted.returncode, quoted.stdout) == (0, '"[1, 2]"\n'), quoted.stderr
+    added = cli("call", "demo_tools", "calculator.add", "a=2.5", "b=1e1")
+    assert (added.returncode, added.stdout) == (0, "12.5\n"), added.stderr
+
+
 def test_call_with_json_arguments_and_an_object_result() -> None:
     done = cli(
         "call", "demo_tools", "wh40k.roll_dice", "flavor=save", "--json", '{"dice_count": 2}'
@@ -189,7 +204,18 @@ def test_a_tool_error_exits_1() -> None:
     ("args", "message"),
     [
         (("call", "no_such_module_x", "t"), "No module named 'no_such_module_x'"),
-        (("call", "demo_tools", "no.such.tool"), "Unknown tool: no.such.tool"),
+        (
+            ("call", "demo_tools", "no.such.tool"),
+            "trio-mcp call: unknown tool 'no.such.tool'; the tools are 'calculator.add', ",
+        ),
+        (
+            ("call", "demo_tools", "calculator.ad", "a=1", "b=2"),
+            "trio-mcp call: unknown tool 'calculator.ad'; did you mean 'calculator.add'?\n",
+        ),
+        (
+            ("call", "demo_tools", "calculator.add", "a=1", "bee=2"),
+            "trio-mcp call: unknown parameter 'bee'; the parameters are 'a', 'b'\n",
+        ),
         (("call", "demo_tools", "calculator.add", "a"), "'a' is not NAME=VALUE"),
         (("call", "demo_tools"), "give the tool to call"),
         (("call",), "give the server and the tool"),
@@ -286,6 +312,100 @@ def test_parse_arguments() -> None:
         parse_arguments([], "{")
     with pytest.raises(UsageError, match="is not NAME=VALUE"):
         parse_arguments(["=5"], None)
+
+
+STRING_OR_INT = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "value"),
+    [
+        ({"type": "string"}, "2024", "2024"),
+        ({"type": "string"}, "true", "true"),
+        ({"type": "string"}, '"quoted"', '"quoted"'),
+        ({"type": "string", "enum": ["1", "2"]}, "1", "1"),
+        ({"type": "integer"}, "5", 5),
+        ({"type": "integer"}, "3.5", 3.5),  # the server says an integer was expected
+        ({"type": "integer"}, "five", "five"),
+        ({"type": "number"}, "-2", -2),
+        ({"type": "boolean"}, "false", False),
+        ({"type": "array", "items": {"type": "integer"}}, "[1, 2]", [1, 2]),
+        ({"type": "object"}, '{"a": "b"}', {"a": "b"}),
+        ({"enum": [1, 2]}, "1", 1),
+        ({"const": True}, "true", True),
+        (STRING_OR_INT, "2024", 2024),
+        (STRING_OR_INT, "abc", "abc"),
+        (STRING_OR_INT, '"2024"', "2024"),  # a JSON string forces a string
+        (STRING_OR_INT, "true", "true"),  # JSON, but of a type the schema does not take
+        ({"oneOf": [{"type": "number"}, {"type": "string"}]}, "7", 7),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, "null", None),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, "none", "none"),
+        ({"type": ["integer", "null"]}, "null", None),
+        ({"anyOf": [{"type": "string"}, {}]}, "5", 5),  # an open branch takes anything
+        ({}, "5", 5),
+        ({}, "x y", "x y"),
+        (None, "[1]", [1]),
+        ({"$ref": "#/$defs/Kind"}, "1", "1"),
+        ({"$ref": "#/$defs/Count"}, "1", 1),
+        ({"$ref": "#/$defs/Missing"}, "1", 1),
+        ({"$ref": "https://example.com/schema"}, "1", 1),
+    ],
+)
+def test_convert_value_by_schema(schema: Any, text: str, value: Any) -> None:
+    root = {"$defs": {"Kind": {"type": "string"}, "Count": {"type": "integer"}}}
+    converted = convert_value(text, schema, root)
+    assert converted == value
+    assert type(converted) is type(value)
+
+
+def test_parse_arguments_by_input_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert parse_arguments(["query=2024", "limit=5"], None, schema) == {
+        "query": "2024",
+        "limit": 5,
+    }
+    # --json values are JSON already; the pairs still win.
+    assert parse_arguments([("limit", "3")], '{"query": 1, "limit": 9}', schema) == {
+        "query": 1,
+        "limit": 3,
+    }
+    with pytest.raises(UsageError, match=r"unknown parameter 'querry'; did you mean 'query'\?"):
+        parse_arguments(["querry=x"], None, schema)
+    open_schema = {**schema, "additionalProperties": True}
+    assert parse_arguments(["extra=2"], None, open_schema) == {"extra": 2}
+
+
+@pytest.mark.parametrize(
+    ("name", "close"),
+    [
+        ("calculator.ad", ["calculator.add"]),
+        ("add", ["calculator.add"]),  # without its namespace
+        ("calc.add", ["calculator.add"]),
+        ("CALCULATOR.ADD", ["calculator.add"]),
+        ("rolldice", ["wh40k.roll_dice"]),
+        ("zzz", []),
+    ],
+)
+def test_suggest_names(name: str, close: list[str]) -> None:
+    known = [t for t, _ in demo_tools.tour.TOUR] + ["wh40k.roll_dice"]
+    assert suggest_names(name, known) == close
+
+
+def test_unknown_name_messages() -> None:
+    assert unknown_name("prompt", "gret", ["greet", "farewell"]) == (
+        "unknown prompt 'gret'; did you mean 'greet'?"
+    )
+    assert unknown_name("tool", "x", ["a", "b"]) == "unknown tool 'x'; the tools are 'a', 'b'"
+    many = [f"t{i}" for i in range(12)]
+    assert unknown_name("tool", "zzz", many).endswith("'t9' and 2 more")
+    assert unknown_name("tool", "x", []) == "unknown tool 'x': there are no tools"
+    assert unknown_name("tool", "sum", ["sum1", "sum2", "summary"]) == (
+        "unknown tool 'sum'; did you mean 'sum1' or 'sum2'?"
+    )
 
 
 def test_format_tools_without_parameters_and_with_odd_schemas() -> None:

@@ -1,7 +1,7 @@
 """The client commands of the `trio-mcp` command line: `tools`, `call` and `demo`.
 
     trio-mcp tools SERVER                 list the tools and their parameters
-    trio-mcp call SERVER TOOL [k=v ...]   call a tool (values are JSON when they parse as JSON)
+    trio-mcp call SERVER TOOL [k=v ...]   call a tool (each value read as its parameter takes it)
     trio-mcp call SERVER TOOL --json '{"a": 5}'
     trio-mcp demo [--http]                a guided tour of the demo server
 
@@ -9,17 +9,22 @@ SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVE
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
 after `--`, any command that runs a stdio server: `trio-mcp tools -- python -m demo_tools`.
 
+A mistyped tool or parameter name is answered with the close names (`suggest_names`,
+`unknown_name`: written for any kind of name, so other primitives can use them too).
+
 Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import math
+import re
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
@@ -28,8 +33,9 @@ import trio
 
 from ._connect import open_client
 from ._core.client_records import LogMessage, Progress, ToolInfo, ToolResult, describe_type
+from ._core.jsonrpc import json_type
 from ._core.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
-from ._exceptions import TrioMCPError
+from ._exceptions import RequestError, TrioMCPError
 from ._runtime.client import Client
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
@@ -76,7 +82,10 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         nargs="*",
         metavar="SERVER TOOL [NAME=VALUE ...]",
         help="the server (left out when a command follows --), the tool, and its arguments; "
-        "a VALUE that parses as JSON is JSON (5, true, [1,2]), otherwise a string",
+        "each VALUE is read as the tool's input schema says: as it is for a string parameter "
+        "(query=2024 is the text 2024), as JSON for numbers, booleans, arrays and objects "
+        "(n=5, on=true, ids=[1,2]); for a parameter that takes a string or another type, "
+        "JSON of that type wins, and a JSON string ('\"2024\"') forces a string",
     )
     call.add_argument("--json", metavar="OBJECT", help="all arguments as one JSON object")
     call.add_argument(
@@ -134,8 +143,8 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
         if args.command == "tools":
             target = _target(args.server, server_command)
             return trio.run(_with_timeout, args.timeout, _tools, target, args)
-        target, tool, arguments = _call_plan(args, server_command)
-        return trio.run(_with_timeout, args.timeout, _call, target, args, tool, arguments)
+        target, tool, pairs = _call_plan(args, server_command)
+        return trio.run(_with_timeout, args.timeout, _call, target, args, tool, pairs)
     except UsageError as exc:
         print(f"trio-mcp {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -148,7 +157,7 @@ def _no_command(name: str, server_command: Sequence[str]) -> None:
 
 def _call_plan(
     args: argparse.Namespace, server_command: Sequence[str]
-) -> tuple[str | list[str], str, dict[str, Any]]:
+) -> tuple[str | list[str], str, list[tuple[str, str]]]:
     words = list(args.words)
     server = None
     if not server_command:
@@ -158,14 +167,40 @@ def _call_plan(
     if not words:
         raise UsageError("give the tool to call: trio-mcp call SERVER TOOL [NAME=VALUE ...]")
     target = _target(server, server_command)
-    return target, words[0], parse_arguments(words[1:], args.json)
+    pairs = split_pairs(words[1:])
+    parse_arguments([], args.json)  # a bad --json is a usage error before anything starts
+    return target, words[0], pairs
 
 
-def parse_arguments(pairs: Sequence[str], json_object: str | None) -> dict[str, Any]:
-    """Tool arguments from `--json` and NAME=VALUE pairs (the pairs win).
+def split_pairs(words: Sequence[str]) -> list[tuple[str, str]]:
+    """NAME=VALUE words as (name, value) pairs; the value is still text.
 
     Raises:
-        UsageError: for a pair without `=` or `--json` that is not a JSON object.
+        UsageError: for a word without `=` or without a name.
+    """
+    pairs = []
+    for word in words:
+        name, sep, value = word.partition("=")
+        if not sep or not name:
+            raise UsageError(f"{word!r} is not NAME=VALUE")
+        pairs.append((name, value))
+    return pairs
+
+
+def parse_arguments(
+    pairs: Sequence[str] | Sequence[tuple[str, str]],
+    json_object: str | None,
+    input_schema: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Tool arguments from `--json` and NAME=VALUE pairs (the pairs win).
+
+    Each VALUE is read as its parameter's schema says (`convert_value`); without a schema, or
+    for a name the schema does not describe, a VALUE that parses as JSON is that, otherwise
+    the text.
+
+    Raises:
+        UsageError: for a pair without `=`, `--json` that is not a JSON object, or a name the
+            tool's closed schema does not have (with the names close to it).
     """
     arguments: dict[str, Any] = {}
     if json_object is not None:
@@ -176,15 +211,141 @@ def parse_arguments(pairs: Sequence[str], json_object: str | None) -> dict[str, 
         if not isinstance(parsed, dict):
             raise UsageError("--json must be a JSON object, e.g. '{\"a\": 5}'")
         arguments.update(parsed)
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UsageError(f"{pair!r} is not NAME=VALUE")
-        try:
-            arguments[name] = json.loads(value)
-        except json.JSONDecodeError:
-            arguments[name] = value
+    split = [pair if isinstance(pair, tuple) else split_pairs([pair])[0] for pair in pairs]
+    schema: Mapping[str, Any] = input_schema or {}
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    for name, value in split:
+        if name not in properties and schema.get("additionalProperties") is False:
+            raise UsageError(unknown_name("parameter", name, list(properties)))
+        arguments[name] = convert_value(value, properties.get(name), schema)
     return arguments
+
+
+def convert_value(text: str, schema: Any, root: Mapping[str, Any] | None = None) -> Any:
+    """One NAME=VALUE value, read as the parameter's JSON Schema says.
+
+    A parameter that takes only strings gets the text as it is (`query=2024` is "2024").
+    One that takes no strings gets the text parsed as JSON when it parses (5, true, [1, 2],
+    {"a": 1}, null), else the text, for the server to explain what it expected. One that
+    takes a string or something else (`str | int`) gets the JSON reading when it is of a type
+    the schema allows, else the text; a JSON string (`'"2024"'`) forces a string there.
+    A schema that does not say (no type, or an open branch) gets the JSON reading when there
+    is one.
+
+    Args:
+        text: What followed `NAME=`.
+        schema: The parameter's JSON Schema (None when the tool does not describe it).
+        root: The whole input schema, where `$ref`s point.
+    """
+    kinds = json_types(schema, root or {})
+    if kinds == {"string"}:
+        return text
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if kinds is None or "string" not in kinds:
+        return parsed
+    kind = json_type(parsed)
+    return parsed if kind in kinds or (kind == "integer" and "number" in kinds) else text
+
+
+# Deep enough for any real schema; a `$ref` cycle stops here.
+_MAX_SCHEMA_DEPTH: Final = 16
+
+
+def json_types(schema: Any, root: Mapping[str, Any], depth: int = 0) -> set[str] | None:
+    """The JSON types a JSON Schema accepts, or None when it accepts any or does not say."""
+    if not isinstance(schema, Mapping) or depth > _MAX_SCHEMA_DEPTH:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#/"):
+            return None
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        return json_types(target, root, depth + 1)
+    kinds: set[str] = set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        kinds.add(declared)
+    elif isinstance(declared, list):
+        kinds.update(k for k in declared if isinstance(k, str))
+    if "const" in schema:
+        kinds.add(json_type(schema["const"]))
+    if isinstance(schema.get("enum"), list):
+        kinds.update(json_type(value) for value in schema["enum"])
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            for branch in branches:
+                inner = json_types(branch, root, depth + 1)
+                if inner is None:
+                    return None  # one branch takes anything: so does the whole
+                kinds |= inner
+    return kinds or None
+
+
+# -- names ----------------------------------------------------------------------------------------
+
+
+def suggest_names(name: str, known: Iterable[str], limit: int = 3) -> list[str]:
+    """The names in `known` closest to a mistyped `name`, best first (for "did you mean").
+
+    Case is ignored, and the last part of a dotted name counts on its own: "add" and
+    "calc.add" both find "calculator.add". Only names about as close as the closest are
+    offered, so that a shared namespace does not bring in all its neighbours.
+    """
+    wanted = name.lower()
+    scored: dict[str, float] = {}
+    for candidate in known:
+        folded = candidate.lower()
+        score = max(_likeness(wanted, folded), _likeness(_last_part(wanted), _last_part(folded)))
+        if score >= _SUGGEST_CUTOFF:
+            scored[candidate] = max(score, scored.get(candidate, 0.0))
+    if not scored:
+        return []
+    best = max(scored.values())
+    close = [c for c in sorted(scored, key=lambda c: -scored[c]) if scored[c] >= best - 0.1]
+    return close[:limit]
+
+
+# difflib's own default cutoff for get_close_matches.
+_SUGGEST_CUTOFF: Final = 0.6
+
+
+def _likeness(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _last_part(name: str) -> str:
+    return re.split(r"[./:]", name)[-1]
+
+
+def unknown_name(kind: str, name: str, known: Sequence[str]) -> str:
+    """The message for a `kind` ("tool", "parameter", ...) called `name` that is not in `known`.
+
+    It offers the close names (`suggest_names`), or else the known ones.
+    """
+    close = suggest_names(name, known)
+    if close:
+        return f"unknown {kind} {name!r}; did you mean {_either(close)}?"
+    if not known:
+        return f"unknown {kind} {name!r}: there are no {kind}s"
+    shown = ", ".join(repr(k) for k in known[:_MAX_LISTED])
+    more = f" and {len(known) - _MAX_LISTED} more" if len(known) > _MAX_LISTED else ""
+    return f"unknown {kind} {name!r}; the {kind}s are {shown}{more}"
+
+
+# Names listed when none is close: enough to spot the right one without flooding the terminal.
+_MAX_LISTED: Final = 10
+
+
+def _either(names: Sequence[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _target(server: str | None, command: Sequence[str]) -> str | list[str]:
@@ -307,10 +468,21 @@ def describe_output(schema: dict[str, Any]) -> str:
 
 
 async def _call(
-    target: str | list[str], args: argparse.Namespace, tool: str, arguments: dict[str, Any]
+    target: str | list[str], args: argparse.Namespace, tool: str, pairs: list[tuple[str, str]]
 ) -> int:
     async with _connect(target, args) as client:
-        result = await client.call_tool(tool, arguments, progress=_print_progress)
+        # The tool's schema says how to read each NAME=VALUE (`convert_value`).
+        tools = await client.list_tools()
+        listed = next((t for t in tools if t.name == tool), None)
+        arguments = parse_arguments(pairs, args.json, listed.input_schema if listed else None)
+        try:
+            result = await client.call_tool(tool, arguments, progress=_print_progress)
+        except RequestError:
+            if listed is not None:
+                raise
+            # Not listed, and refused: a mistyped name. (A server may serve a tool it does not
+            # list, so an unlisted name is still tried.)
+            raise UsageError(unknown_name("tool", tool, [t.name for t in tools])) from None
     if args.raw:
         print(json.dumps(result.raw, indent=2, ensure_ascii=False))
     elif result.is_error:
