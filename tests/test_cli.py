@@ -7,6 +7,7 @@ tested directly.
 from __future__ import annotations
 
 import functools
+import json
 import platform
 import re
 import subprocess
@@ -27,6 +28,7 @@ from trio_mcp._client_cli import (
     UsageError,
     convert_value,
     format_progress,
+    format_tool,
     format_tools,
     parse_arguments,
     render_result,
@@ -150,6 +152,31 @@ def test_version() -> None:
     assert done.stdout == f"trio-mcp {trio_mcp.__version__} (Python {platform.python_version()})\n"
 
 
+def test_tools_shows_one_tool_in_full_with_its_schemas() -> None:
+    done = cli("tools", "demo_tools", "calculator.divide")
+    assert done.returncode == 0, done.stderr
+    head, table, inputs, outputs = done.stdout.split("\n\n")
+    assert head == "calculator.divide\n    Divide one number by another"
+    assert table.startswith("    PARAMETER")
+    assert table.endswith("\n    returns: number")
+    assert inputs.startswith("input schema:\n{")
+    assert json.loads(inputs.split("\n", 1)[1])["required"] == ["a", "b"]
+    assert outputs.startswith("output schema:\n{")
+    assert json.loads(outputs.split("\n", 1)[1])["properties"] == {"result": {"type": "number"}}
+
+
+def test_tools_as_json_and_one_tool_as_json() -> None:
+    listed = cli("tools", "demo_tools", "--json")
+    assert listed.returncode == 0, listed.stderr
+    tools = json.loads(listed.stdout)
+    assert [tool["name"] for tool in tools][:2] == ["calculator.add", "calculator.subtract"]
+    assert len(tools) == 8
+    assert all("inputSchema" in tool for tool in tools)
+    one = cli("tools", "--json", "calculator.power", "--", sys.executable, "-m", "demo_tools")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout) == next(t for t in tools if t["name"] == "calculator.power")
+
+
 def test_call_prints_the_result() -> None:
     done = cli("call", "demo_tools", "calculator.add", "a=5", "b=3")
     assert (done.returncode, done.stdout, done.stderr) == (0, "8\n", "")
@@ -220,7 +247,12 @@ def test_a_tool_error_exits_1() -> None:
         (("call", "demo_tools"), "give the tool to call"),
         (("call",), "give the server and the tool"),
         (("tools",), "give a server"),
-        (("tools", "demo_tools", "--", "python"), "either before -- or"),
+        (("tools", "demo_tools", "calculator.add", "--", "python"), "either before -- or"),
+        (("tools", "demo_tools", "a", "b"), "give one tool to show, not 2"),
+        (
+            ("tools", "demo_tools", "calculator.ad"),
+            "trio-mcp tools: unknown tool 'calculator.ad'; did you mean 'calculator.add'?\n",
+        ),
         (("demo", "--", "python"), "demo takes no command after --"),
         (("run", "demo_tools", "--", "x"), "run takes no command after --"),
         (("call", "demo_tools", "t", "--json", "[1]"), "--json must be a JSON object"),
@@ -435,6 +467,26 @@ def test_format_tools_without_parameters_and_with_odd_schemas() -> None:
     ):
         assert re.search(rf"\n    {name} +{re.escape(kind)} +no\n", text), (name, text)
     assert "    returns: ok: any" in text
+
+
+def test_format_tool_and_the_summary_line_of_a_long_description() -> None:
+    tool = ToolInfo(
+        "search",
+        "Search the catalogue.\n\nPrefer it over browsing.\n\nUse it when:\n- asked",
+        {"type": "object"},
+        title="Catalogue search",
+        annotations={"readOnlyHint": True},
+    )
+    assert format_tools([tool]) == "search  Search the catalogue.\n    (no parameters)"
+    assert format_tool(tool) == (
+        "search  (Catalogue search)\n"
+        "    Search the catalogue.\n\n    Prefer it over browsing.\n\n    Use it when:\n"
+        "    - asked\n\n"
+        "    (no parameters)\n"
+        '    annotations: {"readOnlyHint": true}\n\n'
+        'input schema:\n{\n  "type": "object"\n}\n\n'
+        "output schema: none"
+    )
 
 
 def test_render_result_and_progress() -> None:

@@ -2,7 +2,8 @@
 
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
                         [--allow-origin ORIGIN]... [--no-legacy-sse] [--log-level LEVEL]
-    trio-mcp tools SERVER | trio-mcp call SERVER TOOL [NAME=VALUE]... | trio-mcp demo [--http]
+    trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
+    trio-mcp demo [--http] | trio-mcp --version
 
 The client commands (`tools`, `call`, `demo`) live in `_client_cli`; SERVER there is a TARGET,
 an http(s) URL, or a command after `--`.

@@ -1,13 +1,16 @@
 """The client commands of the `trio-mcp` command line: `tools`, `call` and `demo`.
 
     trio-mcp tools SERVER                 list the tools and their parameters
+    trio-mcp tools SERVER TOOL            one tool in full, with its input and output schemas
+    trio-mcp tools SERVER [TOOL] --json   the same as JSON, as the server lists it
     trio-mcp call SERVER TOOL [k=v ...]   call a tool (each value read as its parameter takes it)
     trio-mcp call SERVER TOOL --json '{"a": 5}'
     trio-mcp demo [--http]                a guided tour of the demo server
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
-after `--`, any command that runs a stdio server: `trio-mcp tools -- python -m demo_tools`.
+after `--`, any command that runs a stdio server: `trio-mcp tools -- python -m demo_tools`
+(then the words before `--` are only the tool and its arguments).
 
 A mistyped tool or parameter name is answered with the close names (`suggest_names`,
 `unknown_name`: written for any kind of name, so other primitives can use them too).
@@ -24,6 +27,7 @@ import logging
 import math
 import re
 import sys
+import textwrap
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
@@ -66,10 +70,22 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     server_help = "module path, file.py or http(s) URL (or give a command after --)"
     tools = commands.add_parser(
         "tools",
-        help="list a server's tools and their parameters",
-        description="List a server's tools and their parameters. " + _SERVER_FORMS,
+        help="list a server's tools, or show one with its schemas",
+        description="List a server's tools and their parameters; given a TOOL, show that tool "
+        "in full: its whole description, parameters, input schema and output schema. "
+        + _SERVER_FORMS,
     )
-    tools.add_argument("server", nargs="?", help=server_help)
+    tools.add_argument(
+        "words",
+        nargs="*",
+        metavar="SERVER [TOOL]",
+        help=f"{server_help}; then, optionally, the tool to show",
+    )
+    tools.add_argument(
+        "--json",
+        action="store_true",
+        help="print the tools (or the one TOOL) as JSON, as the server lists them",
+    )
     _add_common(tools)
 
     call = commands.add_parser(
@@ -141,8 +157,8 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
             _no_command("demo", server_command)
             return trio.run(_demo, args.http)
         if args.command == "tools":
-            target = _target(args.server, server_command)
-            return trio.run(_with_timeout, args.timeout, _tools, target, args)
+            target, tool = _tools_plan(args, server_command)
+            return trio.run(_with_timeout, args.timeout, _tools, target, args, tool)
         target, tool, pairs = _call_plan(args, server_command)
         return trio.run(_with_timeout, args.timeout, _call, target, args, tool, pairs)
     except UsageError as exc:
@@ -153,6 +169,20 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
 def _no_command(name: str, server_command: Sequence[str]) -> None:
     if server_command:
         raise UsageError(f"{name} takes no command after --")
+
+
+def _tools_plan(
+    args: argparse.Namespace, server_command: Sequence[str]
+) -> tuple[str | list[str], str | None]:
+    words = list(args.words)
+    server = None if server_command or not words else words.pop(0)
+    if len(words) > 1:
+        raise UsageError(
+            "give the server either before -- or as a command after it"
+            if server_command
+            else f"give one tool to show, not {len(words)}: trio-mcp tools SERVER [TOOL]"
+        )
+    return _target(server, server_command), (words[0] if words else None)
 
 
 def _call_plan(
@@ -403,10 +433,19 @@ def _print_log(message: LogMessage) -> None:
 # -- tools ----------------------------------------------------------------------------------------
 
 
-async def _tools(target: str | list[str], args: argparse.Namespace) -> int:
+async def _tools(target: str | list[str], args: argparse.Namespace, name: str | None) -> int:
     async with _connect(target, args) as client:
         tools = await client.list_tools()
-    print(format_tools(tools, client.server_info))
+    if name is None:
+        if args.json:
+            print(json.dumps([tool.raw for tool in tools], indent=2, ensure_ascii=False))
+        else:
+            print(format_tools(tools, client.server_info))
+        return EXIT_OK
+    found = next((tool for tool in tools if tool.name == name), None)
+    if found is None:
+        raise UsageError(unknown_name("tool", name, [tool.name for tool in tools]))
+    print(json.dumps(found.raw, indent=2, ensure_ascii=False) if args.json else format_tool(found))
     return EXIT_OK
 
 
@@ -419,12 +458,35 @@ def format_tools(tools: Sequence[ToolInfo], server_info: dict[str, Any] | None =
         count = f"{len(tools)} tool{'s' if len(tools) != 1 else ''}"
         lines += [f"{name} {version or ''}".rstrip() + f": {count}", ""]
     for tool in tools:
-        lines.append(tool.name + (f"  {tool.description}" if tool.description else ""))
+        # One line each: the first paragraph; `trio-mcp tools SERVER TOOL` shows the rest.
+        summary = " ".join(tool.description.split("\n\n")[0].split()) if tool.description else ""
+        lines.append(tool.name + (f"  {summary}" if summary else ""))
         lines += _parameter_table(tool)
         if tool.output_schema is not None:
             lines.append(f"    returns: {describe_output(tool.output_schema)}")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def format_tool(tool: ToolInfo) -> str:
+    """One tool in full: its description, parameters and return, then its JSON Schemas."""
+    lines = [tool.name + (f"  ({tool.title})" if tool.title else "")]
+    if tool.description:
+        lines += [textwrap.indent(tool.description, "    "), ""]
+    lines += _parameter_table(tool)
+    if tool.output_schema is not None:
+        lines.append(f"    returns: {describe_output(tool.output_schema)}")
+    if tool.annotations:
+        lines.append(f"    annotations: {json.dumps(tool.annotations, ensure_ascii=False)}")
+    for label, schema in (
+        ("input schema", tool.input_schema),
+        ("output schema", tool.output_schema),
+    ):
+        shown = "none" if schema is None else json.dumps(schema, indent=2, ensure_ascii=False)
+        lines += ["", f"{label}:" if schema is not None else f"{label}: {shown}"]
+        if schema is not None:
+            lines.append(shown)
+    return "\n".join(lines)
 
 
 def _parameter_table(tool: ToolInfo) -> list[str]:
