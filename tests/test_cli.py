@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import types
@@ -175,6 +177,42 @@ def test_tools_as_json_and_one_tool_as_json() -> None:
     one = cli("tools", "--json", "calculator.power", "--", sys.executable, "-m", "demo_tools")
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout) == next(t for t in tools if t["name"] == "calculator.power")
+
+
+def test_a_closed_stdout_ends_the_command_quietly_with_141() -> None:
+    # The pipe's read end is closed before the command starts, so its first write to stdout
+    # is sure to fail, as under `trio-mcp tools SERVER | head -1` once head has gone.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "trio_mcp", "tools", "demo_tools"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+            cwd=ROOT,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_ctrl_c_ends_a_call_quietly_with_130() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "trio_mcp", "call", CLIENT_TOOLS, "wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    ) as process:
+        assert process.stderr is not None
+        # The tool reports progress once it runs: the call is in flight from then on.
+        assert process.stderr.readline() == "  [0] waiting\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=TIMEOUT)
+    assert (process.returncode, out, err) == (130, "", "")
 
 
 def test_call_prints_the_result() -> None:

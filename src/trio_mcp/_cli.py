@@ -18,15 +18,18 @@ attribute (or a module-level `server`) that is a `Server` is served as is; other
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import logging
 import os
 import platform
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
@@ -163,8 +166,58 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit codes of a command cut short, as shells report a process ended by the signal
+#: (128 + its number): the reader of stdout went away (`trio-mcp tools x | head -1`: SIGPIPE),
+#: or the user pressed Ctrl-C (SIGINT).
+EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
+EXIT_INTERRUPTED: Final = 128 + signal.SIGINT
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 tool error, 2 usage or other error)."""
+    """Run the command line; returns the exit code.
+
+    0 ok, 1 the tool reported an error, 2 a usage or other error; 130 after Ctrl-C and 141
+    when stdout's reader went away, both without a traceback, as other command-line tools end.
+    """
+    try:
+        code = _main(argv)
+        # Output still buffered would meet a closed pipe at exit, out of reach: flush it here.
+        sys.stdout.flush()
+    except BaseException as exc:  # only Ctrl-C and a broken pipe end quietly
+        cut = _cut_short(exc)
+        if cut is None:
+            raise
+        return cut
+    return code
+
+
+def _cut_short(exc: BaseException) -> int | None:
+    """The exit code for a command cut short by Ctrl-C or a broken pipe; None for all else.
+
+    Either may come wrapped in exception groups by the tasks it went through.
+    """
+    leaves = list(_leaves(exc))
+    if not all(isinstance(leaf, KeyboardInterrupt | BrokenPipeError) for leaf in leaves):
+        return None
+    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        # Whatever is still buffered for the pipe would fail again at exit, with a message:
+        # send it nowhere instead.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        return EXIT_INTERRUPTED
+    return EXIT_BROKEN_PIPE
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _main(argv: list[str] | None) -> int:
     argv, server_command = split_server_command(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     args = parser.parse_args(argv)
