@@ -10,7 +10,9 @@ import functools
 import json
 import os
 import platform
+import pty
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -109,6 +111,7 @@ def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None
 
 
 def test_run_says_nothing_when_the_server_registers_the_modules_tools() -> None:
+    # Nor that it waits for a client: stdin is not a terminal, a client is on the other end.
     done = cli("run", ECHO_TOOLS, stdin=subprocess.DEVNULL)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
@@ -213,6 +216,40 @@ def test_ctrl_c_ends_a_call_quietly_with_130() -> None:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=TIMEOUT)
     assert (process.returncode, out, err) == (130, "", "")
+
+
+def _serve_on_a_terminal(command: list[str]) -> tuple[str, int]:
+    """Run a stdio server whose stdin is a terminal, until Ctrl-D: its stderr and exit code."""
+    controller, terminal = pty.openpty()
+    try:
+        with subprocess.Popen(
+            command, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        ) as process:
+            os.close(terminal)
+            # Ctrl-D at the start of a line: the end of input, whenever the server reads it.
+            os.write(controller, b"\x04")
+            _, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        os.close(controller)
+    return err.decode(), process.returncode
+
+
+def test_run_on_a_terminal_says_it_waits_for_a_client_and_how_to_try_it() -> None:
+    err, code = _serve_on_a_terminal([sys.executable, "-m", "trio_mcp", "run", ECHO_TOOLS])
+    assert err == (
+        "trio-mcp: serving echo-tools over stdio; it waits for an MCP client to write to stdin "
+        f"(Ctrl-D or Ctrl-C to stop). To try its tools: trio-mcp tools {ECHO_TOOLS}\n"
+    )
+    assert code == 0
+
+
+def test_a_server_run_from_its_own_script_names_its_command_line_to_try_it() -> None:
+    command = [sys.executable, "-m", "demo_tools"]
+    err, code = _serve_on_a_terminal(command)
+    assert err.startswith("trio-mcp: serving trio-mcp-demo over stdio; it waits for ")
+    assert err.endswith(f"To try its tools: trio-mcp tools -- {shlex.join(command)}\n")
+    assert err.count("\n") == 1
+    assert code == 0
 
 
 def test_call_prints_the_result() -> None:

@@ -24,6 +24,7 @@ import importlib.util
 import logging
 import os
 import platform
+import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from typing import Any, Final
 from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
 from ._features.tools import discover_tools
-from ._run import run
+from ._run import run, run_stdio
 from ._runtime.server import Server
 from ._version import __version__
 from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
@@ -247,7 +248,10 @@ def _main(argv: list[str] | None) -> int:
             legacy_sse=not args.no_legacy_sse,
         )
     try:
-        run(server, transport=args.transport, host=args.host, port=args.port, options=options)
+        if args.transport == "stdio":
+            run_stdio(server, try_with=f"trio-mcp tools {shlex.quote(args.target)}")
+        else:
+            run(server, transport=args.transport, host=args.host, port=args.port, options=options)
     except (RuntimeError, OSError) as exc:  # Hypercorn missing, port taken, ...
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import logging
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -26,7 +27,7 @@ from .transports.stdio import open_stdio_frames, stdout_guard
 if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
     from .transports.http.app import HttpOptions, McpHttpApp
 
-__all__ = ["http_app", "run", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "run", "run_stdio", "serve_http", "serve_stdio"]
 
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
@@ -191,7 +192,7 @@ def run(
         ValueError: for an unknown transport.
     """
     if transport == "stdio":
-        trio.run(_run_stdio, server)
+        run_stdio(server)
     elif transport == "http":
         trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
     else:
@@ -224,6 +225,25 @@ async def _run_http(server: Server, *, host: str, port: int, options: HttpOption
                 urls = ", ".join(bind + path for bind in binds)
                 print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
             nursery.cancel_scope.cancel()  # served to the end: stop watching for signals
+
+
+def run_stdio(server: Server, *, try_with: str | None = None) -> None:
+    """`run(server)` over stdio, with the command that tries it for the note on a terminal.
+
+    A stdio server waits for a client to write JSON-RPC to its stdin. Started by hand in a
+    terminal, that looks like a hang: when stdin is a terminal, one line on stderr says what
+    it waits for, how to stop it, and how to try its tools (`try_with`; by default
+    `trio-mcp tools -- ` and this process's own command line).
+    """
+    if os.isatty(0):
+        command = try_with or "trio-mcp tools -- " + shlex.join(sys.orig_argv)
+        print(
+            f"trio-mcp: serving {server.name} over stdio; it waits for an MCP client to write "
+            f"to stdin (Ctrl-D or Ctrl-C to stop). To try its tools: {command}",
+            file=sys.stderr,
+            flush=True,
+        )
+    trio.run(_run_stdio, server)
 
 
 async def _run_stdio(server: Server) -> None:
