@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._runtime.connection import FINAL_ANSWER_SECONDS
 from ._runtime.guard import require_trio
 from ._runtime.server import Server
 from ._runtime.session import SessionRuntime
@@ -148,14 +149,18 @@ async def serve_http(
     app = http_app(server, options)
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.graceful_timeout = server.shutdown_grace
+    # Hypercorn's own deadline comes after ours: at `shutdown_grace` the requests still running
+    # are answered "server shutting down" (`cut_short`), and those answers need time to go out.
+    config.graceful_timeout = server.shutdown_grace + FINAL_ANSWER_SECONDS
     config.accesslog = None
     config.errorlog = logging.getLogger("trio_mcp.hypercorn")
-    trigger = None
-    if shutdown_trigger is not None:
-        trigger = functools.partial(_shut_down_app, shutdown_trigger, app)
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
+        trigger = None
+        if shutdown_trigger is not None:
+            trigger = functools.partial(
+                _shut_down_app, shutdown_trigger, app, server.shutdown_grace, nursery
+            )
 
         async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
             await serve(app, config, shutdown_trigger=trigger, task_status=task_status)  # type: ignore[arg-type]
@@ -164,11 +169,20 @@ async def serve_http(
         task_status.started(await nursery.start(serve_then_stop))
 
 
-async def _shut_down_app(trigger: Callable[[], Awaitable[None]], app: McpHttpApp) -> None:
+async def _shut_down_app(
+    trigger: Callable[[], Awaitable[None]], app: McpHttpApp, grace: float, nursery: trio.Nursery
+) -> None:
     await trigger()
+    nursery.start_soon(_cut_short_after, app, grace)
     # Legacy SSE streams never end by themselves: without this, Hypercorn would hold them (and
     # so the shutdown) open until its graceful_timeout.
     app.begin_shutdown()
+
+
+async def _cut_short_after(app: McpHttpApp, grace: float) -> None:
+    # Cancelled with the nursery when serving ends first (every request answered in time).
+    await trio.sleep(grace)
+    app.cut_short()
 
 
 def run(

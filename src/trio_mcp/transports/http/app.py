@@ -13,7 +13,9 @@ Rule 2: every check that can refuse a request runs before its body is handed on,
         request never reaches a session: every refusal is raised as `Refused` and answered
         here, in one shape.
 Rule 3: shutting down (`begin_shutdown`) ends the legacy streams, which would never end by
-        themselves; Streamable HTTP requests end with their answers and need nothing.
+        themselves; Streamable HTTP requests end with their answers, and those still running
+        when the grace period is over are answered "server shutting down" (`cut_short`) before
+        the ASGI server's own deadline drops their connections.
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ class McpHttpApp:
         ends. Streamable HTTP requests end with their answers and need nothing.
         """
         self._legacy.begin_shutdown()
+
+    def cut_short(self) -> None:
+        """The grace period is over: answer every Streamable HTTP request still running.
+
+        Each gets "server shutting down" now, before the ASGI server drops its connection.
+        (Legacy SSE sessions need nothing here: each answers its own at the end of its grace.)
+        """
+        self._streamable.shut_down()
 
     # -- ASGI entry ---------------------------------------------------------------------------
 

@@ -53,6 +53,13 @@ class HttpSession(Protocol):
     def end(self) -> None:
         """The session is over: cancel every request running in it, and let go of it."""
 
+    def shut_down(self) -> None:
+        """The server is stopping: answer every request running or to come at once.
+
+        Each gets a "server shutting down" error; a request the client cancelled stays
+        unanswered.
+        """
+
 
 class HttpBackend(Protocol):
     """What the HTTP transport needs from the MCP side."""

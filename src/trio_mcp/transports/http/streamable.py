@@ -80,6 +80,17 @@ class StreamableHttp:
         self._handed: dict[int, int] = {}
         # Requests handed to sessionless sessions (stateless mode, 2026-07-28), server-wide.
         self._sessionless = 0
+        # Sessions with a request being answered, and how many: what `shut_down` stops.
+        self._answering: dict[int, tuple[HttpSession, int]] = {}
+
+    def shut_down(self) -> None:
+        """Answer every request still running "server shutting down" now (the grace is over).
+
+        Each such request's POST then gets that JSON-RPC error as its answer (or as the last
+        event of its stream): exactly one answer per request, however the server stops.
+        """
+        for session, _ in list(self._answering.values()):
+            session.shut_down()
 
     async def post(
         self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
@@ -259,6 +270,28 @@ class StreamableHttp:
         send: Send,
         *,
         modern: bool = False,
+    ) -> None:
+        key = id(session)
+        count = self._answering.get(key, (session, 0))[1]
+        self._answering[key] = (session, count + 1)
+        try:
+            await self._stream_answer(session, message, new_sid, receive, send, modern=modern)
+        finally:
+            count = self._answering[key][1] - 1
+            if count:
+                self._answering[key] = (session, count)
+            else:
+                del self._answering[key]
+
+    async def _stream_answer(
+        self,
+        session: HttpSession,
+        message: Any,
+        new_sid: str | None,
+        receive: Receive,
+        send: Send,
+        *,
+        modern: bool,
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
