@@ -7,7 +7,8 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
         the MCP side through `HttpBackend`: sessions that `handle` one decoded message, and a
         channel server for the legacy transport.
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
-        path (404), method (405), Origin (403), bearer token (401) here, then the transport's
+        framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
+        (405), Origin (403), bearer token (401) here, then the transport's
         own (Content-Type 415, Accept 406, body size 413, JSON-RPC shape 400, request metadata
         or version and session 400/404, limits 429/503: `streamable` Rule 1). A refused
         request never reaches a session: every refusal is raised as `Refused` and answered
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .asgi import Receive, Refused, Scope, Send, header_map, refuse
+from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse
 from .legacy_sse import LegacySse
 from .options import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 from .sessions import HttpBackend, HttpSession, SessionTable
@@ -86,6 +87,7 @@ class McpHttpApp:
         if scope["type"] != "http":
             return
         try:
+            await check_framing(scope, receive, self.options.max_body_bytes)
             await self._route(scope, receive, send)
         except Refused as refused:
             await refuse(send, refused)

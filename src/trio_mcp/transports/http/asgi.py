@@ -22,6 +22,7 @@ import trio
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, encode_or_error, error_response
 
 __all__ = [
+    "CLOSE_HEADER",
     "JSON_HEADER",
     "SSE_HEADERS",
     "Receive",
@@ -30,6 +31,7 @@ __all__ = [
     "Send",
     "cancel_on_disconnect",
     "check_content_type",
+    "check_framing",
     "content_length",
     "encode",
     "event",
@@ -48,6 +50,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 JSON_HEADER: Final = (b"content-type", b"application/json")
+#: Asks the server to close the connection after the response (RFC 9112, 9.6).
+CLOSE_HEADER: Final = (b"connection", b"close")
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -87,6 +91,34 @@ def header_map(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope["headers"]}
 
 
+async def check_framing(scope: Scope, receive: Receive, limit: int) -> None:
+    """Refuse (400) a request whose body framing two parties could read two ways.
+
+    RFC 9112, 6.1: a request with both Transfer-Encoding and Content-Length is a smuggling
+    attempt or a broken intermediary (a front proxy that counts by Content-Length takes the
+    rest of the chunked body for part of this request, the server for a second request). The
+    server must close the connection after answering it, so the refusal asks for that:
+    whatever was read past this request's end is never taken for another one. (The other
+    case of that section, Transfer-Encoding in an HTTP/1.0 request, h11 refuses itself.)
+
+    The body (as the server framed it, at most `limit` bytes) is read and dropped before the
+    answer: an answer that asks to close while the server still reads the request races that
+    reading (Hypercorn takes the bytes past the request's end for a protocol error and drops
+    the connection before the answer's body is out).
+    """
+    names = {name.lower() for name, _ in scope["headers"]}
+    if b"transfer-encoding" not in names or b"content-length" not in names:
+        return
+    try:
+        await _read(receive, limit, _drop)
+    except Refused as refused:  # too large, or gone: still never read on after it
+        refused.headers.append(CLOSE_HEADER)
+        raise
+    raise Refused(
+        400, "Bad Request: both Content-Length and Transfer-Encoding frame the body", [CLOSE_HEADER]
+    )
+
+
 def check_content_type(headers: dict[bytes, bytes]) -> None:
     """Refuse (415) a body that is not declared `application/json`."""
     content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
@@ -100,6 +132,11 @@ async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Refused(413, f"Request body larger than {limit} bytes")
     chunks: list[bytes] = []
+    await _read(receive, limit, chunks.append)
+    return b"".join(chunks)
+
+
+async def _read(receive: Receive, limit: int, keep: Callable[[bytes], object]) -> None:
     size = 0
     while True:
         message = await receive()
@@ -109,9 +146,13 @@ async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -
         size += len(chunk)
         if size > limit:
             raise Refused(413, f"Request body larger than {limit} bytes")
-        chunks.append(chunk)
+        keep(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return
+
+
+def _drop(chunk: bytes) -> None:
+    pass
 
 
 async def cancel_on_disconnect(
