@@ -141,6 +141,7 @@ async def serve_http(
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = server.shutdown_grace
+    config.keep_alive_timeout = app.options.keep_alive_timeout
     config.accesslog = None
     config.errorlog = logging.getLogger("trio_mcp.hypercorn")
     trigger = None

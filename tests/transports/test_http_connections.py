@@ -8,6 +8,7 @@ a deadline shortened for the test is awaited under a far longer `fail_after`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -95,3 +96,72 @@ async def test_ambiguous_framing_is_refused_and_the_connection_closed(
     assert (response.rest, response.closed) == (b"", True)  # one answer, then the end
     assert ran == []
     assert calm.status_code == 200
+
+
+# -- deadlines on what a client sends ------------------------------------------------------------
+
+
+async def test_a_stalled_body_is_answered_408_and_closed_and_others_are_served() -> None:
+    async with serve(body_idle_timeout=1) as served:
+        # Each sends its head and one byte of a 100-byte body, then nothing: a slow-loris
+        # client that would hold its connection, and its file descriptor, for ever.
+        stalled = [await trio.open_tcp_stream(*host_port(served)) for _ in range(3)]
+        for stream in stalled:
+            await stream.send_all(raw_post(served, b"{", "Content-Length: 100"))
+        client = served.client()
+        assert (await client.initialize()).status == 200
+        added = await client.call("calculator.add", {"a": 1, "b": 2})
+        answers = []
+        for stream in stalled:
+            async with stream:
+                with trio.fail_after(SERVE_TIMEOUT):
+                    answers.append(parse_response(await read_to_eof(stream)))
+    assert added.result["structuredContent"] == {"result": 3}
+    for answer in answers:
+        assert answer.status == 408
+        assert answer.headers["connection"] == "close"
+        assert "stalled" in json.loads(answer.body)["error"]["message"]
+        assert (answer.rest, answer.closed) == (b"", True)
+
+
+async def test_a_trickling_body_is_cut_at_the_whole_body_deadline() -> None:
+    # One byte at a time, each well inside the stall deadline: only the whole-body one ends it.
+    async with serve(body_timeout=1, body_idle_timeout=60) as served:
+        stream = await trio.open_tcp_stream(*host_port(served))
+        async with stream:
+            await stream.send_all(raw_post(served, b"", "Content-Length: 100000"))
+            data = b""
+            with trio.fail_after(SERVE_TIMEOUT):
+                while not data:
+                    with contextlib.suppress(trio.BrokenResourceError):
+                        await stream.send_all(b" ")
+                    with trio.move_on_after(0.05):
+                        data = await stream.receive_some(65536)
+                data += await read_to_eof(stream)
+    answer = parse_response(data)
+    assert answer.status == 408
+    assert "not received within 1 s" in json.loads(answer.body)["error"]["message"]
+    assert (answer.rest, answer.closed) == (b"", True)
+
+
+async def test_a_slow_request_head_and_an_idle_connection_are_closed() -> None:
+    async with serve(keep_alive_timeout=0.5, stateless=True) as served:
+        half = await trio.open_tcp_stream(*host_port(served))
+        idle = await trio.open_tcp_stream(*host_port(served))
+        async with half, idle:
+            await half.send_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+            await idle.send_all(
+                raw_post(
+                    served,
+                    ping,
+                    f"MCP-Protocol-Version: {LATEST}",
+                    f"Content-Length: {len(ping)}",
+                )
+            )
+            with trio.fail_after(SERVE_TIMEOUT):
+                unanswered = await read_to_eof(half)
+                answered = parse_response(await read_to_eof(idle))
+    assert unanswered == b""  # no answer to a request that never arrived whole
+    assert answered.status == 200  # answered, then closed once idle
+    assert (answered.rest, answered.closed) == (b"", True)

@@ -87,7 +87,7 @@ class McpHttpApp:
         if scope["type"] != "http":
             return
         try:
-            await check_framing(scope, receive, self.options.max_body_bytes)
+            await check_framing(scope, receive, self.options)
             await self._route(scope, receive, send)
         except Refused as refused:
             await refuse(send, refused)

@@ -122,7 +122,7 @@ class LegacySse:
         if entry is None or entry.legacy_inbox is None:
             raise Refused(404, "Unknown or closed session")
         check_content_type(headers)
-        body = await read_body(receive, headers, self.options.max_body_bytes)
+        body = await read_body(receive, headers, self.options)
         entry.last_seen = trio.current_time()
         # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.

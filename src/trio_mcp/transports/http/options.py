@@ -3,7 +3,8 @@
 Rule 1: every default limit has a comment giving its precedent or its reason.
 Rule 2: the defaults are safe for a server on this machine: browser pages from elsewhere are
         refused (DNS-rebinding guard), and every resource a client can make the server hold
-        (sessions, requests in flight, body bytes, idle time) is bounded.
+        (sessions, requests in flight, body bytes, idle time, time to send a request) is
+        bounded.
 Nothing here performs I/O; `app` re-exports both names, where the facade and the CLI find them.
 """
 
@@ -44,6 +45,13 @@ class HttpOptions:
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
             (every request in stateless mode, and 2026-07-28 requests); past it, 503.
         session_idle_timeout: Seconds after which a session with nothing running expires.
+        body_timeout: Seconds a request body may take, from the request's head on; past it,
+            408 and the connection is closed.
+        body_idle_timeout: Seconds a request body may stall between two pieces; past it, 408
+            and the connection is closed.
+        keep_alive_timeout: Seconds a connection may sit idle between requests before the
+            server closes it; under `serve_http` (Hypercorn) also the time a new connection,
+            or one between requests, has to send a whole request head.
     """
 
     path: str = "/mcp"
@@ -67,3 +75,13 @@ class HttpOptions:
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0
+    # 300 s for a whole body: Node.js's http.Server requestTimeout (the whole request). A body
+    # of max_body_bytes still makes it at about 56 KB/s.
+    body_timeout: float = 300.0
+    # 60 s between two pieces of a body: nginx's client_body_timeout, also measured between
+    # two successive reads rather than over the whole body.
+    body_idle_timeout: float = 60.0
+    # 5 s: Hypercorn's own default, as Apache httpd's KeepAliveTimeout and Node.js's
+    # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
+    # not for a while, and opening a new one costs a loopback or LAN round trip.
+    keep_alive_timeout: float = 5.0
