@@ -312,10 +312,14 @@ def host_port(served: Served) -> tuple[str, int]:
 
 
 def raw_post(
-    served: Served, body: bytes, *extra: str, path: str = "/mcp", version: str = "1.1"
+    served: Served | tuple[str, int],
+    body: bytes,
+    *extra: str,
+    path: str = "/mcp",
+    version: str = "1.1",
 ) -> bytes:
     """A POST head with the usual MCP headers and `extra` header lines, then `body`."""
-    host, port = host_port(served)
+    host, port = host_port(served) if isinstance(served, Served) else served
     lines = [
         f"POST {path} HTTP/{version}",
         f"Host: {host}:{port}",
@@ -324,6 +328,12 @@ def raw_post(
         *extra,
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def raw_ping(served: Served | tuple[str, int]) -> bytes:
+    """A whole ping request, as a client of a stateless server sends it."""
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    return raw_post(served, ping, f"MCP-Protocol-Version: {LATEST}", f"Content-Length: {len(ping)}")
 
 
 async def read_to_eof(stream: trio.SocketStream) -> bytes:
@@ -347,8 +357,27 @@ class RawResponse:
     closed: bool
 
 
-def parse_response(data: bytes, *, eof: bool = True) -> RawResponse:
-    """The first response in `data` (as h11 frames it), and what follows it."""
+def parse_response(data: bytes) -> RawResponse:
+    """The first response in `data`, all the server sent until it closed the connection."""
+    response = _parse(data, eof=True)
+    assert response is not None, f"no whole response: {data[:200]!r}"
+    return response
+
+
+async def read_response(stream: trio.SocketStream) -> RawResponse:
+    """Read one whole response from `stream`, leaving the connection open."""
+    data = b""
+    while True:
+        chunk = await stream.receive_some(65536)
+        data += chunk
+        response = _parse(data, eof=not chunk)
+        if response is not None:
+            return response
+        assert chunk, f"no whole response: {data[:200]!r}"
+
+
+def _parse(data: bytes, *, eof: bool) -> RawResponse | None:
+    # The first response in `data` as h11 frames it; None while it is not whole yet.
     conn = h11.Connection(h11.CLIENT)
     conn.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
     conn.send(h11.EndOfMessage())
@@ -358,6 +387,8 @@ def parse_response(data: bytes, *, eof: bool = True) -> RawResponse:
     status, headers, body = 0, {}, b""
     event = conn.next_event()
     while not isinstance(event, h11.EndOfMessage):
+        if event is h11.NEED_DATA:
+            return None
         assert isinstance(event, h11.Response | h11.Data), f"no whole response: {data[:200]!r}"
         if isinstance(event, h11.Response):
             status = event.status_code

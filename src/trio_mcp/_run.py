@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import signal
 import sys
@@ -118,8 +117,10 @@ async def serve_http(
 ) -> None:
     """Serve `server` over HTTP with Hypercorn until `shutdown_trigger` returns or cancelled.
 
-    On shutdown, Hypercorn stops accepting connections and gives requests in flight
-    `server.shutdown_grace` seconds to finish.
+    Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
+    accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
+    past the bound. On shutdown, the server stops accepting connections and gives requests in
+    flight `server.shutdown_grace` seconds to finish.
 
     Args:
         server: The server to serve.
@@ -133,17 +134,10 @@ async def serve_http(
         RuntimeError: when Hypercorn is not installed (pip install "trio-mcp[http]").
     """
     try:
-        from hypercorn.config import Config  # noqa: PLC0415 - HTTP code loads only when used
-        from hypercorn.trio import serve  # noqa: PLC0415
+        from .transports.http.serving import serve_app  # noqa: PLC0415 - loads only when used
     except ImportError as exc:
         raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
     app = http_app(server, options)
-    config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.graceful_timeout = server.shutdown_grace
-    config.keep_alive_timeout = app.options.keep_alive_timeout
-    config.accesslog = None
-    config.errorlog = logging.getLogger("trio_mcp.hypercorn")
     trigger = None
     if shutdown_trigger is not None:
         trigger = functools.partial(_shut_down_app, shutdown_trigger, app)
@@ -151,7 +145,15 @@ async def serve_http(
         await nursery.start(app.run)
 
         async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
-            await serve(app, config, shutdown_trigger=trigger, task_status=task_status)  # type: ignore[arg-type]
+            await serve_app(
+                app,
+                app.options,
+                host=host,
+                port=port,
+                graceful_timeout=server.shutdown_grace,
+                shutdown_trigger=trigger,
+                task_status=task_status,
+            )
             nursery.cancel_scope.cancel()  # served to the end: stop the session reaper too
 
         task_status.started(await nursery.start(serve_then_stop))

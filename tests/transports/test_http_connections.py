@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
 
 import demo_tools
-from tests.helpers import LATEST
+from tests.helpers import LATEST, REPO_ROOT
 from tests.http_helpers import (
     SERVE_TIMEOUT,
     host_port,
     parse_response,
+    raw_ping,
     raw_post,
+    read_response,
     read_to_eof,
     serve,
 )
@@ -165,3 +172,151 @@ async def test_a_slow_request_head_and_an_idle_connection_are_closed() -> None:
     assert unanswered == b""  # no answer to a request that never arrived whole
     assert answered.status == 200  # answered, then closed once idle
     assert (answered.rest, answered.closed) == (b"", True)
+
+
+# -- bounded connections, and running out of file descriptors -----------------------------------
+
+
+async def test_past_max_connections_a_connection_is_answered_503_and_closed() -> None:
+    async with serve(max_connections=2, keep_alive_timeout=60, stateless=True) as served:
+        held = [await trio.open_tcp_stream(*host_port(served)) for _ in range(2)]
+        with trio.fail_after(SERVE_TIMEOUT):
+            for stream in held:
+                await stream.send_all(raw_ping(served))
+                assert (await read_response(stream)).status == 200
+            async with await trio.open_tcp_stream(*host_port(served)) as extra:
+                await extra.send_all(raw_ping(served))
+                busy = parse_response(await read_to_eof(extra))
+            # A held connection still serves its next request.
+            await held[1].send_all(raw_ping(served))
+            assert (await read_response(held[1])).status == 200
+            # Once the server has seen one close, its place is free again.
+            await held[0].aclose()
+            status = 503
+            while status == 503:
+                async with await trio.open_tcp_stream(*host_port(served)) as again:
+                    await again.send_all(raw_ping(served))
+                    status = (await read_response(again)).status
+                if status == 503:
+                    await trio.sleep(0.05)
+        await held[1].aclose()
+    assert busy.status == 503
+    assert busy.headers["retry-after"] == "1"
+    assert busy.headers["connection"] == "close"
+    assert json.loads(busy.body)["error"]["message"] == "Too many connections; try again later"
+    assert (busy.rest, busy.closed) == (b"", True)
+    assert status == 200
+
+
+FD_LIMITED_SERVER = str(REPO_ROOT / "tests" / "fixtures" / "fd_limited_server.py")
+SHORTAGE = "cannot accept connections"
+
+
+class ServerLog:
+    """The lines a subprocess writes to stderr, as they arrive."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    async def read(self, stream: trio.abc.ReceiveStream) -> None:
+        pending = b""
+        async for chunk in stream:
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            self.lines += [line.decode() for line in complete]
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        """The first line holding `text`, once it has arrived."""
+        while not (found := [line for line in self.lines if text in line]):
+            await self._changed.wait()
+        return found[0]
+
+    def count(self, text: str) -> int:
+        return sum(text in line for line in self.lines)
+
+
+@asynccontextmanager
+async def fd_limited_server(
+    limit: int, max_connections: int = 0
+) -> AsyncIterator[tuple[tuple[str, int], ServerLog]]:
+    """`fd_limited_server.py` running: its address and its log, complete once this ends."""
+    log = ServerLog()
+    process = await trio.lowlevel.open_process(
+        [sys.executable, FD_LIMITED_SERVER, str(limit), str(max_connections)],
+        stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+    )
+    assert process.stderr is not None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.read, process.stderr)
+            with trio.fail_after(SERVE_TIMEOUT):
+                line = await log.wait_for("serving MCP on http://")
+            host, port = line.split("http://")[1].removesuffix("/mcp").split(":")
+            yield (host, int(port)), log
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(SERVE_TIMEOUT):
+                assert await process.wait() == 0, "\n".join(log.lines)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_by_default_connections_stay_below_the_open_files_limit() -> None:
+    # 64 files, less an eighth of them but at least 32 kept for the rest: 32 connections.
+    async with fd_limited_server(64) as (address, log):
+        statuses: list[int] = []
+        held: list[trio.SocketStream] = []
+        with trio.fail_after(SERVE_TIMEOUT):
+            for _ in range(48):
+                stream = await trio.open_tcp_stream(*address)
+                await stream.send_all(raw_ping(address))
+                response = await read_response(stream)
+                statuses.append(response.status)
+                if response.status == 200:
+                    held.append(stream)
+                else:
+                    assert await read_to_eof(stream) == b""  # closed after the 503
+                    await stream.aclose()
+            for stream in held:
+                await stream.aclose()
+            while True:  # served again once the server has seen them close
+                async with await trio.open_tcp_stream(*address) as stream:
+                    await stream.send_all(raw_ping(address))
+                    if (await read_response(stream)).status == 200:
+                        break
+                await trio.sleep(0.05)
+    assert statuses == [200] * 32 + [503] * 16
+    assert log.count(SHORTAGE) == 0
+    assert not log.count("Traceback")
+
+
+async def test_running_out_of_file_descriptors_is_logged_once_and_serving_goes_on() -> None:
+    # A bound set above what the process may open: accepting fails for want of descriptors.
+    async with fd_limited_server(64, max_connections=1000) as (address, log):
+        with trio.fail_after(SERVE_TIMEOUT):
+            # Connecting needs no accept (the kernel queues the connection in the listen
+            # backlog), so the test opens more than the server can take.
+            flood = [await trio.open_tcp_stream(*address) for _ in range(100)]
+            await log.wait_for(SHORTAGE)
+            # The connections taken are served all the while (the first was taken first).
+            await flood[0].send_all(raw_ping(address))
+            assert (await read_response(flood[0])).status == 200
+            # The server keeps retrying (every 0.1 s) while its descriptors are short.
+            for stream in flood:
+                await stream.aclose()
+            await log.wait_for("accepting connections again")
+            while True:
+                async with await trio.open_tcp_stream(*address) as stream:
+                    await stream.send_all(raw_ping(address))
+                    if (await read_response(stream)).status == 200:
+                        break
+                await trio.sleep(0.05)
+    assert log.count(SHORTAGE) == 1
+    assert "Too many open files" in (await log.wait_for(SHORTAGE))
+    assert log.count("accepting connections again") == 1
+    assert not log.count("Traceback")

@@ -49,6 +49,9 @@ class HttpOptions:
             408 and the connection is closed.
         body_idle_timeout: Seconds a request body may stall between two pieces; past it, 408
             and the connection is closed.
+        max_connections: Connections served at once by `serve_http`; past it, a new
+            connection is answered 503 and closed. None: the open-files limit
+            (RLIMIT_NOFILE) less an eighth of it (at least 32), kept for everything else.
         keep_alive_timeout: Seconds a connection may sit idle between requests before the
             server closes it; under `serve_http` (Hypercorn) also the time a new connection,
             or one between requests, has to send a whole request head.
@@ -81,6 +84,9 @@ class HttpOptions:
     # 60 s between two pieces of a body: nginx's client_body_timeout, also measured between
     # two successive reads rather than over the whole body.
     body_idle_timeout: float = 60.0
+    # None: derived from the open-files limit, which every connection counts against (as
+    # nginx's worker_connections must stay below it); see transports/http/serving.py.
+    max_connections: int | None = None
     # 5 s: Hypercorn's own default, as Apache httpd's KeepAliveTimeout and Node.js's
     # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
     # not for a while, and opening a new one costs a loopback or LAN round trip.
