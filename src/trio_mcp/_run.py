@@ -88,7 +88,7 @@ class _HttpBackend:
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
-        send: trio.MemorySendChannel[bytes],
+        send: trio.abc.SendChannel[bytes],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:

@@ -15,12 +15,13 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 import trio
 
 import demo_tools
-from tests.helpers import LATEST, REPO_ROOT
+from tests.helpers import LATEST, REPO_ROOT, init_params
 from tests.http_helpers import (
     SERVE_TIMEOUT,
     host_port,
@@ -320,3 +321,70 @@ async def test_running_out_of_file_descriptors_is_logged_once_and_serving_goes_o
     assert "Too many open files" in (await log.wait_for(SHORTAGE))
     assert log.count("accepting connections again") == 1
     assert not log.count("Traceback")
+
+
+# -- a legacy SSE client that does not read its stream ------------------------------------------
+
+
+async def read_sse_event(lines: Any) -> tuple[str, str]:
+    """One SSE event `(name, data)` from an `aiter_lines` iterator."""
+    event, data, blank = [await lines.__anext__() for _ in range(3)]
+    assert (event[:7], data[:6], blank) == ("event: ", "data: ", "")
+    return event.removeprefix("event: "), data.removeprefix("data: ")
+
+
+async def test_legacy_unsent_answers_are_bounded_and_all_delivered() -> None:
+    bound = 256 * 1024
+    server = demo_tools.build_server()
+
+    @server.tool("test.big", "A 64 KiB answer")
+    def big(n: int) -> str:
+        return f"{n}:" + "x" * 65536
+
+    def call(n: int) -> dict[str, Any]:
+        params = {"name": "test.big", "arguments": {"n": n}}
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+    async with (
+        serve(server, legacy_max_unsent_bytes=bound) as served,
+        served.http.stream("GET", served.base + "/sse") as stream,
+    ):
+        lines = stream.aiter_lines()
+        _, endpoint = await read_sse_event(lines)
+        post_url = served.base + endpoint
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init_params()}
+        assert (await served.http.post(post_url, json=init)).status_code == 202
+        await read_sse_event(lines)
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await served.http.post(post_url, json=initialized)).status_code == 202
+        # From here the client reads nothing: once the socket buffers are full, the answers
+        # wait in the server, and past the bound a request is refused.
+        taken = 0
+        with trio.fail_after(SERVE_TIMEOUT):
+            for n in range(1, 401):  # 400 POSTs: 25 MiB of answers, had none been refused
+                refused = await served.http.post(post_url, json=call(n))
+                if refused.status_code != 202:
+                    break
+                taken = n
+            # A notification is still taken, and other clients are still served.
+            assert (await served.http.post(post_url, json=initialized)).status_code == 202
+            other = served.client()
+            assert (await other.initialize()).status == 200
+            # Reading the stream now brings every answer owed, each once (in the order the
+            # calls finished: they run in threads).
+            answers = [json.loads((await read_sse_event(lines))[1]) for _ in range(taken)]
+            # With the answers read, requests are taken again.
+            status = 429
+            while status == 429:
+                status = (await served.http.post(post_url, json=call(taken + 1))).status_code
+                if status == 429:
+                    await trio.sleep(0.05)
+            last = json.loads((await read_sse_event(lines))[1])
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    assert "unsent" in refused.json()["error"]["message"]
+    assert 0 < taken < 400
+    assert sorted(a["id"] for a in answers) == list(range(1, taken + 1))
+    assert all(a["result"]["content"][0]["text"].startswith(f"{a['id']}:") for a in answers)
+    assert status == 202
+    assert last["id"] == taken + 1

@@ -45,6 +45,9 @@ class HttpOptions:
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
             (every request in stateless mode, and 2026-07-28 requests); past it, 503.
         session_idle_timeout: Seconds after which a session with nothing running expires.
+        legacy_max_unsent_bytes: Legacy SSE: bytes of answers a session may hold that its
+            stream has not yet sent (a client that reads its stream slowly or not at all);
+            while it holds more, POSTs carrying requests get 429 with Retry-After.
         body_timeout: Seconds a request body may take, from the request's head on; past it,
             408 and the connection is closed.
         body_idle_timeout: Seconds a request body may stall between two pieces; past it, 408
@@ -78,6 +81,9 @@ class HttpOptions:
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0
+    # 4 MiB: the largest send buffer Linux sizes a TCP socket to by itself (net.ipv4.tcp_wmem),
+    # what a fast stream may have in flight anyway. A client that reads keeps this near zero.
+    legacy_max_unsent_bytes: int = 4 * 1024 * 1024
     # 300 s for a whole body: Node.js's http.Server requestTimeout (the whole request). A body
     # of max_body_bytes still makes it at about 56 KB/s.
     body_timeout: float = 300.0
