@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._exceptions import reraise_lone
 from ._runtime.server import Server
 from ._runtime.session import SessionRuntime
 from .transports.stdio import open_stdio_frames, stdout_guard
@@ -132,12 +133,17 @@ async def serve_http(
 
     Raises:
         RuntimeError: when Hypercorn is not installed (pip install "trio-mcp[http]").
+        ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
     """
     try:
-        from .transports.http.serving import serve_app  # noqa: PLC0415 - loads only when used
+        from .transports.http.serving import (  # noqa: PLC0415 - loads only when used
+            check_bind,
+            serve_app,
+        )
     except ImportError as exc:
         raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
     app = http_app(server, options)
+    check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     trigger = None
     if shutdown_trigger is not None:
         trigger = functools.partial(_shut_down_app, shutdown_trigger, app)
@@ -184,12 +190,19 @@ def run(
         options: For "http": limits and security settings.
 
     Raises:
-        ValueError: for an unknown transport.
+        ValueError: for an unknown transport, or "http" on a wildcard `host` (0.0.0.0, ::)
+            without `options.allowed_hosts`.
+        OSError: when the address cannot be bound.
     """
     if transport == "stdio":
         trio.run(_run_stdio, server)
     elif transport == "http":
-        trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
+        try:
+            trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
+        except BaseExceptionGroup as group:
+            # A failure to start (port taken, a wildcard address without allowed hosts) comes
+            # out of the nurseries as a group of one: the caller sees the error itself.
+            reraise_lone(group)
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 

@@ -2,9 +2,9 @@
 
 Rule 1: every default limit has a comment giving its precedent or its reason.
 Rule 2: the defaults are safe for a server on this machine: browser pages from elsewhere are
-        refused (DNS-rebinding guard), and every resource a client can make the server hold
-        (sessions, requests in flight, body bytes, idle time, time to send a request) is
-        bounded.
+        refused (DNS-rebinding guard: Host and Origin, see `guard`), and every resource a
+        client can make the server hold (sessions, requests in flight, body bytes, idle time,
+        time to send a request, connections) is bounded.
 Nothing here performs I/O; `app` re-exports both names, where the facade and the CLI find them.
 """
 
@@ -34,6 +34,10 @@ class HttpOptions:
     Attributes:
         path: The Streamable HTTP endpoint.
         allowed_origins: Browser origins accepted (scheme://host, any port); "*" allows all.
+        allowed_hosts: Host header values accepted besides the server's own address (and,
+            on loopback, localhost, 127.0.0.1 and [::1]) with its port: "name" with any port,
+            "name:port" with that port; "*" accepts any Host. `serve_http` on a wildcard
+            address (0.0.0.0, ::) requires it.
         bearer_token: When set, every request must carry `Authorization: Bearer <token>`.
         stateless: No sessions: every request stands alone (for many workers behind a load
             balancer). Handshake-era clients are served under their MCP-Protocol-Version.
@@ -62,6 +66,9 @@ class HttpOptions:
 
     path: str = "/mcp"
     allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
+    # None beyond the server's own address: the names clients use for a server reachable
+    # from elsewhere are the deployer's to list, as for Django's ALLOWED_HOSTS.
+    allowed_hosts: tuple[str, ...] = ()
     bearer_token: str | None = None
     stateless: bool = False
     legacy_sse: bool = True

@@ -13,6 +13,7 @@ Rule 2: running out of descriptors anyway (EMFILE and its kin, e.g. a tool holdi
 Rule 3: shutting down stops accepting, then tells the open connections: an idle one closes at
         once, a busy one after its response; all get `graceful_timeout` seconds.
 Rule 4: one connection's failure never ends the server: it is logged and the connection closed.
+Rule 5: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts` (`guard`, Rule 1).
 
 Why an accept loop of our own: Hypercorn's trio worker accepts with `trio.serve_listeners`,
 which bounds nothing, cannot answer an overload, and logs a full traceback every 0.1 s for as
@@ -26,6 +27,7 @@ gets no lifespan events: `McpHttpApp` needs none (its `run` is started beside it
 from __future__ import annotations
 
 import errno
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -39,7 +41,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
 from .options import HttpOptions
 
-__all__ = ["connection_limit", "serve_app"]
+__all__ = ["check_bind", "connection_limit", "serve_app"]
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -123,7 +125,11 @@ async def serve_app(
         graceful_timeout: Seconds open connections get to finish once shutting down.
         shutdown_trigger: Awaited; when it returns, the server shuts down (Rule 3).
         task_status: Reports the bound URLs (e.g. ["http://127.0.0.1:8000"]).
+
+    Raises:
+        ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
     """
+    check_bind(host, options)
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = graceful_timeout
@@ -150,6 +156,27 @@ async def serve_app(
             await listener.aclose()
         await acceptor.context.terminated.set()
         connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+
+
+def check_bind(host: str, options: HttpOptions) -> None:
+    """Refuse to bind a wildcard address without `allowed_hosts` (Rule 5).
+
+    On every address of the machine, a request may come by any name that reaches it: which
+    names are this server's is the deployer's to say (`guard` then checks them).
+
+    Raises:
+        ValueError: for a wildcard `host` (0.0.0.0, ::, "") without `options.allowed_hosts`.
+    """
+    try:
+        wildcard = not host or ipaddress.ip_address(host).is_unspecified
+    except ValueError:  # a name, resolved when binding
+        wildcard = False
+    if wildcard and not options.allowed_hosts:
+        raise ValueError(
+            f"binding {host or 'every address'} serves other machines: list the Host names "
+            "clients will use in HttpOptions.allowed_hosts (trio-mcp run --allow-host NAME), "
+            "or ('*',) to accept any"
+        )
 
 
 def _url(address: Any) -> str:
