@@ -283,6 +283,14 @@ async def test_by_default_connections_stay_below_the_open_files_limit() -> None:
                 else:
                     assert await read_to_eof(stream) == b""  # closed after the 503
                     await stream.aclose()
+            # Clients that neither send nor close: the server waits for a few (8 here) to
+            # close after their 503, and answers the others in passing.
+            silent = [await trio.open_tcp_stream(*address) for _ in range(12)]
+            for stream in silent:
+                busy = parse_response(await read_to_eof(stream))
+                assert (busy.status, busy.headers["connection"]) == (503, "close")
+            for stream in silent:
+                await stream.aclose()
             for stream in held:
                 await stream.aclose()
             while True:  # served again once the server has seen them close

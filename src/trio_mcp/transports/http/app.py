@@ -9,11 +9,10 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
         framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
         (405), Host (421) and Origin (403) (`guard`), bearer token (401) here, then the
-        transport's
-        own (Content-Type 415, Accept 406, body size 413, JSON-RPC shape 400, request metadata
-        or version and session 400/404, limits 429/503: `streamable` Rule 1). A refused
-        request never reaches a session: every refusal is raised as `Refused` and answered
-        here, in one shape.
+        transport's own (Content-Type 415, Accept 406, body size 413 or too slow 408, JSON-RPC
+        shape 400, request metadata or version and session 400/404, limits 429/503:
+        `streamable` Rule 1). A refused request never reaches a session: every refusal is
+        raised as `Refused` and answered here, in one shape.
 Rule 3: shutting down (`begin_shutdown`) ends the legacy streams, which would never end by
         themselves; Streamable HTTP requests end with their answers and need nothing.
 """

@@ -18,10 +18,10 @@ Rule 5: a session's unsent answers are bounded in bytes: what it has produced an
         `legacy_max_unsent_bytes`, a POST carrying a request is refused 429 with Retry-After;
         notifications and the client's answers to the server's requests are still taken, as
         they produce no answer (and may let a call finish). Nothing is dropped: every request
-        taken is answered on the stream, once the client reads it. So a session
-        holds at most the bound plus the answers of the requests it took before reaching it
-        (at most `max_in_flight_per_session` of them), and one answer larger than the bound
-        still goes out whole.
+        taken is answered on the stream once the client reads it. So a session holds at most
+        the bound plus the answers of the requests it took before reaching it (at most
+        `max_in_flight_per_session` of them), and an answer larger than the bound still goes
+        out whole.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ Rule 1: connections are bounded: at most `max_connections` are served at once, b
         that serving never runs the process out of file descriptors by itself. Past the bound a
         new connection is still accepted, answered 503 with Retry-After and `Connection:
         close`, and closed: the client learns at once that the server is busy, instead of
-        waiting in the listen backlog for a timeout.
+        waiting in the listen backlog for a timeout. The server then reads what the client
+        still sends until it closes (at most `_LINGER` seconds), so that the close does not
+        reset the connection under the answer; past a bound on those waits, a connection is
+        answered and closed in passing, without waiting.
 Rule 2: running out of descriptors anyway (EMFILE and its kin, e.g. a tool holding files open)
         never stops the server: accepting pauses for `_RETRY_AFTER_SHORTAGE` and tries again.
         Each episode of shortage is logged once (a warning when it starts, a note when a
@@ -26,9 +29,11 @@ gets no lifespan events: `McpHttpApp` needs none (its `run` is started beside it
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -184,6 +189,23 @@ def _url(address: Any) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _turn_away_now(stream: trio.SocketStream) -> None:
+    """Answer 503 and close without waiting: drop what the client sent so far, write, close.
+
+    Best effort, for when too many turned-away clients are being waited for already: a request
+    that arrives after the close makes the kernel reset the connection, which can destroy the
+    answer on its way; nothing here can block.
+    """
+    sock = socket.socket(fileno=stream.socket.detach())
+    with sock:
+        sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            while sock.recv(65536):
+                pass
+        with contextlib.suppress(OSError):
+            sock.send(_BUSY)
+
+
 class _Connection(TCPServer):
     """Hypercorn's handler of one connection, which ends as soon as the client has closed.
 
@@ -232,8 +254,8 @@ class _Acceptor:
             elif self.turning_away < self.turn_away_limit:
                 self.turning_away += 1
                 nursery.start_soon(self._turn_away, stream)
-            else:  # answering 503 as fast as we can already: this one only gets closed
-                await stream.aclose()
+            else:  # turning away as many as we wait for already: answer this one in passing
+                _turn_away_now(stream)
 
     def _short(self, exc: OSError) -> None:
         now = trio.current_time()
