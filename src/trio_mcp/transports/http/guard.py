@@ -23,6 +23,7 @@ Nothing here performs I/O: `app` asks `source_refusal` and answers what it retur
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Final
 from urllib.parse import urlsplit
@@ -50,7 +51,9 @@ def source_refusal(
         options: `allowed_hosts` and `allowed_origins` are read from it.
     """
     host = headers.get(b"host")
-    if not _host_allowed(host, server, scheme, options.allowed_hosts):
+    # As a tuple: the verdicts are cached by it, and an ASGI server may give a list.
+    bound = (str(server[0]), int(server[1])) if server else None
+    if not _host_allowed(host, bound, scheme, options.allowed_hosts):
         shown = "no Host header" if not host else f"Host {host.decode('latin-1')!r}"
         return 421, f"Misdirected Request: {shown} does not name this server"
     origin = headers.get(b"origin")
@@ -59,6 +62,9 @@ def source_refusal(
     return None
 
 
+# A client sends the same Host and Origin with every request: the verdicts are kept (in a
+# bounded cache, since the values are the client's to choose) so that a request costs a lookup.
+@functools.lru_cache(maxsize=256)
 def _host_allowed(
     raw: bytes | None, server: tuple[str, int] | None, scheme: str, allowed: tuple[str, ...]
 ) -> bool:
@@ -124,6 +130,7 @@ def _is_loopback(name: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=256)
 def _origin_allowed(raw: bytes, allowed: tuple[str, ...]) -> bool:
     if "*" in allowed:
         return True
