@@ -6,7 +6,9 @@ speaks Streamable HTTP with plain httpx (no trio-mcp client), decodes JSON and S
 checks the SSE framing strictly, and keeps every message sent and received so a whole session
 can be validated against the official schema (`tests/schema_check.py`). Like a conforming client
 it sends a 2026-07-28 request's metadata headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name);
-a header given to `post` overrides them.
+a header given to `post` overrides them. The raw helpers at the end (`raw_post`, `read_response`,
+`parse_response`) write and read the bytes of requests no HTTP library would send, and check
+that exactly one response came before the server closed.
 """
 
 from __future__ import annotations

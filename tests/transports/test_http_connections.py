@@ -1,9 +1,10 @@
 """HTTP connections under hostile or careless clients, over real loopback sockets.
 
 Request framing (smuggling), deadlines on what a client must send, the bound on open
-connections and running out of file descriptors. The clients here write raw bytes, since what
-they send is what no well-behaved HTTP library would. Nothing waits on the clock to prove speed:
-a deadline shortened for the test is awaited under a far longer `fail_after`.
+connections, running out of file descriptors, and a legacy SSE client that does not read its
+stream. Most clients here write raw bytes, since what they send is what no well-behaved HTTP
+library would. Nothing waits on the clock to prove speed: a deadline shortened for the test is
+awaited under a far longer `fail_after`, and a retry loop waits for what it waits for.
 """
 
 from __future__ import annotations
