@@ -6,7 +6,9 @@ speaks Streamable HTTP with plain httpx (no trio-mcp client), decodes JSON and S
 checks the SSE framing strictly, and keeps every message sent and received so a whole session
 can be validated against the official schema (`tests/schema_check.py`). Like a conforming client
 it sends a 2026-07-28 request's metadata headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name);
-a header given to `post` overrides them.
+a header given to `post` overrides them. The raw helpers at the end (`raw_post`, `read_response`,
+`parse_response`) write and read the bytes of requests no HTTP library would send, and check
+that exactly one response came before the server closed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import h11
 import httpx
 import trio
 
@@ -299,3 +302,101 @@ async def serve_bare(handler: Callable[[trio.SocketStream], Awaitable[None]]) ->
         port = listeners[0].socket.getsockname()[1]
         yield f"http://127.0.0.1:{port}/mcp"
         nursery.cancel_scope.cancel()
+
+
+# -- raw HTTP/1.1 from the client side, for malformed or stalled requests -------------------------
+
+
+def host_port(served: Served) -> tuple[str, int]:
+    """The served address as (host, port)."""
+    host, _, port = served.base.removeprefix("http://").rpartition(":")
+    return host, int(port)
+
+
+def raw_post(
+    served: Served | tuple[str, int],
+    body: bytes,
+    *extra: str,
+    path: str = "/mcp",
+    version: str = "1.1",
+) -> bytes:
+    """A POST head with the usual MCP headers and `extra` header lines, then `body`."""
+    host, port = host_port(served) if isinstance(served, Served) else served
+    lines = [
+        f"POST {path} HTTP/{version}",
+        f"Host: {host}:{port}",
+        f"Accept: {ACCEPT}",
+        "Content-Type: application/json",
+        *extra,
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def raw_ping(served: Served | tuple[str, int]) -> bytes:
+    """A whole ping request, as a client of a stateless server sends it."""
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    return raw_post(served, ping, f"MCP-Protocol-Version: {LATEST}", f"Content-Length: {len(ping)}")
+
+
+async def read_to_eof(stream: trio.SocketStream) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    data = b""
+    while chunk := await stream.receive_some(65536):
+        data += chunk
+    return data
+
+
+@dataclass
+class RawResponse:
+    """One HTTP/1.1 response parsed from raw bytes, and what followed it on the connection."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    #: Bytes after the response's end (a second response, if any).
+    rest: bytes
+    #: Whether the server closed the connection right after this response.
+    closed: bool
+
+
+def parse_response(data: bytes) -> RawResponse:
+    """The first response in `data`, all the server sent until it closed the connection."""
+    response = _parse(data, eof=True)
+    assert response is not None, f"no whole response: {data[:200]!r}"
+    return response
+
+
+async def read_response(stream: trio.SocketStream) -> RawResponse:
+    """Read one whole response from `stream`, leaving the connection open."""
+    data = b""
+    while True:
+        chunk = await stream.receive_some(65536)
+        data += chunk
+        response = _parse(data, eof=not chunk)
+        if response is not None:
+            return response
+        assert chunk, f"no whole response: {data[:200]!r}"
+
+
+def _parse(data: bytes, *, eof: bool) -> RawResponse | None:
+    # The first response in `data` as h11 frames it; None while it is not whole yet.
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(data)
+    if eof:
+        conn.receive_data(b"")
+    status, headers, body = 0, {}, b""
+    event = conn.next_event()
+    while not isinstance(event, h11.EndOfMessage):
+        if event is h11.NEED_DATA:
+            return None
+        assert isinstance(event, h11.Response | h11.Data), f"no whole response: {data[:200]!r}"
+        if isinstance(event, h11.Response):
+            status = event.status_code
+            headers = {k.decode(): v.decode("latin-1") for k, v in event.headers}
+        else:
+            body += event.data
+        event = conn.next_event()
+    rest, closed = conn.trailing_data
+    return RawResponse(status, headers, body, rest, closed)

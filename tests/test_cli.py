@@ -20,6 +20,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -333,6 +334,10 @@ def test_a_tool_error_exits_1() -> None:
         (("call", "demo_tools", "t", "--json", "[1]"), "--json must be a JSON object"),
         (("tools", "--header", "nocolon", "demo_tools"), "is not NAME:VALUE"),
         (("frobnicate",), "invalid choice"),
+        (
+            ("run", "demo_tools", "--transport", "http", "--host", "0.0.0.0", "--port", "0"),
+            "HttpOptions.allowed_hosts (trio-mcp run --allow-host NAME)",
+        ),
     ],
 )
 def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str) -> None:
@@ -356,6 +361,35 @@ async def test_tools_and_call_over_http_and_legacy_sse() -> None:
         called = await cli_async("call", base + "/sse", "calculator.power", "base=2", "exponent=8")
         assert (called.returncode, called.stdout) == (0, b"256\n"), called.stderr
         stop.set()
+
+
+async def test_run_over_http_accepts_the_allowed_hosts() -> None:
+    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
+    process = await trio.lowlevel.open_process(
+        [*command, "--port", "0", "--allow-host", "mcp.example"], stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert process.stderr is not None
+    try:
+        with trio.fail_after(TIMEOUT):
+            printed = b""
+            while b"/mcp\n" not in printed:
+                printed += await process.stderr.receive_some()
+            url = printed.decode().split("serving MCP on ")[1].split()[0]
+            message = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            headers = {
+                "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2025-11-25",
+            }
+            async with httpx.AsyncClient() as http:
+                named = await http.post(
+                    url, json=message, headers={**headers, "host": "mcp.example"}
+                )
+                other = await http.post(url, json=message, headers={**headers, "host": "x.example"})
+    finally:
+        process.terminate()
+        await process.wait()
+    assert named.status_code == 400  # past the Host check: no session yet
+    assert other.status_code == 421
 
 
 async def test_unreachable_url_exits_2() -> None:

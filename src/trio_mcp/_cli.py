@@ -1,7 +1,8 @@
 """The `trio-mcp` command line.
 
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
-                        [--allow-origin ORIGIN]... [--no-legacy-sse] [--log-level LEVEL]
+                        [--allow-origin ORIGIN]... [--allow-host HOST]... [--no-legacy-sse]
+                        [--log-level LEVEL]
     trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
     trio-mcp demo [--http] | trio-mcp --version
 
@@ -155,6 +156,14 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: also accept browser requests from this origin (repeatable; '*' for any)",
     )
     run_cmd.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="HTTP: also accept this Host header, NAME or NAME:PORT (repeatable; '*' for any); "
+        "needed to bind 0.0.0.0",
+    )
+    run_cmd.add_argument(
         "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
     )
     run_cmd.add_argument(
@@ -242,6 +251,7 @@ def _main(argv: list[str] | None) -> int:
     if args.transport == "http":
         options = HttpOptions(
             allowed_origins=(*DEFAULT_ALLOWED_ORIGINS, *args.allow_origin),
+            allowed_hosts=tuple(args.allow_host),
             # A token on the command line would show in `ps`; it comes from the environment.
             bearer_token=os.environ.get("TRIO_MCP_BEARER_TOKEN") or None,
             stateless=args.stateless,
@@ -252,7 +262,7 @@ def _main(argv: list[str] | None) -> int:
             run_stdio(server, try_with=f"trio-mcp tools {shlex.quote(args.target)}")
         else:
             run(server, transport=args.transport, host=args.host, port=args.port, options=options)
-    except (RuntimeError, OSError) as exc:  # Hypercorn missing, port taken, ...
+    except (RuntimeError, OSError, ValueError) as exc:  # no Hypercorn, port taken, 0.0.0.0 ...
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
     return 0

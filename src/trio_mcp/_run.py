@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import shlex
 import signal
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
 from ._runtime.guard import require_trio
 from ._runtime.server import Server
@@ -96,7 +96,7 @@ class _HttpBackend:
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
-        send: trio.MemorySendChannel[bytes],
+        send: trio.abc.SendChannel[bytes],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -125,8 +125,10 @@ async def serve_http(
 ) -> None:
     """Serve `server` over HTTP with Hypercorn until `shutdown_trigger` returns or cancelled.
 
-    On shutdown, Hypercorn stops accepting connections and gives requests in flight
-    `server.shutdown_grace` seconds to finish.
+    Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
+    accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
+    past the bound. On shutdown, the server stops accepting connections and gives requests in
+    flight `server.shutdown_grace` seconds to finish.
 
     Args:
         server: The server to serve.
@@ -139,21 +141,18 @@ async def serve_http(
     Raises:
         RuntimeError: when Hypercorn is not installed (pip install "trio-mcp[http]").
         TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
+        ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
     """
     require_trio("trio_mcp.serve_http")
     try:
-        from hypercorn.config import Config  # noqa: PLC0415 - HTTP code loads only when used
-        from hypercorn.trio import serve  # noqa: PLC0415
+        from .transports.http.serving import (  # noqa: PLC0415 - loads only when used
+            check_bind,
+            serve_app,
+        )
     except ImportError as exc:
         raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
     app = http_app(server, options)
-    config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    # Hypercorn's own deadline comes after ours: at `shutdown_grace` the requests still running
-    # are answered "server shutting down" (`cut_short`), and those answers need time to go out.
-    config.graceful_timeout = server.shutdown_grace + FINAL_ANSWER_SECONDS
-    config.accesslog = None
-    config.errorlog = logging.getLogger("trio_mcp.hypercorn")
+    check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
         trigger = None
@@ -163,7 +162,18 @@ async def serve_http(
             )
 
         async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
-            await serve(app, config, shutdown_trigger=trigger, task_status=task_status)  # type: ignore[arg-type]
+            await serve_app(
+                app,
+                app.options,
+                host=host,
+                port=port,
+                # Its deadline comes after ours: at `shutdown_grace` the requests still
+                # running are answered "server shutting down" (`cut_short`), and those
+                # answers need time to go out.
+                graceful_timeout=server.shutdown_grace + FINAL_ANSWER_SECONDS,
+                shutdown_trigger=trigger,
+                task_status=task_status,
+            )
             nursery.cancel_scope.cancel()  # served to the end: stop the session reaper too
 
         task_status.started(await nursery.start(serve_then_stop))
@@ -203,12 +213,19 @@ def run(
         options: For "http": limits and security settings.
 
     Raises:
-        ValueError: for an unknown transport.
+        ValueError: for an unknown transport, or "http" on a wildcard `host` (0.0.0.0, ::)
+            without `options.allowed_hosts`.
+        OSError: when the address cannot be bound.
     """
     if transport == "stdio":
         run_stdio(server)
     elif transport == "http":
-        trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
+        try:
+            trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
+        except BaseExceptionGroup as group:
+            # A failure to start (port taken, a wildcard address without allowed hosts) comes
+            # out of the nurseries as a group of one: the caller sees the error itself.
+            reraise_lone(group)
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 

@@ -18,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+import demo_tools
 from tests.helpers import LATEST, MODERN, init_params
 from tests.http_helpers import (
     ACCEPT,
@@ -26,11 +27,15 @@ from tests.http_helpers import (
     McpHttp,
     Served,
     decode,
+    host_port,
+    parse_response,
     parse_sse,
+    read_to_eof,
     serve,
 )
 from tests.schema_check import validate_server_message, validate_transcript
 from trio_mcp import Server
+from trio_mcp._run import serve_http
 
 BATTLE = "wh40k.battle_simulation"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -256,6 +261,106 @@ async def test_extra_allowed_origin() -> None:
         local = await served.client(origin="http://localhost:1234").initialize()
     assert ok.status == 200
     assert_refused(local.response, 403)
+
+
+# -- 421: Host (DNS-rebinding guard) --------------------------------------------------------------
+
+GOOD_HOSTS = [
+    "127.0.0.1:{port}",
+    "localhost:{port}",
+    "LocalHost:{port}",
+    "[::1]:{port}",
+    "[0:0::1]:{port}",
+]
+BAD_HOSTS = [
+    "evil.example:{port}",  # a rebinding page's own name
+    "localhost.evil.example:{port}",
+    "localhost:{other}",  # another port: another server
+    "localhost",  # no port: port 80
+    "127.0.0.2:{port}",  # loopback, but neither this server's address nor a loopback name
+    "127.0.0.1:{port}:1",
+    "[::1:{port}",
+    "::1:{port}",  # an IPv6 address needs brackets
+    "localhost:x{port}",
+]
+
+
+@pytest.mark.parametrize("host", GOOD_HOSTS + BAD_HOSTS)
+async def test_host_must_name_this_server(host: str) -> None:
+    async with serve() as served:
+        port = int(served.base.rpartition(":")[2])
+        value = host.format(port=port, other=port + 1)
+        posted = await served.client(host=value).initialize()
+        # The legacy transport's stream is guarded alike.
+        async with served.http.stream("GET", served.base + "/sse", headers={"host": value}) as sse:
+            if sse.status_code != 200:
+                await sse.aread()
+    if host in GOOD_HOSTS:
+        assert posted.status == 200
+        assert sse.status_code == 200
+    else:
+        body = assert_refused(posted.response, 421)
+        assert repr(value) in body["error"]["message"]
+        assert_refused(sse, 421)
+
+
+async def test_allowed_hosts_name_this_server_too() -> None:
+    async with serve(allowed_hosts=("mcp.example", "api.example:8443")) as served:
+        port = int(served.base.rpartition(":")[2])
+        statuses = {}
+        for host in [
+            f"mcp.example:{port}",
+            "mcp.example",  # any port
+            "api.example:8443",
+            f"api.example:{port}",  # only that port
+            f"127.0.0.1:{port}",  # the server's own address still
+            f"evil.example:{port}",
+        ]:
+            statuses[host] = (await served.client(host=host).initialize()).status
+    assert statuses == {
+        f"mcp.example:{port}": 200,
+        "mcp.example": 200,
+        "api.example:8443": 200,
+        f"api.example:{port}": 421,
+        f"127.0.0.1:{port}": 200,
+        f"evil.example:{port}": 421,
+    }
+    async with serve(allowed_hosts=("*",)) as served:
+        assert (await served.client(host="anything.example").initialize()).status == 200
+
+
+async def test_a_request_without_host_is_refused() -> None:
+    async with serve() as served:
+        ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+        head = (
+            f"POST /mcp HTTP/1.0\r\nAccept: {ACCEPT}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(ping)}\r\n\r\n"
+        ).encode()
+        stream = await trio.open_tcp_stream(*host_port(served))
+        async with stream:
+            await stream.send_all(head + ping)
+            answer = parse_response(await read_to_eof(stream))
+    assert answer.status == 421
+    assert "no Host header" in json.loads(answer.body)["error"]["message"]
+
+
+async def test_a_wildcard_bind_needs_allowed_hosts() -> None:
+    with pytest.raises(ValueError, match="allowed_hosts"):
+        await serve_http(demo_tools.build_server(), host="0.0.0.0", port=0)
+    with pytest.raises(ValueError, match="allowed_hosts"):
+        await serve_http(demo_tools.build_server(), host="::", port=0)
+
+
+async def test_host_and_origin_from_a_rebinding_page_are_refused() -> None:
+    # What a page at evil.example sends once its name points at this machine.
+    async with serve() as served:
+        port = int(served.base.rpartition(":")[2])
+        page = served.client(host=f"evil.example:{port}", origin=f"http://evil.example:{port}")
+        refused = await page.initialize()
+        local = served.client(origin=f"http://127.0.0.1:{port}")
+        accepted = await local.initialize()
+    assert_refused(refused.response, 421)
+    assert accepted.status == 200
 
 
 # -- 404 ---------------------------------------------------------------------------------------
@@ -823,7 +928,7 @@ async def test_a_client_reading_nothing_does_not_block_others() -> None:
             )
         ).encode()
         head = (
-            f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: {ACCEPT}\r\n"
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: {ACCEPT}\r\n"
             f"Content-Type: application/json\r\nMcp-Session-Id: {stuck.session_id}\r\n"
             f"Content-Length: {len(request)}\r\n\r\n"
         ).encode()

@@ -7,11 +7,12 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
         the MCP side through `HttpBackend`: sessions that `handle` one decoded message, and a
         channel server for the legacy transport.
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
-        path (404), method (405), Origin (403), bearer token (401) here, then the transport's
-        own (Content-Type 415, Accept 406, body size 413, JSON-RPC shape 400, request metadata
-        or version and session 400/404, limits 429/503: `streamable` Rule 1). A refused
-        request never reaches a session: every refusal is raised as `Refused` and answered
-        here, in one shape.
+        framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
+        (405), Host (421) and Origin (403) (`guard`), bearer token (401) here, then the
+        transport's own (Content-Type 415, Accept 406, body size 413 or too slow 408, JSON-RPC
+        shape 400, request metadata or version and session 400/404, limits 429/503:
+        `streamable` Rule 1). A refused request never reaches a session: every refusal is
+        raised as `Refused` and answered here, in one shape.
 Rule 3: shutting down (`begin_shutdown`) ends the legacy streams, which would never end by
         themselves; Streamable HTTP requests end with their answers, and those still running
         when the grace period is over are answered "server shutting down" (`cut_short`) before
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 import trio
 
-from .asgi import Receive, Refused, Scope, Send, header_map, refuse
+from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse
+from .guard import source_refusal
 from .legacy_sse import LegacySse
 from .options import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 from .sessions import HttpBackend, HttpSession, SessionTable
@@ -96,6 +97,7 @@ class McpHttpApp:
         if scope["type"] != "http":
             return
         try:
+            await check_framing(scope, receive, self.options)
             await self._route(scope, receive, send)
         except Refused as refused:
             await refuse(send, refused)
@@ -122,7 +124,9 @@ class McpHttpApp:
                 reason = "This server offers no server-to-client stream"
             raise Refused(405, reason, _allow(allowed))
         headers = header_map(scope)
-        self._check_origin(headers)
+        refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
+        if refusal is not None:
+            raise Refused(*refusal)
         self._check_auth(headers)
         if path == "/sse":
             await self._legacy.stream(headers, receive, send)
@@ -134,24 +138,6 @@ class McpHttpApp:
             await self._streamable.delete(headers, send)
 
     # -- checks -------------------------------------------------------------------------------
-
-    def _check_origin(self, headers: dict[bytes, bytes]) -> None:
-        origin = headers.get(b"origin")
-        if origin is None:
-            return
-        allowed = self.options.allowed_origins
-        text = origin.decode("latin-1")
-        if "*" in allowed:
-            return
-        try:
-            parts = urlsplit(text)
-        except ValueError:  # e.g. "http://[::1": not an origin at all
-            raise Refused(403, f"Origin {text!r} is not allowed") from None
-        bare = f"{parts.scheme}://{parts.hostname}" if parts.hostname else text
-        if parts.hostname and ":" in parts.hostname:
-            bare = f"{parts.scheme}://[{parts.hostname}]"
-        if text not in allowed and bare not in allowed:
-            raise Refused(403, f"Origin {text!r} is not allowed")
 
     def _check_auth(self, headers: dict[bytes, bytes]) -> None:
         token = self.options.bearer_token

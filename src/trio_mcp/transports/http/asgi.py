@@ -5,7 +5,10 @@ Rule 1: a check that refuses a request raises `Refused` (an HTTP status and the 
         refused request always gets the same shape of answer: a JSON-RPC error as JSON.
 Rule 2: a body is read whole before it is handed on, and never past the size limit: a
         declared Content-Length over it is refused before reading, and a body that grows past
-        it is refused as soon as it does (413).
+        it is refused as soon as it does (413). Nor past its deadlines: a body that stalls for
+        `body_idle_timeout` between two pieces, or is not whole after `body_timeout`, is
+        answered 408 and its connection closed, so a client cannot hold a connection (and a
+        file descriptor) by sending a body slowly or not at all.
 Rule 3: a JSON response goes out as one start and one body message, with its Content-Length;
         an SSE stream starts with `SSE_HEADERS` and sends each message as one `event`.
 Nothing here knows MCP sessions or routes; `app`, `streamable` and `legacy_sse` use it.
@@ -15,21 +18,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import trio
 
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, encode_or_error, error_response
 
 __all__ = [
+    "CLOSE_HEADER",
     "JSON_HEADER",
     "SSE_HEADERS",
+    "BodyOptions",
     "Receive",
     "Refused",
     "Scope",
     "Send",
     "cancel_on_disconnect",
     "check_content_type",
+    "check_framing",
     "content_length",
     "encode",
     "event",
@@ -48,11 +54,29 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 JSON_HEADER: Final = (b"content-type", b"application/json")
+#: Asks the server to close the connection after the response (RFC 9112, 9.6).
+CLOSE_HEADER: Final = (b"connection", b"close")
 SSE_HEADERS: Final = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),  # ask reverse proxies not to buffer the stream
 ]
+
+
+class BodyOptions(Protocol):
+    """The options that bound reading a request body (`HttpOptions` has them)."""
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest body, in bytes."""
+
+    @property
+    def body_timeout(self) -> float:
+        """Seconds for the whole body, from the request's head on."""
+
+    @property
+    def body_idle_timeout(self) -> float:
+        """Seconds the body may stall between two pieces."""
 
 
 class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer with
@@ -87,6 +111,34 @@ def header_map(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope["headers"]}
 
 
+async def check_framing(scope: Scope, receive: Receive, options: BodyOptions) -> None:
+    """Refuse (400) a request whose body framing two parties could read two ways.
+
+    RFC 9112, 6.1: a request with both Transfer-Encoding and Content-Length is a smuggling
+    attempt or a broken intermediary (a front proxy that counts by Content-Length takes the
+    rest of the chunked body for part of this request, the server for a second request). The
+    server must close the connection after answering it, so the refusal asks for that:
+    whatever was read past this request's end is never taken for another one. (The other
+    case of that section, Transfer-Encoding in an HTTP/1.0 request, h11 refuses itself.)
+
+    The body (as the server framed it, within the limits of Rule 2) is read and dropped before
+    the answer: an answer that asks to close while the server still reads the request races that
+    reading (Hypercorn takes the bytes past the request's end for a protocol error and drops
+    the connection before the answer's body is out).
+    """
+    names = {name.lower() for name, _ in scope["headers"]}
+    if b"transfer-encoding" not in names or b"content-length" not in names:
+        return
+    try:
+        await _read(receive, options, _drop)
+    except Refused as refused:  # too large, too slow or gone: still never read on after it
+        refused.headers.append(CLOSE_HEADER)
+        raise
+    raise Refused(
+        400, "Bad Request: both Content-Length and Transfer-Encoding frame the body", [CLOSE_HEADER]
+    )
+
+
 def check_content_type(headers: dict[bytes, bytes]) -> None:
     """Refuse (415) a body that is not declared `application/json`."""
     content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
@@ -94,24 +146,47 @@ def check_content_type(headers: dict[bytes, bytes]) -> None:
         raise Refused(415, "Content-Type must be application/json")
 
 
-async def read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:
-    """The whole request body, at most `limit` bytes (Rule 2)."""
+async def read_body(receive: Receive, headers: dict[bytes, bytes], options: BodyOptions) -> bytes:
+    """The whole request body, within its size limit and deadlines (Rule 2)."""
+    limit = options.max_body_bytes
     declared = headers.get(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Refused(413, f"Request body larger than {limit} bytes")
     chunks: list[bytes] = []
+    await _read(receive, options, chunks.append)
+    return b"".join(chunks)
+
+
+async def _read(receive: Receive, options: BodyOptions, keep: Callable[[bytes], object]) -> None:
+    limit = options.max_body_bytes
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise Refused(400, "Client disconnected")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"Request body larger than {limit} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    with trio.move_on_after(options.body_timeout):
+        while True:
+            with trio.move_on_after(options.body_idle_timeout) as stall:
+                message = await receive()
+            if stall.cancelled_caught:
+                raise Refused(
+                    408,
+                    f"Request body stalled for {options.body_idle_timeout:g} s",
+                    [CLOSE_HEADER],
+                )
+            if message["type"] == "http.disconnect":
+                raise Refused(400, "Client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise Refused(413, f"Request body larger than {limit} bytes")
+            keep(chunk)
+            if not message.get("more_body", False):
+                return
+    # RFC 9110, 15.5.9: 408 for a request not whole in time, and the connection is closed.
+    raise Refused(
+        408, f"Request body not received within {options.body_timeout:g} s", [CLOSE_HEADER]
+    )
+
+
+def _drop(chunk: bytes) -> None:
+    pass
 
 
 async def cancel_on_disconnect(

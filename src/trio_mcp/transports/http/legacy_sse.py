@@ -5,12 +5,23 @@ Rule 1: a GET to /sse opens a session: its stream first sends the `endpoint` eve
         disconnects (which cancels the session's work) or the server shuts down.
 Rule 2: a POST to /messages hands its body to the session named in its query string and is
         answered 202 at once; the answers go on the stream. Bodies queue up to `LEGACY_INBOX`
-        per session; past it, 429.
+        per session; past it, 429. The session reads that queue at once and starts the calls
+        whatever its stream does, so the queue only absorbs bursts: what holds back a client
+        that does not read its stream is Rule 5.
 Rule 3: a legacy session counts its requests from POST to answer (or cancellation) and is held
         to the same per-session bound as a Streamable HTTP one (`max_in_flight_per_session`,
         429).
 Rule 4: `begin_shutdown` closes every session's input and refuses new streams (503): each
         session finishes the calls it runs, sends their answers, and its stream ends.
+Rule 5: a session's unsent answers are bounded in bytes: what it has produced and its stream
+        has not yet handed to the server (`_Outbox` counts it). While that is more than
+        `legacy_max_unsent_bytes`, a POST carrying a request is refused 429 with Retry-After;
+        notifications and the client's answers to the server's requests are still taken, as
+        they produce no answer (and may let a call finish). Nothing is dropped: every request
+        taken is answered on the stream once the client reads it. So a session holds at most
+        the bound plus the answers of the requests it took before reaching it (at most
+        `max_in_flight_per_session` of them), and an answer larger than the bound still goes
+        out whole.
 """
 
 from __future__ import annotations
@@ -76,6 +87,7 @@ class LegacySse:
         entry = Entry(
             None, trio.current_time(), legacy_inbox=inbox_send, legacy_pending=collections.Counter()
         )
+        outbox = _Outbox(outbox_send, entry)
         self._sessions.add(sid, entry)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
@@ -91,8 +103,8 @@ class LegacySse:
                 nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
 
                 async def serve() -> None:
-                    await self.backend.serve_channels(inbox_receive, outbox_send)
-                    await outbox_send.aclose()
+                    await self.backend.serve_channels(inbox_receive, outbox)
+                    await outbox.aclose()
 
                 nursery.start_soon(serve)
                 async with outbox_receive:
@@ -105,6 +117,7 @@ class LegacySse:
                                 "more_body": True,
                             }
                         )
+                        entry.legacy_unsent -= len(frame)
                 nursery.cancel_scope.cancel()
             await send({"type": "http.response.body", "body": b""})
         finally:
@@ -122,7 +135,7 @@ class LegacySse:
         if entry is None or entry.legacy_inbox is None:
             raise Refused(404, "Unknown or closed session")
         check_content_type(headers)
-        body = await read_body(receive, headers, self.options.max_body_bytes)
+        body = await read_body(receive, headers, self.options)
         entry.last_seen = trio.current_time()
         # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.
@@ -133,6 +146,13 @@ class LegacySse:
         ):
             raise Refused(
                 429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
+            )
+        if requests and entry.legacy_unsent > self.options.legacy_max_unsent_bytes:
+            # Rule 5: this client does not read its stream (or not fast enough).
+            raise Refused(
+                429,
+                "Too many answers unsent in this session; read its SSE stream",
+                [(b"retry-after", b"1")],
             )
         try:
             entry.legacy_inbox.send_nowait(body)
@@ -146,6 +166,36 @@ class LegacySse:
         _count(entry, requests, messages)
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b"Accepted"})
+
+
+class _Outbox(trio.abc.SendChannel[bytes]):
+    """A session's frames on their way to its stream, counted while unsent (Rule 5).
+
+    A frame counts from when the session sends it, including while the session waits for room
+    in the channel, until the stream has handed it to the server.
+    """
+
+    def __init__(self, channel: trio.MemorySendChannel[bytes], entry: Entry) -> None:
+        self._channel = channel
+        self._entry = entry
+
+    def send_nowait(self, value: bytes) -> None:
+        """Queue a frame if there is room (the connection loop's fast path)."""
+        self._channel.send_nowait(value)
+        self._entry.legacy_unsent += len(value)
+
+    async def send(self, value: bytes) -> None:
+        """Queue a frame, waiting for room."""
+        self._entry.legacy_unsent += len(value)
+        try:
+            await self._channel.send(value)
+        except BaseException:
+            self._entry.legacy_unsent -= len(value)
+            raise
+
+    async def aclose(self) -> None:
+        """No more frames: the stream ends once it has sent those queued."""
+        await self._channel.aclose()
 
 
 def _count(entry: Entry, requests: list[RequestId], messages: Sequence[Any]) -> None:

@@ -2,8 +2,9 @@
 
 Rule 1: every default limit has a comment giving its precedent or its reason.
 Rule 2: the defaults are safe for a server on this machine: browser pages from elsewhere are
-        refused (DNS-rebinding guard), and every resource a client can make the server hold
-        (sessions, requests in flight, body bytes, idle time) is bounded.
+        refused (DNS-rebinding guard: Host and Origin, see `guard`), and every resource a
+        client can make the server hold (sessions, requests in flight, body bytes, idle time,
+        time to send a request, connections) is bounded.
 Nothing here performs I/O; `app` re-exports both names, where the facade and the CLI find them.
 """
 
@@ -33,6 +34,10 @@ class HttpOptions:
     Attributes:
         path: The Streamable HTTP endpoint.
         allowed_origins: Browser origins accepted (scheme://host, any port); "*" allows all.
+        allowed_hosts: Host header values accepted besides the server's own address (and,
+            on loopback, localhost, 127.0.0.1 and [::1]) with its port: "name" with any port,
+            "name:port" with that port; "*" accepts any Host. `serve_http` on a wildcard
+            address (0.0.0.0, ::) requires it.
         bearer_token: When set, every request must carry `Authorization: Bearer <token>`.
         stateless: No sessions: every request stands alone (for many workers behind a load
             balancer). Handshake-era clients are served under their MCP-Protocol-Version.
@@ -44,10 +49,26 @@ class HttpOptions:
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
             (every request in stateless mode, and 2026-07-28 requests); past it, 503.
         session_idle_timeout: Seconds after which a session with nothing running expires.
+        legacy_max_unsent_bytes: Legacy SSE: bytes of answers a session may hold that its
+            stream has not yet sent (a client that reads its stream slowly or not at all);
+            while it holds more, POSTs carrying requests get 429 with Retry-After.
+        body_timeout: Seconds a request body may take, from the request's head on; past it,
+            408 and the connection is closed.
+        body_idle_timeout: Seconds a request body may stall between two pieces; past it, 408
+            and the connection is closed.
+        max_connections: Connections served at once by `serve_http`; past it, a new
+            connection is answered 503 and closed. None: the open-files limit
+            (RLIMIT_NOFILE) less an eighth of it (at least 32), kept for everything else.
+        keep_alive_timeout: Seconds a connection may sit idle between requests before the
+            server closes it; under `serve_http` (Hypercorn) also the time a new connection,
+            or one between requests, has to send a whole request head.
     """
 
     path: str = "/mcp"
     allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
+    # None beyond the server's own address: the names clients use for a server reachable
+    # from elsewhere are the deployer's to list, as for Django's ALLOWED_HOSTS.
+    allowed_hosts: tuple[str, ...] = ()
     bearer_token: str | None = None
     stateless: bool = False
     legacy_sse: bool = True
@@ -67,3 +88,19 @@ class HttpOptions:
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0
+    # 4 MiB: the largest send buffer Linux sizes a TCP socket to by itself (net.ipv4.tcp_wmem),
+    # what a fast stream may have in flight anyway. A client that reads keeps this near zero.
+    legacy_max_unsent_bytes: int = 4 * 1024 * 1024
+    # 300 s for a whole body: Node.js's http.Server requestTimeout (the whole request). A body
+    # of max_body_bytes still makes it at about 56 KB/s.
+    body_timeout: float = 300.0
+    # 60 s between two pieces of a body: nginx's client_body_timeout, also measured between
+    # two successive reads rather than over the whole body.
+    body_idle_timeout: float = 60.0
+    # None: derived from the open-files limit, which every connection counts against (as
+    # nginx's worker_connections must stay below it); see transports/http/serving.py.
+    max_connections: int | None = None
+    # 5 s: Hypercorn's own default, as Apache httpd's KeepAliveTimeout and Node.js's
+    # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
+    # not for a while, and opening a new one costs a loopback or LAN round trip.
+    keep_alive_timeout: float = 5.0

@@ -82,7 +82,7 @@ class HttpBackend(Protocol):
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
-        send: trio.MemorySendChannel[bytes],
+        send: trio.abc.SendChannel[bytes],
         *,
         task_status: trio.TaskStatus[None] = ...,
     ) -> None:
@@ -102,6 +102,9 @@ class Entry:
     # a duplicate id is answered with an error of its own), and their count.
     legacy_pending: collections.Counter[RequestId] | None = None
     legacy_in_flight: int = 0
+    # Legacy SSE: bytes of the frames the session has produced and its stream has not yet
+    # handed to the server (its client reads slowly or not at all).
+    legacy_unsent: int = 0
 
 
 class SessionTable:

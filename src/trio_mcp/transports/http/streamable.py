@@ -101,7 +101,7 @@ class StreamableHttp:
         wildcard = b"*/*" in accept
         if not wildcard and not (b"application/json" in accept and b"text/event-stream" in accept):
             raise Refused(406, "Accept must list both application/json and text/event-stream")
-        body = await read_body(receive, headers, self.options.max_body_bytes)
+        body = await read_body(receive, headers, self.options)
         messages, is_batch = parse(body)
         if not is_batch and isinstance(messages[0], InvalidMessage):
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.

@@ -1,0 +1,297 @@
+"""Serving the ASGI application over TCP: our own accept loop, Hypercorn's HTTP per connection.
+
+Rule 1: connections are bounded: at most `max_connections` are served at once, by default a
+        share of the process's open-files limit (RLIMIT_NOFILE, see `connection_limit`), so
+        that serving never runs the process out of file descriptors by itself. Past the bound a
+        new connection is still accepted, answered 503 with Retry-After and `Connection:
+        close`, and closed: the client learns at once that the server is busy, instead of
+        waiting in the listen backlog for a timeout. The server then reads what the client
+        still sends until it closes (at most `_LINGER` seconds), so that the close does not
+        reset the connection under the answer; past a bound on those waits, a connection is
+        answered and closed in passing, without waiting.
+Rule 2: running out of descriptors anyway (EMFILE and its kin, e.g. a tool holding files open)
+        never stops the server: accepting pauses for `_RETRY_AFTER_SHORTAGE` and tries again.
+        Each episode of shortage is logged once (a warning when it starts, a note when a
+        connection is accepted again), not once per retry.
+Rule 3: shutting down stops accepting, then tells the open connections: an idle one closes at
+        once, a busy one after its response; all get `graceful_timeout` seconds.
+Rule 4: one connection's failure never ends the server: it is logged and the connection closed.
+Rule 5: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts` (`guard`, Rule 1).
+
+Why an accept loop of our own: Hypercorn's trio worker accepts with `trio.serve_listeners`,
+which bounds nothing, cannot answer an overload, and logs a full traceback every 0.1 s for as
+long as descriptors are short (a logging filter could hide the repeats, but only by matching
+trio's wording, and still could not bound or answer anything). Each accepted connection is
+served exactly as Hypercorn's worker serves it (`TCPServer`: HTTP/1.1 by h11, HTTP/2 by h2,
+keep-alive and its idle timer, graceful close); only the accepting is ours. The application
+gets no lifespan events: `McpHttpApp` needs none (its `run` is started beside it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+from hypercorn.app_wrappers import ASGIWrapper
+from hypercorn.config import Config
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+
+from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
+from .options import HttpOptions
+
+__all__ = ["check_bind", "connection_limit", "serve_app"]
+
+logger = logging.getLogger("trio_mcp.http")
+
+#: accept() errors that mean "no descriptor or buffer to spare now", not a broken listener:
+#: trio.serve_listeners retries the same set.
+_SHORTAGE: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+#: Pause before accepting again after a shortage: trio.serve_listeners' own pause.
+_RETRY_AFTER_SHORTAGE: Final = 0.1
+#: Shortages less than this many seconds apart are one episode, logged once: while
+#: descriptors are short, accepting succeeds now and then as a connection closes, and fails
+#: again at once.
+_EPISODE_GAP: Final = 60.0
+#: With no open-files limit to stay under (RLIM_INFINITY, or no `resource` module as on
+#: Windows): the C10k round number. Past it, more worker processes serve better than one.
+_UNLIMITED_CONNECTIONS: Final = 10_000
+#: How long a turned-away connection waits for the client to close after its 503: the client
+#: may still be sending its request, and closing on unread bytes makes the kernel reset the
+#: connection, which can destroy the 503 before the client reads it.
+_LINGER: Final = 2.0
+
+_BUSY_BODY: Final = dumps(
+    error_response(None, INVALID_REQUEST, "Too many connections; try again later")
+)
+_BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"content-type: application/json\r\n"
+    b"content-length: %d\r\n"
+    b"retry-after: 1\r\n"
+    b"connection: close\r\n\r\n" % len(_BUSY_BODY)
+) + _BUSY_BODY
+
+
+def connection_limit(configured: int | None) -> tuple[int, int]:
+    """How many connections to serve at once, and how many to answer 503 at once past that.
+
+    Each connection holds one file descriptor. By default an eighth of the open-files limit
+    (at least 32) stays free for everything else the process opens: the listener, logs,
+    files and sockets that tools open, and the 503 answers themselves (a quarter of that
+    reserve, at least 8). nginx asks the same of its worker_connections, which must stay
+    below the open-files limit.
+
+    Args:
+        configured: `HttpOptions.max_connections`; None derives the bound from RLIMIT_NOFILE.
+
+    Returns:
+        The bound on connections served, and on connections being answered 503.
+    """
+    try:
+        import resource  # noqa: PLC0415 - Unix only
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        unlimited = soft == resource.RLIM_INFINITY
+    except ImportError:
+        soft, unlimited = 0, True
+    reserve = 32 if unlimited else max(32, soft // 8)
+    turn_away = max(8, reserve // 4)
+    if configured is not None:
+        return configured, turn_away
+    if unlimited:
+        return _UNLIMITED_CONNECTIONS, turn_away
+    return max(1, soft - reserve), turn_away
+
+
+async def serve_app(
+    app: Callable[..., Awaitable[None]],
+    options: HttpOptions,
+    *,
+    host: str,
+    port: int,
+    graceful_timeout: float,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve an ASGI application on `host`:`port` until `shutdown_trigger` returns.
+
+    Args:
+        app: The ASGI application.
+        options: `max_connections` and `keep_alive_timeout` are read from it.
+        host: Address to bind.
+        port: Port to bind; 0 picks a free one.
+        graceful_timeout: Seconds open connections get to finish once shutting down.
+        shutdown_trigger: Awaited; when it returns, the server shuts down (Rule 3).
+        task_status: Reports the bound URLs (e.g. ["http://127.0.0.1:8000"]).
+
+    Raises:
+        ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
+    """
+    check_bind(host, options)
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = graceful_timeout
+    config.keep_alive_timeout = options.keep_alive_timeout
+    config.accesslog = None
+    config.errorlog = logging.getLogger("trio_mcp.hypercorn")
+    sockets = config.create_sockets().insecure_sockets
+    listeners = []
+    for sock in sockets:
+        sock.listen(config.backlog)
+        listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
+    binds = [_url(sock.getsockname()) for sock in sockets]
+    acceptor = _Acceptor(ASGIWrapper(app), config, *connection_limit(options.max_connections))
+    async with trio.open_nursery() as connections:
+        async with trio.open_nursery() as accepting:
+            for listener in listeners:
+                accepting.start_soon(acceptor.accept, listener, connections)
+            task_status.started(binds)
+            if shutdown_trigger is None:
+                await trio.sleep_forever()
+            await shutdown_trigger()
+            accepting.cancel_scope.cancel()
+        for listener in listeners:
+            await listener.aclose()
+        await acceptor.context.terminated.set()
+        connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+
+
+def check_bind(host: str, options: HttpOptions) -> None:
+    """Refuse to bind a wildcard address without `allowed_hosts` (Rule 5).
+
+    On every address of the machine, a request may come by any name that reaches it: which
+    names are this server's is the deployer's to say (`guard` then checks them).
+
+    Raises:
+        ValueError: for a wildcard `host` (0.0.0.0, ::, "") without `options.allowed_hosts`.
+    """
+    try:
+        wildcard = not host or ipaddress.ip_address(host).is_unspecified
+    except ValueError:  # a name, resolved when binding
+        wildcard = False
+    if wildcard and not options.allowed_hosts:
+        raise ValueError(
+            f"binding {host or 'every address'} serves other machines: list the Host names "
+            "clients will use in HttpOptions.allowed_hosts (trio-mcp run --allow-host NAME), "
+            "or ('*',) to accept any"
+        )
+
+
+def _url(address: Any) -> str:
+    host, port = address[0], address[1]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _turn_away_now(stream: trio.SocketStream) -> None:
+    """Answer 503 and close without waiting: drop what the client sent so far, write, close.
+
+    Best effort, for when too many turned-away clients are being waited for already: a request
+    that arrives after the close makes the kernel reset the connection, which can destroy the
+    answer on its way; nothing here can block.
+    """
+    sock = socket.socket(fileno=stream.socket.detach())
+    with sock:
+        sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            while sock.recv(65536):
+                pass
+        with contextlib.suppress(OSError):
+            sock.send(_BUSY)
+
+
+class _Connection(TCPServer):
+    """Hypercorn's handler of one connection, which ends as soon as the client has closed.
+
+    Hypercorn's own, when the client closes a connection idle between requests, still waits
+    for its keep-alive timer before it closes its end: the descriptor stays held (and counted
+    against `max_connections`) for up to `keep_alive_timeout` after the client has gone.
+    """
+
+    async def _read_data(self) -> None:
+        await super()._read_data()
+        # Nothing more can arrive: no request will come to keep this connection alive for.
+        await self.idle_task.stop()
+
+
+class _Acceptor:
+    """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2, 4)."""
+
+    def __init__(self, app: ASGIWrapper, config: Config, limit: int, turn_away: int) -> None:
+        self.app = app
+        self.config = config
+        self.context = WorkerContext(None)
+        self.limit = limit
+        self.turn_away_limit = turn_away
+        self.open = 0  # connections served now
+        self.turning_away = 0  # connections being answered 503 now
+        self._last_shortage: float | None = None  # when accept last failed for a shortage
+        self._recovered = True  # accepted again since the episode's warning
+
+    async def accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        """Accept from `listener` until cancelled, starting each connection in `nursery`."""
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _SHORTAGE:
+                    raise
+                self._short(exc)
+                await trio.sleep(_RETRY_AFTER_SHORTAGE)
+                continue
+            if not self._recovered:
+                self._recovered = True
+                logger.info("accepting connections again (%d open)", self.open)
+            if self.open < self.limit:
+                self.open += 1
+                nursery.start_soon(self._serve, stream)
+            elif self.turning_away < self.turn_away_limit:
+                self.turning_away += 1
+                nursery.start_soon(self._turn_away, stream)
+            else:  # turning away as many as we wait for already: answer this one in passing
+                _turn_away_now(stream)
+
+    def _short(self, exc: OSError) -> None:
+        now = trio.current_time()
+        if self._last_shortage is None or now - self._last_shortage > _EPISODE_GAP:
+            logger.warning(
+                "cannot accept connections: %s; %d open, retrying until some close "
+                "(raise the open-files limit, ulimit -n, or lower max_connections)",
+                exc.strerror or errno.errorcode.get(exc.errno or 0, "out of resources"),
+                self.open,
+            )
+            self._recovered = False
+        self._last_shortage = now
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        try:
+            # Hypercorn's connection handler; it tells an SSL stream from a plain one itself.
+            await _Connection(self.app, self.config, self.context, {}, stream).run()  # type: ignore[arg-type]
+        except Exception:
+            # Rule 4: Hypercorn handles socket errors itself; anything else is a bug on one
+            # connection, which must not end the others.
+            logger.exception("HTTP connection failed")
+        finally:
+            self.open -= 1
+            # Hypercorn closes the stream itself, except when cancelled (the shutdown's
+            # deadline) before it gets there: the client must see the close then too.
+            await trio.aclose_forcefully(stream)
+
+    async def _turn_away(self, stream: trio.SocketStream) -> None:
+        try:
+            with trio.move_on_after(_LINGER):
+                await stream.send_all(_BUSY)
+                await stream.send_eof()
+                while await stream.receive_some(65536):
+                    pass  # the request nobody will serve: read so that closing resets nothing
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client left first
+        finally:
+            self.turning_away -= 1
+            await trio.aclose_forcefully(stream)
