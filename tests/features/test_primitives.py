@@ -242,3 +242,25 @@ def test_choices_of_literals_and_enums() -> None:
     assert completion_result([Color.RED, 3]) == {
         "completion": {"values": ["red", "3"], "total": 2, "hasMore": False}
     }
+
+
+def test_prompt_decorators_work_bare_empty_and_with_arguments() -> None:
+    server = Server("bare")
+
+    @server.prompt
+    def plain() -> str:
+        """Say hello."""
+        return "hello"
+
+    @server.prompt()
+    def empty() -> str:
+        return "empty"
+
+    @prompt
+    def tagged() -> str:
+        return "tagged"
+
+    server.add_prompt(tagged)
+    assert plain() == "hello"  # the function itself comes back, not a decorator
+    assert tagged() == "tagged"
+    assert [p.name for p in server.prompts] == ["plain", "empty", "tagged"]

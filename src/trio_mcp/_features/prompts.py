@@ -18,7 +18,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, overload
 
 from .._core.types import CONTENT_BLOCK_TYPES, Icon, PromptMessage, TextContent
 from .._core.versions import revision
@@ -73,6 +73,9 @@ class PromptMeta:
         return dataclasses.replace(base, **given)
 
 
+@overload
+def prompt(name: F, /) -> F: ...
+@overload
 def prompt(
     name: str | None = None,
     description: str | None = None,
@@ -83,8 +86,21 @@ def prompt(
     inline: bool = False,
     timeout: float | None = None,
     completions: Mapping[str, Callable[..., Any]] | None = None,
-) -> Callable[[F], F]:
+) -> Callable[[F], F]: ...
+def prompt(
+    name: Any = None,
+    description: str | None = None,
+    *,
+    title: str | None = None,
+    icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    inline: bool = False,
+    timeout: float | None = None,
+    completions: Mapping[str, Callable[..., Any]] | None = None,
+) -> Any:
     """Mark a function as an MCP prompt. It is registered later by `Server.add_prompts(...)`.
+
+    Usable bare (`@prompt`), empty (`@prompt()`) or with arguments, like `@tool`.
 
     Args:
         name: The prompt's name; defaults to the function's name.
@@ -97,8 +113,10 @@ def prompt(
         completions: Completers of arguments by name (see `Param(complete=...)`).
 
     Returns:
-        The function itself, unchanged but for the attached metadata.
+        The function itself (bare use), or a decorator that tags one and returns it.
     """
+    if callable(name) and not isinstance(name, str):  # bare `@prompt`: the function came
+        return prompt()(name)
     options = PromptMeta(name, description, title, icons, meta, inline, timeout, completions)
 
     def mark(fn: F) -> F:

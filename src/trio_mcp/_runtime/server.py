@@ -432,6 +432,9 @@ class Server:
         self.prompt_registry.add(new)
         return new
 
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+    @overload
     def prompt(
         self,
         name: str | None = None,
@@ -443,12 +446,29 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
-    ) -> Callable[[F], F]:
+    ) -> Callable[[F], F]: ...
+    def prompt(
+        self,
+        name: Any = None,
+        description: str | None = None,
+        *,
+        title: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        inline: bool | None = None,
+        timeout: float | None = None,
+        completions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Any:
         """Decorator registering a function as a prompt on this server right away.
+
+        Usable bare (`@server.prompt`), empty (`@server.prompt()`) or with arguments, like
+        `@server.tool`; the function is returned unchanged.
 
         Raises:
             ToolDefinitionError: when the function cannot be a prompt or the name is taken.
         """
+        if callable(name) and not isinstance(name, str):  # bare: the function came as the name
+            return self.prompt()(name)
 
         def register(fn: F) -> F:
             self.add_prompt(
