@@ -393,9 +393,10 @@ class Client:
     async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
         """Ask to hear of changes to a resource (`resources/subscribe`).
 
-        `on_update(uri)` runs on each `notifications/resources/updated` for it, in a task of
-        its own (so it may call the server, e.g. `read_resource(uri)`), until
-        `unsubscribe(uri)` or the end of the connection. Subscribing again to the same URI
+        `on_update(uri)` runs on each `notifications/resources/updated` for it until
+        `unsubscribe(uri)` or the end of the connection: an async handler in a task of its
+        own (so it may call the server, e.g. `read_resource(uri)`), a plain function at once,
+        before the messages that follow (keep it quick). Subscribing again to the same URI
         replaces the handler.
 
         Handshake era only: 2026-07-28 replaced `resources/subscribe` with a
@@ -431,10 +432,10 @@ class Client:
     def on_list_changed(self, kind: ListKind, handler: ListChangedHandler | None) -> None:
         """Run `handler(kind)` when the server says its list of `kind` changed.
 
-        The handler runs in a task of its own on each `notifications/<kind>/list_changed`, so
-        it may list again. Pass None to stop. Servers send these to handshake-era sessions
-        (2026-07-28 asks for them over a `subscriptions/listen` stream, which this client does
-        not open yet).
+        The handler runs on each `notifications/<kind>/list_changed`: an async one in a task of
+        its own, so it may list again; a plain function at once (keep it quick). Pass None to
+        stop. Servers send these to handshake-era sessions (2026-07-28 asks for them over a
+        `subscriptions/listen` stream, which this client does not open yet).
 
         Args:
             kind: "tools", "resources" or "prompts".
@@ -822,18 +823,28 @@ class Client:
             logger.debug("ignored notification %s", message.method)
 
     def _announcement(self, method: str, params: dict[str, Any]) -> None:
-        # A resource update or a list change. Their handlers run in tasks of their own
-        # (Rule 8): a handler may read the resource or list again, whose answers this reader
-        # must be free to deliver.
+        # A resource update or a list change. An async handler runs in a task of its own
+        # (Rule 8): it may read the resource or list again, whose answers this reader must be
+        # free to deliver. A plain function runs at once, before the messages that follow.
         if method == "notifications/resources/updated":
             uri = params.get("uri")
-            handler = self._updates.get(uri) if isinstance(uri, str) else None
+            if not isinstance(uri, str):
+                return
+            handler = self._updates.get(uri)
             arg = uri
         else:
             arg = method.removeprefix("notifications/").removesuffix("/list_changed")
             handler = self._list_handlers.get(arg)
-        if handler is not None and self._nursery is not None:
+        if handler is None or self._nursery is None:
+            return
+        if inspect.iscoroutinefunction(handler):
             self._nursery.start_soon(_call_handler, handler, arg)
+        else:
+            # A plain function cannot wait for the server: it runs here, in message order.
+            try:
+                handler(arg)
+            except Exception:
+                logger.exception("an update or list-change handler failed")
 
     async def _server_request(self, request: Request) -> None:
         # Rule 8. JSON-RPC requires an answer to every request: what has no handler is refused.
