@@ -30,7 +30,11 @@ __all__ = [
     "StdioPeer",
     "add_frames",
     "check_add",
+    "check_prompt",
+    "check_read",
     "check_sleep",
+    "prompt_frames",
+    "read_frames",
     "sleep_frames",
 ]
 
@@ -88,6 +92,46 @@ def add_frames(n: int, *, tool: str = "calculator.add", first_id: int = 1) -> li
 
 def sleep_frames(n: int, *, first_id: int = 1) -> list[bytes]:
     return [_request(i, "sleep", "{}") for i in range(first_id, first_id + n)]
+
+
+def read_frames(n: int, *, first_id: int = 1) -> list[bytes]:
+    """`n` reads of the template `bench://items/{item_id}`, read `i` naming item `i`."""
+    return [
+        b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"bench://items/%d"}}\n'
+        % (i, i)
+        for i in range(first_id, first_id + n)
+    ]
+
+
+def prompt_frames(n: int, *, first_id: int = 1) -> list[bytes]:
+    """`n` gets of the prompt `greet`, get `i` greeting `n<i>`."""
+    return [
+        b'{"jsonrpc":"2.0","id":%d,"method":"prompts/get",'
+        b'"params":{"name":"greet","arguments":{"name":"n%d"}}}\n' % (i, i)
+        for i in range(first_id, first_id + n)
+    ]
+
+
+def check_read(lines: Sequence[bytes], ids: range) -> None:
+    """Every read `i` answered once with the text `item <i>`."""
+    for request_id, message in _by_id(lines, ids).items():
+        try:
+            text = message["result"]["contents"][0]["text"]
+        except (KeyError, IndexError, TypeError):
+            raise BenchError(f"id {request_id}: not a read result: {message!r:.300}") from None
+        if text != f"item {request_id}":
+            raise BenchError(f"id {request_id}: wrong contents in {message!r:.300}")
+
+
+def check_prompt(lines: Sequence[bytes], ids: range) -> None:
+    """Every get `i` answered once with the message `Hello, n<i>!`."""
+    for request_id, message in _by_id(lines, ids).items():
+        try:
+            text = message["result"]["messages"][0]["content"]["text"]
+        except (KeyError, IndexError, TypeError):
+            raise BenchError(f"id {request_id}: not a prompt result: {message!r:.300}") from None
+        if text != f"Hello, n{request_id}!":
+            raise BenchError(f"id {request_id}: wrong message in {message!r:.300}")
 
 
 def _text_of(message: Any, request_id: int) -> str:

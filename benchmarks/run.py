@@ -7,7 +7,8 @@ extra; the standalone `fastmcp`) are reported and skipped. Every workload runs e
 turn, round after round (A B C A B C ...), and reports the median and the min-max over rounds.
 Speed is reported as ratios measured in this run: absolute numbers depend on the machine.
 
-Workloads: 1 cold start and import time, 2 sequential calls, 3 pipelined calls, 4 concurrent
+Workloads: 1 cold start and import time, 2 sequential calls, 3 pipelined calls (and pipelined
+`resources/read` of a template and `prompts/get`, beside the SDK's same), 4 concurrent
 100 ms calls, 5 in-process dispatch, 6 registration of generated tools, 7 peak RSS. The stdio
 client is `driver.py` (raw NDJSON, no SDK); the CPU shares of the server and of the driver are
 printed beside each stdio measurement, to show which of the two was the limit.
@@ -34,7 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from driver import BenchError, StdioPeer, add_frames, check_add, check_sleep, sleep_frames
+from driver import (
+    BenchError,
+    StdioPeer,
+    add_frames,
+    check_add,
+    check_prompt,
+    check_read,
+    check_sleep,
+    prompt_frames,
+    read_frames,
+    sleep_frames,
+)
 
 HERE: Final = Path(__file__).resolve().parent
 SERVERS: Final = HERE / "servers"
@@ -55,6 +67,9 @@ IMPORTS: Final = ("import trio_mcp", "from trio_mcp import Server, run", "import
 # Ids of the warm-up calls, sequential calls and pipelined calls never overlap, so a late or
 # duplicated answer from one phase cannot pass for an answer of the next.
 WARMUP_ID, SEQ_ID, PIPE_ID, SLEEP_ID = 1_000_000, 2_000_000, 3_000_000, 4_000_000
+READ_ID, PROMPT_ID = 5_000_000, 6_000_000
+#: Workloads of pipelined resource reads and prompt gets: (workload, method) of each.
+PRIMITIVES: Final = (("read", "resources/read"), ("prompt", "prompts/get"))
 
 
 @dataclass(frozen=True)
@@ -68,10 +83,11 @@ class Sizes:
     inproc_sdk: int
     tools: int
     codec: int
+    primitives: int  # pipelined resources/read and prompts/get, each
 
 
-FULL: Final = Sizes(200, 2_000, 20_000, 256, 1_000, 20_000, 5_000, 1_000, 100_000)
-QUICK: Final = Sizes(50, 200, 2_000, 256, 200, 2_000, 500, 100, 10_000)
+FULL: Final = Sizes(200, 2_000, 20_000, 256, 1_000, 20_000, 5_000, 1_000, 100_000, 5_000)
+QUICK: Final = Sizes(50, 200, 2_000, 256, 200, 2_000, 500, 100, 10_000, 500)
 
 
 @dataclass(frozen=True)
@@ -246,6 +262,24 @@ def calls(out: Collector, variant: Variant, sizes: Sizes) -> None:
             driver_cpu=pipe.cpu_share,
             server_cpu=pipe.server_cpu_share,
         )
+        if variant.tool == "calculator.add" and variant.process in ("trio-mcp", "SDK"):
+            # The sync variants serve the template and the prompt the way they run the sync
+            # tool (inline or in a worker thread).
+            n = sizes.primitives
+            jobs: list[tuple[str, Callable[..., list[bytes]], Callable[..., None], int]] = [
+                ("read", read_frames, check_read, READ_ID),
+                ("prompt", prompt_frames, check_prompt, PROMPT_ID),
+            ]
+            for workload, make, check, first in jobs:
+                run = peer.pipelined(make(n, first_id=first), sizes.window)
+                check(run.lines, range(first, first + n))
+                out.add(
+                    workload,
+                    variant.label,
+                    calls_per_s=n / run.wall,
+                    driver_cpu=run.cpu_share,
+                    server_cpu=run.server_cpu_share,
+                )
         out.add("rss", variant.process, load_mb=peer.peak_rss_mb())
 
 
@@ -346,6 +380,8 @@ def warm_up(variants: list[Variant], sdk: bool) -> None:
             peer.initialize()
             check_add(peer.sequential(add_frames(2)).lines, range(1, 3))
             check_sleep(peer.sequential(sleep_frames(1, first_id=3)).lines, range(3, 4))
+            if "baseline" not in argv[-1] and "fastmcp" not in argv[-1]:
+                check_read(peer.sequential(read_frames(1, first_id=4)).lines, range(4, 5))
 
 
 def import_times(out: Collector, sdk: bool) -> None:
@@ -418,7 +454,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def ratios(summary: dict[str, Any]) -> dict[str, Any]:
     """Each trio-mcp row against the SDK's faster variant and against the baseline."""
     result: dict[str, Any] = {}
-    for workload in ("sequential", "pipelined"):
+    for workload in ("sequential", "pipelined", *(w for w, _ in PRIMITIVES)):
         sdk = _best(summary, workload, "SDK", "calls_per_s")
         base = _median(summary, workload, "baseline", "calls_per_s")
         for subject, row in summary.get(workload, {}).items():
@@ -450,6 +486,15 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
             ratio_to_sdk("pipelined", inline, "calls_per_s"),
             ">=",
             25,
+        ),
+        *(
+            (
+                f"pipelined {method}, inline, x SDK",
+                ratio_to_sdk(workload, inline, "calls_per_s"),
+                ">=",
+                25.0,
+            )
+            for workload, method in PRIMITIVES
         ),
         (
             "pipelined, inline tool, x baseline",
@@ -612,6 +657,17 @@ def report(result: dict[str, Any]) -> str:
             for k, v in s.get("pipelined", {}).items()
         ],
     )
+    for workload, method in PRIMITIVES:
+        what = "of the template bench://items/{item_id}" if workload == "read" else "greet(name)"
+        lines += _table(
+            f"3{'b' if workload == 'read' else 'c'}. pipelined {method} {what} "
+            f"({sizes['primitives']:,}, {sizes['window']} in flight)",
+            ["server", "calls/s", "x SDK", "CPU srv/drv"],
+            [
+                [k, _cell(v["calls_per_s"]), _x(r[workload][k]["vs_sdk"]), _share(v)]
+                for k, v in s.get(workload, {}).items()
+            ],
+        )
     lines += _table(
         f"4. concurrency: {sizes['concurrent']:,} calls of a 100 ms async tool sent at once",
         ["server", "wall s", "CPU srv/drv"],
@@ -649,7 +705,7 @@ def report(result: dict[str, Any]) -> str:
     busiest = max(
         (
             (row["driver_cpu"]["max"], f"{workload}, {subject}")
-            for workload in ("sequential", "pipelined", "concurrency")
+            for workload in ("sequential", "pipelined", "read", "prompt", "concurrency")
             for subject, row in s.get(workload, {}).items()
         ),
         default=(0.0, "-"),

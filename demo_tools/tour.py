@@ -1,12 +1,20 @@
-"""The calls of `trio-mcp demo`: each demo tool in turn, a division by zero among them.
+"""What `trio-mcp demo` shows: the codex's resources and prompt, then each demo tool in turn.
 
 The tour lives beside the tools it calls; trio-mcp's command line only knows how to run a list
-of calls against a server and show what comes back.
+of calls against a server (its `walkthrough`) and hands it to `run_tour`, which uses the public
+client API only: listing and reading resources, reading a template, getting a prompt,
+completing its arguments, and a subscription whose update arrives during the battle.
 """
 
-from typing import Any, Final
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TextIO
 
-__all__ = ["TOUR"]
+from trio_mcp import Client
+
+from .codex import LATEST_BATTLE
+
+__all__ = ["TOUR", "run_tour"]
 
 #: (tool, arguments), in the order the tour calls them.
 TOUR: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
@@ -20,3 +28,55 @@ TOUR: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ("wh40k.roll_dice", {"dice_count": 3, "dice_sides": 6, "flavor": "hit"}),
     ("wh40k.battle_simulation", {"imperial_force": "Space Marines", "enemy_force": "Orks"}),
 )
+
+Walkthrough = Callable[
+    [Client, Sequence[tuple[str, dict[str, Any]]], TextIO | None], Awaitable[int]
+]
+
+
+async def run_tour(client: Client, walkthrough: Walkthrough, out: TextIO | None = None) -> int:
+    """Show the codex's resources and prompt, then make the calls of `TOUR` with `walkthrough`.
+
+    Returns:
+        What `walkthrough` returns (the command's exit status).
+    """
+    out = out or sys.stdout
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    say("Resources:")
+    for listed in await client.list_resources():
+        say(f"  {listed.uri}  {listed.title or listed.name} ({listed.mime_type})")
+    for template in await client.list_resource_templates():
+        say(f"  {template.uri_template}  {template.title or template.name} (template)")
+    say(
+        f"read wh40k://codex/factions\n  = {(await client.read_resource('wh40k://codex/factions')).text}"
+    )
+    unit = "wh40k://units/orks/1"
+    say(f"read {unit}\n  = {(await client.read_resource(unit)).text}")
+
+    (briefing,) = [p for p in await client.list_prompts() if p.name == "wh40k.battle_briefing"]
+    shown = ", ".join(a.name + ("" if a.required else "?") for a in briefing.arguments)
+    say(f"\nPrompt {briefing.name}({shown})")
+    completed = await client.complete(briefing, "defender", "n")
+    say(f"complete defender='n'  = {', '.join(completed.values)}")
+    arguments = {"attacker": "space_marines", "defender": completed.values[0]}
+    got = await client.get_prompt(briefing.name, arguments)
+    say(f"get {briefing.name}({arguments})\n  = {got.text}\n")
+
+    # Updates travel on the connection's own stream: stdio has one; a Streamable HTTP session
+    # would need its GET stream, which the client does not open yet.
+    subscribed = client.session_id is None
+
+    def on_update(uri: str) -> None:
+        # A plain function runs as the notification is read, so this line comes before the
+        # battle's result (an async handler would run later, in a task of its own).
+        say(f"     resource updated: {uri}")
+
+    if subscribed:
+        await client.subscribe(LATEST_BATTLE, on_update)
+        say(f"Subscribed to {LATEST_BATTLE}: the battle below updates it.\n")
+    else:
+        say(f"(Not subscribing to {LATEST_BATTLE}: updates do not reach this client over HTTP.)\n")
+    return await walkthrough(client, TOUR, out)

@@ -14,6 +14,8 @@ from pydantic import Field
 
 from trio_mcp import Context, Param, tool
 
+from .codex import chronicle
+
 __all__ = [
     "BATTLE_SECONDS",
     "BattleReport",
@@ -128,7 +130,10 @@ async def battle_simulation(
     imperial_force: Annotated[str, Param("Imperial force (random when empty)")] = "",
     enemy_force: Annotated[str, Param("Enemy force (random when empty)")] = "",
 ) -> BattleReport:
-    """Simulate a battle in three phases, reporting progress; takes about half a second."""
+    """Simulate a battle in three phases, reporting progress; takes about half a second.
+
+    The report becomes the resource wh40k://battles/latest, whose subscribers are told.
+    """
     imperial = imperial_force or rng.choice(_IMPERIAL_FORCES)
     enemy = enemy_force or rng.choice(_ENEMY_FORCES)
     battlefield = rng.choice(_BATTLEFIELDS)
@@ -141,6 +146,8 @@ async def battle_simulation(
     victory = enemy_losses >= imperial_losses
     outcome = "triumphed over" if victory else "was driven back by"
     report = f"On {battlefield}, the {imperial} {outcome} the {enemy}."
+    # The latest report is a resource: its subscribers hear of it now.
+    await chronicle.record(report)
     return BattleReport(
         imperial, enemy, battlefield, victory, imperial_losses, enemy_losses, report
     )

@@ -20,6 +20,8 @@ WORKLOADS = (
     "import",
     "sequential",
     "pipelined",
+    "read",
+    "prompt",
     "concurrency",
     "inprocess",
     "registration",
@@ -71,6 +73,14 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
         "baseline"
     ].keys()
     assert {"calls_per_s", "driver_cpu"} <= workloads["pipelined"]["baseline"].keys()
+    # Pipelined resources/read (a template) and prompts/get, on the sync trio-mcp variants.
+    for workload in ("read", "prompt"):
+        for name in ("trio-mcp inline (a)", "trio-mcp thread (b)"):
+            assert {"calls_per_s", "driver_cpu", "server_cpu"} <= workloads[workload][name].keys()
+            assert "vs_sdk" in result["ratios"][workload][name]
+    assert "pipelined resources/read, inline, x SDK" in {t["target"] for t in result["targets"]}
+    assert "3b. pipelined resources/read" in done.stdout
+    assert "3c. pipelined prompts/get" in done.stdout
     assert "trio-mcp" in workloads["concurrency"]
     assert "trio-mcp inline" in workloads["inprocess"]
     assert {"register_ms", "list_first_ms", "list_ms", "tools"} <= workloads["registration"][
@@ -98,7 +108,7 @@ def test_quick_run_reports_every_workload(tmp_path: Path) -> None:
         assert entry["n"] == len(entry["samples"]) >= 1, where
         assert 0 < entry["min"] <= entry["median"] <= entry["max"], where
 
-    assert len(result["targets"]) == 8
+    assert len(result["targets"]) == 10
     for target in result["targets"]:
         assert target["met"] in (True, False, None)
     assert "targets (issue 3)" in done.stdout

@@ -3,7 +3,8 @@
     python benchmarks/servers/sdk_server.py
 
 mcp 2.x calls it `mcp.server.mcpserver.MCPServer`; 1.x called it `FastMCP`
-(`mcp.server.fastmcp`). Both run a sync tool in a worker thread.
+(`mcp.server.fastmcp`). Both run a sync tool in a worker thread. The resource template
+`bench://items/{item_id}` and the prompt `greet(name)` match trio_mcp_server.py's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ async def sleep() -> str:
     return "slept"
 
 
+def item(item_id: int) -> str:
+    """One item, by number."""
+    return f"item {item_id}"
+
+
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}!"
+
+
 def server_class() -> Any:
     """`MCPServer` (mcp 2.x) or `FastMCP` (mcp 1.x)."""
     try:
@@ -43,6 +54,8 @@ def build() -> Any:
     server.add_tool(add, name="calculator.add")
     server.add_tool(add_async, name="calculator.add_async")
     server.add_tool(sleep, name="sleep")
+    server.resource("bench://items/{item_id}")(item)
+    server.prompt(name="greet")(greet)
     return server
 
 

@@ -74,7 +74,20 @@ from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from ._connect import open_client
-    from ._core.client_records import LogMessage, Progress, ToolInfo, ToolParameter, ToolResult
+    from ._core.client_records import (
+        Completion,
+        LogMessage,
+        Progress,
+        PromptArgument,
+        PromptInfo,
+        PromptResult,
+        ResourceInfo,
+        ResourceResult,
+        ResourceTemplateInfo,
+        ToolInfo,
+        ToolParameter,
+        ToolResult,
+    )
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.client import Client
     from ._runtime.server import Server
@@ -92,6 +105,13 @@ _LAZY = {
     "serve_http": "._run",
     "serve_stdio": "._run",
     "Client": "._runtime.client",
+    "Completion": "._core.client_records",
+    "PromptArgument": "._core.client_records",
+    "PromptInfo": "._core.client_records",
+    "PromptResult": "._core.client_records",
+    "ResourceInfo": "._core.client_records",
+    "ResourceResult": "._core.client_records",
+    "ResourceTemplateInfo": "._core.client_records",
     "LogMessage": "._core.client_records",
     "Progress": "._core.client_records",
     "ToolInfo": "._core.client_records",
@@ -125,6 +145,7 @@ __all__ = [
     "CacheHint",
     "CallToolResult",
     "Client",
+    "Completion",
     "ConnectionClosed",
     "Context",
     "EmbeddedResource",
@@ -136,15 +157,21 @@ __all__ = [
     "Param",
     "Progress",
     "Prompt",
+    "PromptArgument",
+    "PromptInfo",
     "PromptMessage",
+    "PromptResult",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestError",
     "Resource",
     "ResourceContents",
+    "ResourceInfo",
     "ResourceLink",
     "ResourceNotFoundError",
+    "ResourceResult",
     "ResourceTemplate",
+    "ResourceTemplateInfo",
     "RetryPolicy",
     "Server",
     "SessionExpiredError",

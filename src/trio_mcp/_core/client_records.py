@@ -14,28 +14,48 @@ Rule 3: a `tools/call` result whose `resultType` is not "complete" is refused, n
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
 from .types import (
+    CONTENT_BLOCK_TYPES,
     AudioContent,
+    CacheHint,
     ContentBlock,
     EmbeddedResource,
     ImageContent,
+    PromptMessage,
+    ResourceContents,
     ResourceLink,
     TextContent,
 )
 
 __all__ = [
+    "Completion",
     "LogMessage",
     "Progress",
+    "PromptArgument",
+    "PromptInfo",
+    "PromptResult",
+    "ResourceInfo",
+    "ResourceResult",
+    "ResourceTemplateInfo",
     "ToolInfo",
     "ToolParameter",
     "ToolResult",
+    "completion",
     "content_block",
     "describe_type",
+    "list_page",
+    "prompt_info",
+    "prompt_result",
+    "resource_info",
+    "resource_result",
+    "resource_template_info",
     "tool_info",
     "tool_result",
 ]
@@ -284,4 +304,345 @@ def tool_info(wire: Any) -> ToolInfo:
         title=title if isinstance(title, str) else None,
         annotations=annotations if isinstance(annotations, dict) else None,
         raw=wire,
+    )
+
+
+# -- resources, prompts, completion --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """A resource as the server lists it (`resources/list`).
+
+    Attributes:
+        uri: The URI to read it by.
+        name: Its name.
+        title: A display name.
+        description: What it holds.
+        mime_type: The MIME type of its contents, when known.
+        size: Its size in bytes, when known.
+        annotations: Audience, priority and lastModified hints, untrusted.
+        raw: The resource object exactly as the server sent it.
+    """
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplateInfo:
+    """A resource template as the server lists it (`resources/templates/list`).
+
+    Attributes:
+        uri_template: The RFC 6570 template whose expansions the server can read.
+        name: Its name.
+        title: A display name.
+        description: What its resources hold.
+        mime_type: The MIME type of its resources' contents, when they share one.
+        annotations: Audience, priority and lastModified hints, untrusted.
+        raw: The template object exactly as the server sent it.
+    """
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceResult:
+    """The result of `resources/read`.
+
+    Attributes:
+        contents: What the server read: `ResourceContents` with `text`, or with `blob` as the
+            decoded bytes, each naming its `uri` and `mime_type`.
+        cache: The caching hint of a 2026-07-28 answer (`ttlMs`, `cacheScope`), else None.
+        meta: The result's `_meta`, when present.
+        raw: The result object exactly as the server sent it.
+    """
+
+    contents: tuple[ResourceContents, ...]
+    cache: CacheHint | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text contents joined by newlines ("" when there are none)."""
+        return "\n".join(part.text for part in self.contents if part.text is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptArgument:
+    """One argument of a prompt (`prompts/list`).
+
+    Attributes:
+        name: The argument's name.
+        description: What it means, when the server says.
+        required: Whether `get_prompt` must give it.
+        title: A display name.
+    """
+
+    name: str
+    description: str | None = None
+    required: bool = False
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInfo:
+    """A prompt as the server lists it (`prompts/list`).
+
+    Attributes:
+        name: The name to get it by.
+        title: A display name.
+        description: What it is for.
+        arguments: The arguments it takes (their values are strings on the wire).
+        raw: The prompt object exactly as the server sent it.
+    """
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: tuple[PromptArgument, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptResult:
+    """The result of `prompts/get`.
+
+    Attributes:
+        messages: The messages, each a `PromptMessage` whose content is a block record
+            (`TextContent`, `ImageContent`, `AudioContent`, `EmbeddedResource`,
+            `ResourceLink`).
+        description: A description of this rendering of the prompt, when given.
+        meta: The result's `_meta`, when present.
+        raw: The result object exactly as the server sent it.
+    """
+
+    messages: tuple[PromptMessage, ...]
+    description: str | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text of the text messages joined by newlines ("" when there are none)."""
+        return "\n".join(
+            message.content.text
+            for message in self.messages
+            if isinstance(message.content, TextContent)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The result of `completion/complete`.
+
+    Attributes:
+        values: The suggested values, best first (at most 100).
+        total: How many values there are in all, when the server knows.
+        has_more: Whether there are values beyond those sent.
+    """
+
+    values: tuple[str, ...]
+    total: int | None = None
+    has_more: bool = False
+
+
+def _checked(result: Any, method: str, field_name: str) -> dict[str, Any]:
+    # Strict (Rule 2) and never taking an interim answer for a final one (Rule 3).
+    if not isinstance(result, dict) or not isinstance(result.get(field_name), list):
+        raise RemoteProtocolError(f"malformed {method} result: {str(result)[:200]}")
+    kind = result.get("resultType", "complete")
+    if kind != "complete":
+        raise RemoteProtocolError(
+            f"{method} answered with resultType {kind!r}, which this client does not handle"
+        )
+    return result
+
+
+def _text(wire: Mapping[str, Any], key: str) -> str | None:
+    value = wire.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _object(wire: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    value = wire.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def list_page(result: Any, method: str, field_name: str) -> tuple[list[Any], str | None]:
+    """One page of a list result: its items (still wire objects) and its `nextCursor`.
+
+    Raises:
+        RemoteProtocolError: the result is malformed or not a complete one.
+    """
+    result = _checked(result, method, field_name)
+    cursor = result.get("nextCursor")
+    return result[field_name], cursor if isinstance(cursor, str) and cursor else None
+
+
+def resource_info(wire: Any) -> ResourceInfo:
+    """One resource of a `resources/list` result as a `ResourceInfo`.
+
+    Raises:
+        RemoteProtocolError: the resource is not an object with a string uri and name.
+    """
+    if not isinstance(wire, dict) or not isinstance(wire.get("uri"), str):
+        raise RemoteProtocolError(f"malformed resource in resources/list: {str(wire)[:200]}")
+    size = wire.get("size")
+    return ResourceInfo(
+        uri=wire["uri"],
+        name=_text(wire, "name") or wire["uri"],
+        title=_text(wire, "title"),
+        description=_text(wire, "description"),
+        mime_type=_text(wire, "mimeType"),
+        size=size if type(size) is int else None,
+        annotations=_object(wire, "annotations"),
+        raw=wire,
+    )
+
+
+def resource_template_info(wire: Any) -> ResourceTemplateInfo:
+    """One template of a `resources/templates/list` result as a `ResourceTemplateInfo`.
+
+    Raises:
+        RemoteProtocolError: the template is not an object with a string uriTemplate.
+    """
+    if not isinstance(wire, dict) or not isinstance(wire.get("uriTemplate"), str):
+        raise RemoteProtocolError(
+            f"malformed template in resources/templates/list: {str(wire)[:200]}"
+        )
+    return ResourceTemplateInfo(
+        uri_template=wire["uriTemplate"],
+        name=_text(wire, "name") or wire["uriTemplate"],
+        title=_text(wire, "title"),
+        description=_text(wire, "description"),
+        mime_type=_text(wire, "mimeType"),
+        annotations=_object(wire, "annotations"),
+        raw=wire,
+    )
+
+
+def _contents(wire: Any) -> ResourceContents:
+    if not isinstance(wire, dict) or not isinstance(wire.get("uri"), str):
+        raise RemoteProtocolError(f"malformed resource contents: {str(wire)[:200]}")
+    text = wire.get("text")
+    blob = wire.get("blob")
+    data: dict[str, Any]
+    if isinstance(text, str):
+        data = {"text": text}
+    elif isinstance(blob, str):
+        try:
+            data = {"blob": base64.b64decode(blob, validate=True)}
+        except binascii.Error:
+            raise RemoteProtocolError(f"resource blob is not base64: {str(wire)[:200]}") from None
+    else:
+        raise RemoteProtocolError(f"resource contents without text or blob: {str(wire)[:200]}")
+    return ResourceContents(
+        **data, uri=wire["uri"], mime_type=_text(wire, "mimeType"), meta=_object(wire, "_meta")
+    )
+
+
+def resource_result(result: Any) -> ResourceResult:
+    """The `result` of a `resources/read` as a `ResourceResult`.
+
+    Raises:
+        RemoteProtocolError: the result is malformed, or not a complete one.
+    """
+    result = _checked(result, "resources/read", "contents")
+    ttl = result.get("ttlMs")
+    scope = result.get("cacheScope")
+    cache = None
+    if type(ttl) is int and ttl >= 0 and scope in ("public", "private"):
+        cache = CacheHint(ttl, scope)
+    return ResourceResult(
+        contents=tuple(_contents(part) for part in result["contents"]),
+        cache=cache,
+        meta=_object(result, "_meta"),
+        raw=result,
+    )
+
+
+def prompt_info(wire: Any) -> PromptInfo:
+    """One prompt of a `prompts/list` result as a `PromptInfo`.
+
+    Raises:
+        RemoteProtocolError: the prompt is not an object with a string name.
+    """
+    if not isinstance(wire, dict) or not isinstance(wire.get("name"), str):
+        raise RemoteProtocolError(f"malformed prompt in prompts/list: {str(wire)[:200]}")
+    arguments = wire.get("arguments")
+    return PromptInfo(
+        name=wire["name"],
+        title=_text(wire, "title"),
+        description=_text(wire, "description"),
+        arguments=tuple(
+            PromptArgument(
+                name=argument["name"],
+                description=_text(argument, "description"),
+                required=argument.get("required") is True,
+                title=_text(argument, "title"),
+            )
+            for argument in (arguments if isinstance(arguments, list) else [])
+            if isinstance(argument, dict) and isinstance(argument.get("name"), str)
+        ),
+        raw=wire,
+    )
+
+
+def prompt_result(result: Any) -> PromptResult:
+    """The `result` of a `prompts/get` as a `PromptResult`.
+
+    Raises:
+        RemoteProtocolError: the result is malformed (a message without a known role or with
+            a content block this client does not know), or not a complete one.
+    """
+    result = _checked(result, "prompts/get", "messages")
+    messages = []
+    for wire in result["messages"]:
+        role = wire.get("role") if isinstance(wire, dict) else None
+        block = content_block(wire.get("content")) if isinstance(wire, dict) else None
+        if role not in ("user", "assistant") or not isinstance(block, CONTENT_BLOCK_TYPES):
+            raise RemoteProtocolError(f"malformed prompt message: {str(wire)[:200]}")
+        messages.append(PromptMessage(role, block))
+    return PromptResult(
+        messages=tuple(messages),
+        description=_text(result, "description"),
+        meta=_object(result, "_meta"),
+        raw=result,
+    )
+
+
+def completion(result: Any) -> Completion:
+    """The `result` of a `completion/complete` as a `Completion`.
+
+    Raises:
+        RemoteProtocolError: the result is malformed, or not a complete one.
+    """
+    if not isinstance(result, dict) or not isinstance(result.get("completion"), dict):
+        raise RemoteProtocolError(f"malformed completion/complete result: {str(result)[:200]}")
+    inner = _checked(result["completion"], "completion/complete", "values")
+    kind = result.get("resultType", "complete")
+    if kind != "complete":
+        raise RemoteProtocolError(
+            f"completion/complete answered with resultType {kind!r}, which this client does "
+            "not handle"
+        )
+    total = inner.get("total")
+    return Completion(
+        values=tuple(str(value) for value in inner["values"]),
+        total=total if type(total) is int else None,
+        has_more=inner.get("hasMore") is True,
     )

@@ -38,15 +38,28 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import trio
 
 from .._core.client_records import (
+    Completion,
     LogMessage,
     Progress,
+    PromptInfo,
+    PromptResult,
+    ResourceInfo,
+    ResourceResult,
+    ResourceTemplateInfo,
     ToolInfo,
     ToolResult,
+    completion,
+    list_page,
+    prompt_info,
+    prompt_result,
+    resource_info,
+    resource_result,
+    resource_template_info,
     tool_info,
     tool_result,
 )
@@ -73,6 +86,7 @@ from .._core.versions import (
 )
 from .._exceptions import (
     ConnectionClosed,
+    LocalProtocolError,
     RemoteProtocolError,
     RequestError,
     SessionExpiredError,
@@ -85,9 +99,12 @@ from .link import Link
 
 __all__ = [
     "Client",
+    "ListChangedHandler",
+    "ListKind",
     "LogHandler",
     "ProgressHandler",
     "ServerRequestHandler",
+    "UpdateHandler",
     "open_session",
 ]
 
@@ -120,6 +137,13 @@ _LOG_LEVELS: Final = {
 
 ProgressHandler = Callable[[Progress], Awaitable[None] | None]
 LogHandler = Callable[[LogMessage], Awaitable[None] | None]
+#: Called with the URI of a subscribed resource that changed (`Client.subscribe`).
+UpdateHandler = Callable[[str], Awaitable[None] | None]
+#: The lists whose changes a server announces.
+ListKind = Literal["tools", "resources", "prompts"]
+LIST_KINDS: Final = ("tools", "resources", "prompts")
+#: Called with the kind of list that changed (`Client.on_list_changed`).
+ListChangedHandler = Callable[[str], Awaitable[None] | None]
 #: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
 #: `RequestError` to answer with that error.
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -134,6 +158,15 @@ class _Pending:
         self.progress = progress
 
 
+def _wire_string(value: Any) -> str:
+    # Prompt arguments are strings on the wire; booleans and None as JSON writes them.
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool):
+        return dumps(value).decode()
+    return str(value)
+
+
 async def _call_handler(handler: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
     # A handler's bug must not stop the reader (every other call would hang): log it instead.
     try:
@@ -141,7 +174,7 @@ async def _call_handler(handler: Callable[[Any], Awaitable[None] | None], arg: A
         if inspect.isawaitable(value):
             await value
     except Exception:
-        logger.exception("a progress or log handler failed")
+        logger.exception("a progress, log, update or list-change handler failed")
 
 
 class Client:
@@ -187,6 +220,8 @@ class Client:
         self._reinit_lock = trio.Lock()
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
+        self._updates: dict[str, UpdateHandler] = {}
+        self._list_handlers: dict[str, ListChangedHandler] = {}
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -253,24 +288,7 @@ class Client:
             RequestError: when the server answers with an error.
             RemoteProtocolError: when the answer is malformed or its cursors loop.
         """
-        tools: list[ToolInfo] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            result = await self.request(
-                "tools/list", {"cursor": cursor} if cursor is not None else None, retry_safe=True
-            )
-            if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
-                raise RemoteProtocolError(f"malformed tools/list result: {str(result)[:200]}")
-            tools.extend(tool_info(tool) for tool in result["tools"])
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                break
-            if cursor in seen:
-                raise RemoteProtocolError(f"tools/list cursor {cursor!r} came back twice")
-            seen.add(cursor)
-        else:
-            raise RemoteProtocolError(f"tools/list went on for more than {MAX_PAGES} pages")
+        tools = [tool_info(tool) for tool in await self._list_all("tools/list", "tools")]
         if self._modern:
             tools = self._mirror_params(tools)
         self._tools = {tool.name: tool for tool in tools}
@@ -331,6 +349,173 @@ class Client:
         elif self._validate_output:
             self._check_output(name, result)
         return result
+
+    async def list_resources(self) -> list[ResourceInfo]:
+        """Every resource the server lists, following `nextCursor` through all pages.
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+            RequestError: when the server answers with an error (-32601 without resources).
+            RemoteProtocolError: when the answer is malformed or its cursors loop.
+        """
+        return [resource_info(item) for item in await self._list_all("resources/list", "resources")]
+
+    async def list_resource_templates(self) -> list[ResourceTemplateInfo]:
+        """Every resource template the server lists, following `nextCursor` through all pages.
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+            RequestError: when the server answers with an error.
+            RemoteProtocolError: when the answer is malformed or its cursors loop.
+        """
+        items = await self._list_all("resources/templates/list", "resourceTemplates")
+        return [resource_template_info(item) for item in items]
+
+    async def read_resource(self, uri: str) -> ResourceResult:
+        """Read one resource: a listed URI, or an expansion of a template.
+
+        Args:
+            uri: The resource's URI.
+
+        Returns:
+            Its contents (text, or blob decoded to bytes) and, under 2026-07-28, the caching
+            hint.
+
+        Raises:
+            RequestError: when the server refuses: an unknown resource is -32002 before
+                2026-07-28 and -32602 with `data["uri"]` from 2026-07-28; a template variable
+                that fails validation is -32602 naming it.
+            RemoteProtocolError: when the result is malformed.
+            ConnectionClosed: when the connection ends before the answer.
+        """
+        return resource_result(await self.request("resources/read", {"uri": uri}, retry_safe=True))
+
+    async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
+        """Ask to hear of changes to a resource (`resources/subscribe`).
+
+        `on_update(uri)` runs on each `notifications/resources/updated` for it until
+        `unsubscribe(uri)` or the end of the connection: an async handler in a task of its
+        own (so it may call the server, e.g. `read_resource(uri)`), a plain function at once,
+        before the messages that follow (keep it quick). Subscribing again to the same URI
+        replaces the handler.
+
+        Handshake era only: 2026-07-28 replaced `resources/subscribe` with a
+        `subscriptions/listen` stream, which this client does not open yet. Over Streamable
+        HTTP the updates come on a stream this client does not open yet either; use stdio,
+        in-process or legacy SSE connections for subscriptions.
+
+        Raises:
+            LocalProtocolError: under 2026-07-28.
+            RequestError: when the server refuses (no `subscribe` capability, unknown URI).
+            ConnectionClosed: when the connection has ended.
+        """
+        self._require_handshake("resources/subscribe")
+        self._updates[uri] = on_update
+        try:
+            await self.request("resources/subscribe", {"uri": uri}, retry_safe=True)
+        except BaseException:
+            self._updates.pop(uri, None)
+            raise
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Stop hearing of changes to a resource (see `subscribe`).
+
+        Raises:
+            LocalProtocolError: under 2026-07-28.
+            RequestError: when the server refuses.
+            ConnectionClosed: when the connection has ended.
+        """
+        self._require_handshake("resources/unsubscribe")
+        self._updates.pop(uri, None)
+        await self.request("resources/unsubscribe", {"uri": uri}, retry_safe=True)
+
+    def on_list_changed(self, kind: ListKind, handler: ListChangedHandler | None) -> None:
+        """Run `handler(kind)` when the server says its list of `kind` changed.
+
+        The handler runs on each `notifications/<kind>/list_changed`: an async one in a task of
+        its own, so it may list again; a plain function at once (keep it quick). Pass None to
+        stop. Servers send these to handshake-era sessions (2026-07-28 asks for them over a
+        `subscriptions/listen` stream, which this client does not open yet).
+
+        Args:
+            kind: "tools", "resources" or "prompts".
+            handler: Called with `kind` (may be async); None removes the handler.
+
+        Raises:
+            ValueError: for another kind.
+        """
+        if kind not in LIST_KINDS:
+            raise ValueError(f"unknown list kind {kind!r}; choose one of {', '.join(LIST_KINDS)}")
+        if handler is None:
+            self._list_handlers.pop(kind, None)
+        else:
+            self._list_handlers[kind] = handler
+
+    async def list_prompts(self) -> list[PromptInfo]:
+        """Every prompt the server offers, following `nextCursor` through all pages.
+
+        Raises:
+            ConnectionClosed: when the connection has ended.
+            RequestError: when the server answers with an error (-32601 without prompts).
+            RemoteProtocolError: when the answer is malformed or its cursors loop.
+        """
+        return [prompt_info(item) for item in await self._list_all("prompts/list", "prompts")]
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> PromptResult:
+        """Get a prompt's messages for some arguments.
+
+        Args:
+            name: The prompt's name.
+            arguments: Its arguments; the wire carries strings, so other values are sent as
+                their `str()` (JSON for booleans).
+
+        Raises:
+            RequestError: when the server refuses (unknown prompt, invalid or missing
+                arguments: -32602).
+            RemoteProtocolError: when the result is malformed.
+            ConnectionClosed: when the connection ends before the answer.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {key: _wire_string(value) for key, value in arguments.items()}
+        return prompt_result(await self.request("prompts/get", params, retry_safe=True))
+
+    async def complete(
+        self,
+        ref: PromptInfo | ResourceTemplateInfo | Mapping[str, Any],
+        argument: str,
+        value: str = "",
+        *,
+        context_arguments: Mapping[str, str] | None = None,
+    ) -> Completion:
+        """Ask for the values an argument of a prompt or a template variable may take.
+
+        Args:
+            ref: The prompt or template, as listed, or its wire form
+                (`{"type": "ref/prompt", "name": ...}`,
+                `{"type": "ref/resource", "uri": <template>}`).
+            argument: The argument's (or variable's) name.
+            value: What is typed so far.
+            context_arguments: The values already chosen for the other arguments.
+
+        Raises:
+            RequestError: when the server refuses (unknown prompt or template: -32602; no
+                completions capability: -32601).
+            RemoteProtocolError: when the result is malformed.
+            ConnectionClosed: when the connection ends before the answer.
+        """
+        if isinstance(ref, PromptInfo):
+            wire_ref: dict[str, Any] = {"type": "ref/prompt", "name": ref.name}
+        elif isinstance(ref, ResourceTemplateInfo):
+            wire_ref = {"type": "ref/resource", "uri": ref.uri_template}
+        else:
+            wire_ref = dict(ref)
+        params: dict[str, Any] = {"ref": wire_ref, "argument": {"name": argument, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": dict(context_arguments)}
+        return completion(await self.request("completion/complete", params, retry_safe=True))
 
     async def set_log_level(self, level: str) -> None:
         """Ask the server to send log notifications at `level` and above.
@@ -419,6 +604,34 @@ class Client:
         if params is not None:
             message["params"] = dict(params)
         await self._send(message, retry_safe=False)
+
+    # -- lists ------------------------------------------------------------------------------
+
+    async def _list_all(self, method: str, field_name: str) -> list[Any]:
+        # Every page of a list, in order; a cursor that comes back means the server loops.
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            result = await self.request(
+                method, {"cursor": cursor} if cursor is not None else None, retry_safe=True
+            )
+            page, cursor = list_page(result, method, field_name)
+            items.extend(page)
+            if cursor is None:
+                return items
+            if cursor in seen:
+                raise RemoteProtocolError(f"{method} cursor {cursor!r} came back twice")
+            seen.add(cursor)
+        raise RemoteProtocolError(f"{method} went on for more than {MAX_PAGES} pages")
+
+    def _require_handshake(self, method: str) -> None:
+        if self._modern:
+            raise LocalProtocolError(
+                f"{method} is not in protocol version {self.protocol_version} (it replaced "
+                "resource subscriptions with subscriptions/listen, which this client does not "
+                "open yet); connect with a handshake-era version to subscribe"
+            )
 
     # -- handshake ----------------------------------------------------------------------------
 
@@ -595,6 +808,10 @@ class Client:
                     f"[{record.logger}] " if record.logger else "",
                     record.data,
                 )
+        elif message.method == "notifications/resources/updated" or message.method.endswith(
+            "/list_changed"
+        ):
+            self._announcement(message.method, params)
         elif message.method == CANCELLED:
             request_id = self._peer.receive_cancelled(message.params)
             scope = self._handler_scopes.get(request_id) if request_id is not None else None
@@ -604,6 +821,30 @@ class Client:
                 logger.debug("ignored a cancellation of no server request in flight")
         else:
             logger.debug("ignored notification %s", message.method)
+
+    def _announcement(self, method: str, params: dict[str, Any]) -> None:
+        # A resource update or a list change. An async handler runs in a task of its own
+        # (Rule 8): it may read the resource or list again, whose answers this reader must be
+        # free to deliver. A plain function runs at once, before the messages that follow.
+        if method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                return
+            handler = self._updates.get(uri)
+            arg = uri
+        else:
+            arg = method.removeprefix("notifications/").removesuffix("/list_changed")
+            handler = self._list_handlers.get(arg)
+        if handler is None or self._nursery is None:
+            return
+        if inspect.iscoroutinefunction(handler):
+            self._nursery.start_soon(_call_handler, handler, arg)
+        else:
+            # A plain function cannot wait for the server: it runs here, in message order.
+            try:
+                handler(arg)
+            except Exception:
+                logger.exception("an update or list-change handler failed")
 
     async def _server_request(self, request: Request) -> None:
         # Rule 8. JSON-RPC requires an answer to every request: what has no handler is refused.
