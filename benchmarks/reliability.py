@@ -176,6 +176,10 @@ def _n(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def _of(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 # -- answers --------------------------------------------------------------------------------------
 
 
@@ -622,7 +626,7 @@ def slow_clients(plan: Plan) -> list[Row]:
         Row(
             "6c",
             "Clients that never read their SSE stream (probe.flood: 16 KiB progress events)",
-            f"{sizes.slow_readers} streams of up to 256 MiB",
+            _of(sizes.slow_readers, "stream") + " of up to 256 MiB",
             f"each closed by the server within {wait:.0f} s; memory bounded "
             f"(< {BOUNDED:.0f} MiB); others served meanwhile",
         ),
@@ -930,8 +934,47 @@ def sigterm_http(plan: Plan) -> Row:
     return row
 
 
+def sigterm_http_unread(plan: Plan) -> Row:
+    readers = plan.sizes.slow_readers
+    row = Row(
+        "8d",
+        f"SIGTERM to the HTTP probe server (grace {GRACE:.0f} s) while clients never read "
+        "their SSE stream (probe.flood, as in 6c)",
+        _of(readers, "stream"),
+        f"the server exits with status 0 within {GRACE + 5:.0f} s all the same",
+    )
+    with http_server() as server:
+        session = Session(server.url)
+        flood = {"count": 16384, "size": 16384}
+        unread = [
+            _started_call(
+                session.http.address, post_bytes(session, call_body(k, "probe.flood", flood, True))
+            )[0]
+            for k in range(readers)
+        ]
+        session.http.close()
+        time.sleep(0.5)  # the server fills the socket buffers, then waits for the client
+        started = time.perf_counter()
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            code: int | None = server.proc.wait(GRACE + 5)
+        except subprocess.TimeoutExpired:
+            code = None
+            server.proc.kill()
+        seconds = time.perf_counter() - started
+        for sock in unread:
+            sock.close()
+    row.measured = (
+        f"still running {seconds:.0f} s after SIGTERM (then killed)"
+        if code is None
+        else f"exit status {code} after {seconds:.1f} s"
+    )
+    row.passed = code == 0 and seconds < GRACE + 5
+    return row
+
+
 def shutdown(plan: Plan) -> list[Row]:
-    return [sigterm_stdio(plan), eof_stdio(plan), sigterm_http(plan)]
+    return [sigterm_stdio(plan), eof_stdio(plan), sigterm_http(plan), sigterm_http_unread(plan)]
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -944,7 +987,7 @@ GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = 
     ("5", ("5",), vanishing_clients),
     ("6", ("6a", "6b", "6c"), slow_clients),
     ("7", ("7",), overload),
-    ("8", ("8a", "8b", "8c"), shutdown),
+    ("8", ("8a", "8b", "8c", "8d"), shutdown),
 ]
 
 

@@ -135,7 +135,7 @@ def test_quick_http_run_reports_every_server(tmp_path: Path) -> None:
 
 
 RELIABILITY = RUN.parent / "reliability.py"
-RELIABILITY_ROWS = ("1", "2", "3", "4", "5", "6a", "6b", "6c", "7", "8a", "8b", "8c")
+RELIABILITY_ROWS = ("1", "2", "3", "4", "5", "6a", "6b", "6c", "7", "8a", "8b", "8c", "8d")
 # Rows the server passes today. The others wait for HTTP connection deadlines and caps, and for
 # an answer to HTTP calls cut short by shutdown: they may say FAIL, but never ERROR (the probe
 # itself failing). Row 4 passes a smoke run only because 100 sessions leave the table room.
