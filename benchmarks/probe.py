@@ -52,6 +52,7 @@ __all__ = [
     "proc_stats",
     "read_response",
     "reset",
+    "settled_stats",
     "wait_readable",
 ]
 
@@ -81,6 +82,14 @@ class ProcStats:
     peak: float
     threads: int
     fds: int
+
+
+def settled_stats(pid: int, fds: int, timeout: float = 5.0) -> ProcStats:
+    """`proc_stats` once the process holds at most `fds` descriptors, or after `timeout`."""
+    deadline = time.perf_counter() + timeout
+    while (stats := proc_stats(pid)).fds > fds and time.perf_counter() < deadline:
+        time.sleep(0.1)
+    return stats
 
 
 def proc_stats(pid: int) -> ProcStats:
@@ -323,7 +332,7 @@ class Bystander:
     def _run(self) -> None:
         session: Session | None = None
         request_id = 0
-        while not self._stop.wait(0.05):
+        while request_id == 0 or not self._stop.wait(0.05):  # at least one call
             request_id += 1
             started = time.perf_counter()
             try:

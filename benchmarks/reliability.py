@@ -58,6 +58,7 @@ from probe import (
     proc_stats,
     read_response,
     reset,
+    settled_stats,
     wait_readable,
 )
 from rawhttp import HttpError
@@ -140,7 +141,7 @@ SMOKE: Final = replace(
     vanishing=40,
     slow_clients=5,
     slow_readers=1,
-    slow_wait=6,
+    slow_wait=8,
     overload_nofile=32,
     overload_clients=64,
     overload_call=1,
@@ -530,8 +531,7 @@ def vanishing_clients(plan: Plan) -> list[Row]:
             outcomes = Counter(
                 pool.map(lambda k: _vanish(address, requests[k], k % 2 == 1), range(count))
             )
-        time.sleep(1.0)  # the server hears of the last disconnections
-        after = proc_stats(server.proc.pid)
+        after = settled_stats(server.proc.pid, base.fds)  # the last disconnections are heard
         kept = all(_served(session, 7) for session in sessions)
         prompt, fresh = _fresh(server.url)
         for session in sessions:
@@ -1065,12 +1065,14 @@ def page(rows: Sequence[Row], fact_lines: Sequence[str]) -> str:
             "# Reliability probe",
             "",
             "Real trio-mcp server subprocesses attacked the way an attacker and a careless client "
-            "would, by `python benchmarks/reliability.py` (this page is its output; `--quick` "
-            "for a run of about a minute). stdio rows attack the demo server "
-            "(`python -m demo_tools`); HTTP rows the probe server "
-            "(`benchmarks/servers/probe_server.py`: the demo tools plus `probe.sleep` and "
-            "`probe.flood`, and a 2 s shutdown grace) over Streamable HTTP on 127.0.0.1. Every "
-            "invariant is checked from outside the server: its answers, and its `/proc` entry.",
+            "would. This page is the output of `python benchmarks/reliability.py` (a full run, "
+            "a few minutes on 2 cores; `--quick` takes about one and prints the table without "
+            "writing it here). stdio rows attack the demo server (`python -m demo_tools`); HTTP "
+            "rows the probe server (`benchmarks/servers/probe_server.py`: the demo tools plus "
+            "`probe.sleep` and `probe.flood`, with a 2 s shutdown grace) over Streamable HTTP on "
+            "127.0.0.1. Every invariant is checked from outside the server: its answers, and its "
+            "`/proc` entry (RSS is the resident set now, peak its high-water mark, VmHWM). FAIL "
+            "means the invariant did not hold on this commit; ERROR that the probe itself failed.",
             "",
             *(f"- {line}" for line in fact_lines),
             f"- rows not passing: {', '.join(failed) if failed else 'none'}",
