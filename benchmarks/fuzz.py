@@ -3,11 +3,11 @@
 Rule 1: the oracle is written from JSON-RPC 2.0 and the MCP specification, not from the
         server's code. It decodes with the standard library, strictly (no NaN or Infinity, no
         lone surrogates: I-JSON, RFC 7493), and says for each line how many answers it is owed
-        and with which ids, so that a disagreement with the server is a finding. The three
-        places where the specifications leave a choice follow the server's documented one:
-        a trailing CR is dropped and blank lines are skipped (the NDJSON framing), an
-        unreadable request is answered with id null, and a message with neither method nor
-        id-bearing call shape but a `result` or `error` is the client's response (not answered).
+        and with which ids (null when the id cannot be read, as JSON-RPC says), so that a
+        disagreement with the server is a finding. Where the specifications leave a choice it
+        follows the server's documented one: a trailing CR is dropped and blank lines are
+        skipped (NDJSON framing), and a message with no method (or a null one) but a `result`
+        or an `error` is the client's response: not answered when it is well formed.
 Rule 2: the fuzzer leaves out only what no oracle could judge from the bytes alone:
         `notifications/cancelled` (it takes back an answer that was owed, or not, depending on
         timing), and nesting between 64 and 5,000 levels (JSON decoders stop at different
