@@ -188,7 +188,6 @@ def _of(count: int, noun: str) -> str:
 class Tally:
     """Received answers against what was owed (see `fuzz.owed`), by id."""
 
-    owed_lines: int = 0
     owed_batches: int = 0
     got_batches: int = 0
     missing: int = 0
@@ -212,7 +211,7 @@ class Tally:
             f"{_n(self.answers)} answers: {self.missing} missing, {self.extra} extra, "
             f"{self.not_errors} invalid lines not answered with an error, "
             f"{self.malformed} lines that are not answers, "
-            f"{self.got_batches}/{self.owed_batches} batch arrays"
+            f"{_n(self.got_batches)}/{_n(self.owed_batches)} batch arrays"
         )
 
 
@@ -233,7 +232,6 @@ def tally(owed_by_line: Sequence[Owed], lines: Sequence[bytes]) -> Tally:
     want: Counter[str] = Counter()
     want_errors: Counter[str] = Counter()
     for entry in owed_by_line:
-        out.owed_lines += entry.lines
         out.owed_batches += entry.batch and entry.lines
         for key, must_err in entry.answers:
             want[key] += 1
