@@ -521,18 +521,39 @@ async def test_in_flight_limit_holds_under_a_burst() -> None:
     assert sorted(statuses) == [200] * 2 + [429] * 18
 
 
-async def test_session_limit_is_503() -> None:
+async def test_a_full_session_table_ends_the_longest_idle_session_for_a_new_one() -> None:
+    """Defect: abandoned sessions filled the table and every new client got 503 until they
+    expired (30 minutes). The idle one used least recently now makes room; its client is told
+    404 and re-initializes, as the spec says."""
     async with serve(max_sessions=2) as served:
         first = await session(served)
-        await session(served)
+        second = await session(served)
+        assert (await second.request("ping")).status == 200  # first is now the longest idle
         third = await served.client().initialize()
-        sse = await served.http.get(served.base + "/sse")
-        await first.delete()
-        fourth = await served.client().initialize()
+        gone = await first.request("ping")
+        kept = await second.request("ping")
+    assert third.status == 200
+    assert gone.status == 404
+    assert kept.status == 200
+
+
+async def test_session_limit_is_503_when_every_session_is_busy() -> None:
+    gate = Gate(expected=2)
+    async with serve(gate.server(), max_sessions=2) as served:
+        busy = [await session(served), await session(served)]
+        async with trio.open_nursery() as nursery:
+            for client in busy:
+                nursery.start_soon(client.call, "test.wait")
+            with trio.fail_after(10):
+                await gate.all_in.wait()
+            third = await served.client().initialize()
+            sse = await served.http.get(served.base + "/sse")
+            gate.release.set()
+        fourth = await served.client().initialize()  # idle again: one makes room
     assert_refused(third.response, 503)
     assert "retry-after" in third.response.headers
     assert_refused(sse, 503)
-    assert fourth.status == 200  # a slot is free again after DELETE
+    assert fourth.status == 200
 
 
 # -- sessions ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ import demo_tools
 from tests.helpers import LATEST, REPO_ROOT, init_params
 from tests.http_helpers import (
     SERVE_TIMEOUT,
+    Gate,
     host_port,
     parse_response,
     raw_ping,
@@ -397,3 +399,70 @@ async def test_legacy_unsent_answers_are_bounded_and_all_delivered() -> None:
     assert all(a["result"]["content"][0]["text"].startswith(f"{a['id']}:") for a in answers)
     assert status == 202
     assert last["id"] == taken + 1
+
+
+# -- a Streamable HTTP client that stops reading ---------------------------------------------------
+
+
+@asynccontextmanager
+async def _deaf_client(served: Any) -> AsyncIterator[trio.SocketStream]:
+    """A client that calls `test.flood` (16 KiB progress events until cancelled) and then
+    never reads a byte of the answer."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "test.flood", "_meta": {"progressToken": 1}},
+    }
+    body = json.dumps(call).encode()
+    stream = await trio.open_tcp_stream(*host_port(served))
+    stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        await stream.send_all(
+            raw_post(
+                served, body, f"MCP-Protocol-Version: {LATEST}", f"Content-Length: {len(body)}"
+            )
+        )
+        yield stream
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def test_a_client_that_stops_reading_is_cut_off_after_the_send_timeout() -> None:
+    """Defect: Hypercorn's writes wait for ever for a client that does not read: the
+    connection and the call that writes to it were held until the client went away."""
+    gate = Gate()
+    async with (
+        serve(gate.server(), stateless=True, send_timeout=1.0) as served,
+        _deaf_client(served),
+    ):
+        with trio.fail_after(30):
+            await gate.cancelled.wait()  # the connection closed, the call cancelled
+        assert gate.flooded < 5000  # it did not run to its end
+        await served_still(served)
+
+
+async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
+    """Defect: SIGTERM never ended a server with a client not reading its stream."""
+    gate = Gate()
+    server = gate.server(shutdown_grace=0.2)
+    async with (
+        serve(server, stateless=True, send_timeout=3600.0) as served,
+        _deaf_client(served),
+    ):
+        with trio.fail_after(30):
+            # A counter the server's task moves, not an event: poll it (the buffers are full
+            # long before 50 events of 16 KiB).
+            while gate.flooded < 50:  # noqa: ASYNC110
+                await trio.sleep(0.05)
+            served.stop.set()
+            await served.finished.wait()  # grace, then the forced close at the deadline
+
+
+async def served_still(served: Any) -> None:
+    with trio.fail_after(30):
+        stream = await trio.open_tcp_stream(*host_port(served))
+        async with stream:
+            await stream.send_all(raw_ping(served))
+            response = await read_response(stream)
+    assert response.status == 200

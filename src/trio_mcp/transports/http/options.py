@@ -62,6 +62,9 @@ class HttpOptions:
         keep_alive_timeout: Seconds a connection may sit idle between requests before the
             server closes it; under `serve_http` (Hypercorn) also the time a new connection,
             or one between requests, has to send a whole request head.
+        send_timeout: Seconds one write to a client may wait for it to read (under
+            `serve_http`); past it, the connection is closed: a client that stops reading its
+            stream no longer holds the connection, its call, or a shutdown.
     """
 
     path: str = "/mcp"
@@ -104,3 +107,6 @@ class HttpOptions:
     # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
     # not for a while, and opening a new one costs a loopback or LAN round trip.
     keep_alive_timeout: float = 5.0
+    # 60 s for one write to make progress: nginx's send_timeout, also measured per write
+    # rather than over the whole response.
+    send_timeout: float = 60.0

@@ -14,7 +14,11 @@ Rule 2: running out of descriptors anyway (EMFILE and its kin, e.g. a tool holdi
         Each episode of shortage is logged once (a warning when it starts, a note when a
         connection is accepted again), not once per retry.
 Rule 3: shutting down stops accepting, then tells the open connections: an idle one closes at
-        once, a busy one after its response; all get `graceful_timeout` seconds.
+        once, a busy one after its response; all get `graceful_timeout` seconds, after which
+        every connection still open is closed by force (a write to a client that does not
+        read would otherwise hold the shutdown for ever: Hypercorn shields its writes).
+Rule 6: one write to a client may wait `send_timeout` seconds for it to read; past that the
+        connection is closed (its call is cancelled as by a disconnect).
 Rule 4: one connection's failure never ends the server: it is logged and the connection closed.
 Rule 5: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts` (`guard`, Rule 1).
 
@@ -40,6 +44,7 @@ from typing import Any, Final
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.config import Config
+from hypercorn.events import Closed, RawData
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 
@@ -147,7 +152,9 @@ async def serve_app(
         sock.listen(config.backlog)
         listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
     binds = [_url(sock.getsockname()) for sock in sockets]
-    acceptor = _Acceptor(ASGIWrapper(app), config, *connection_limit(options.max_connections))
+    acceptor = _Acceptor(
+        ASGIWrapper(app), config, *connection_limit(options.max_connections), options.send_timeout
+    )
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:
             for listener in listeners:
@@ -160,7 +167,9 @@ async def serve_app(
         for listener in listeners:
             await listener.aclose()
         await acceptor.context.terminated.set()
-        connections.cancel_scope.deadline = trio.current_time() + graceful_timeout
+        deadline = trio.current_time() + graceful_timeout
+        connections.cancel_scope.deadline = deadline
+        connections.start_soon(acceptor.close_all_at, deadline)
 
 
 def check_bind(host: str, options: HttpOptions) -> None:
@@ -207,24 +216,53 @@ def _turn_away_now(stream: trio.SocketStream) -> None:
 
 
 class _Connection(TCPServer):
-    """Hypercorn's handler of one connection, which ends as soon as the client has closed.
+    """Hypercorn's handler of one connection: it ends once the client closed; writes time out.
 
     Hypercorn's own, when the client closes a connection idle between requests, still waits
     for its keep-alive timer before it closes its end: the descriptor stays held (and counted
-    against `max_connections`) for up to `keep_alive_timeout` after the client has gone.
+    against `max_connections`) for up to `keep_alive_timeout` after the client has gone. And
+    it writes under a shielded cancel scope with no deadline, so a client that stops reading
+    holds the connection, the call that writes to it and a graceful shutdown for ever (Rule 6).
     """
+
+    send_timeout: float = 60.0
 
     async def _read_data(self) -> None:
         await super()._read_data()
         # Nothing more can arrive: no request will come to keep this connection alive for.
         await self.idle_task.stop()
 
+    async def protocol_send(self, event: Any) -> None:
+        if not isinstance(event, RawData):
+            await super().protocol_send(event)
+            return
+        async with self.send_lock:
+            try:
+                # Shielded as Hypercorn's (a cancelled write would leave the stream half
+                # written), but bounded: a write that makes no progress ends the connection.
+                with trio.CancelScope(shield=True) as scope:
+                    scope.deadline = trio.current_time() + self.send_timeout
+                    await self.stream.send_all(event.data)
+                if not scope.cancelled_caught:
+                    return
+                logger.info("closed a connection whose client did not read for %.0f s",
+                            self.send_timeout)  # fmt: skip
+                await trio.aclose_forcefully(self.stream)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            await self.protocol.handle(Closed())
+
 
 class _Acceptor:
     """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2, 4)."""
 
-    def __init__(self, app: ASGIWrapper, config: Config, limit: int, turn_away: int) -> None:
+    def __init__(
+        self, app: ASGIWrapper, config: Config, limit: int, turn_away: int, send_timeout: float
+    ) -> None:
         self.app = app
+        self.send_timeout = send_timeout
+        self.streams: set[trio.SocketStream] = set()  # connections served now
+        self._closed = trio.Event()  # set (and replaced) whenever one closes
         self.config = config
         self.context = WorkerContext(None)
         self.limit = limit
@@ -250,6 +288,7 @@ class _Acceptor:
                 logger.info("accepting connections again (%d open)", self.open)
             if self.open < self.limit:
                 self.open += 1
+                self.streams.add(stream)
                 nursery.start_soon(self._serve, stream)
             elif self.turning_away < self.turn_away_limit:
                 self.turning_away += 1
@@ -272,16 +311,33 @@ class _Acceptor:
     async def _serve(self, stream: trio.SocketStream) -> None:
         try:
             # Hypercorn's connection handler; it tells an SSL stream from a plain one itself.
-            await _Connection(self.app, self.config, self.context, {}, stream).run()  # type: ignore[arg-type]
+            connection = _Connection(self.app, self.config, self.context, {}, stream)  # type: ignore[arg-type]
+            connection.send_timeout = self.send_timeout
+            await connection.run()
         except Exception:
             # Rule 4: Hypercorn handles socket errors itself; anything else is a bug on one
             # connection, which must not end the others.
             logger.exception("HTTP connection failed")
         finally:
             self.open -= 1
+            self.streams.discard(stream)
+            self._closed.set()
+            self._closed = trio.Event()
             # Hypercorn closes the stream itself, except when cancelled (the shutdown's
             # deadline) before it gets there: the client must see the close then too.
             await trio.aclose_forcefully(stream)
+
+    async def close_all_at(self, deadline: float) -> None:
+        """At `deadline`, close every connection still open, even one blocked in a write.
+
+        Returns as soon as none is open (Rule 3).
+        """
+        with trio.CancelScope(shield=True):
+            with trio.move_on_at(deadline):
+                while self.streams:
+                    await self._closed.wait()
+            for stream in list(self.streams):
+                await trio.aclose_forcefully(stream)
 
     async def _turn_away(self, stream: trio.SocketStream) -> None:
         try:

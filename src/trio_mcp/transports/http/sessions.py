@@ -4,9 +4,13 @@ Rule 1: the transport sees the MCP side only through `HttpBackend` and its `Http
         sessions that `handle` one decoded message, and a channel server for the legacy
         transport. It never sees tools or schemas.
 Rule 2: sessions are bounded: at most `max_sessions` open at once (Streamable HTTP and legacy
-        SSE together; past it, 503), and one with nothing running expires after
-        `session_idle_timeout`, so a later request naming it gets 404, as the spec prescribes,
-        and the client re-initializes. A legacy session never expires while its stream is open.
+        SSE together), and one with nothing running expires after `session_idle_timeout`, so a
+        later request naming it gets 404, as the spec prescribes, and the client
+        re-initializes. A legacy session never expires while its stream is open. When the
+        table is full, a new session takes the place of the Streamable HTTP session idle the
+        longest (nothing running in it), which ends as if expired: abandoned sessions cannot
+        lock new clients out until they expire. Only when every session is busy (or legacy)
+        is a new one refused with 503.
 Rule 3: a session enters the table in one place, `add`, which opens it, and leaves it in one
         place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
         a legacy session's input is closed so that it finishes what it runs. A session made
@@ -126,9 +130,19 @@ class SessionTable:
         return self._entries.get(sid)
 
     def check_room(self) -> None:
-        """Refuse (503) a new session when `max_sessions` are open (Rule 2)."""
-        if len(self._entries) >= self._options.max_sessions:
+        """Make room for a new session, or refuse it (503) when none can go (Rule 2)."""
+        if len(self._entries) < self._options.max_sessions:
+            return
+        idle = [
+            (entry.last_seen, sid)
+            for sid, entry in self._entries.items()
+            if entry.session is not None and not entry.session.in_flight
+        ]
+        if not idle:
             raise Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
+        _, sid = min(idle)
+        logger.info("session %s ended to make room for a new one (the table is full)", sid[:8])
+        self.end(sid)
 
     def add(self, sid: str, entry: Entry) -> None:
         """Open a session under `sid`."""
