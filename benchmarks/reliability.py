@@ -1080,6 +1080,8 @@ def page(rows: Sequence[Row], fact_lines: Sequence[str]) -> str:
             "127.0.0.1. Every invariant is checked from outside the server: its answers, and its "
             "`/proc` entry (RSS is the resident set now, peak its high-water mark, VmHWM). FAIL "
             "means the invariant did not hold on this commit; ERROR that the probe itself failed.",
+            "Each defect found by the reliability issue, and the test that covers it, is listed "
+            "in [defects.md](defects.md).",
             "",
             *(f"- {line}" for line in fact_lines),
             f"- rows not passing: {', '.join(failed) if failed else 'none'}",

@@ -10,6 +10,7 @@ The SDK validates every result it receives with its own pydantic models, includi
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -203,6 +204,47 @@ async def exercise_primitives(client: Client, version: str) -> None:
     with pytest.raises(MCPError) as missing:
         await client.read_resource("wh40k://nowhere")
     assert missing.value.error.code == (-32602 if version == "2026-07-28" else -32002)
+
+
+async def exercise_demo_codex(client: Client) -> None:
+    """Read every demo resource (and a unit of every faction), get every prompt with every
+    battlefield, and complete an argument: what issue 13 asks of the official SDK client."""
+    listed = await client.list_resources()
+    assert [r.uri for r in listed.resources] == ["wh40k://codex/factions", "wh40k://battles/latest"]
+    for listed_resource in listed.resources:
+        read = await client.read_resource(listed_resource.uri)
+        assert read.contents, listed_resource.uri
+    factions = json.loads(only_text_contents(await client.read_resource("wh40k://codex/factions")))
+    (template,) = (await client.list_resource_templates()).resource_templates
+    for faction in factions:
+        name = faction if isinstance(faction, str) else faction["id"]
+        uri = template.uri_template.replace("{faction}", name).replace("{unit_id}", "0")
+        unit = json.loads(only_text_contents(await client.read_resource(uri)))
+        assert unit, uri
+    for listed_prompt in (await client.list_prompts()).prompts:
+        assert listed_prompt.name == "wh40k.battle_briefing"
+        got = await client.get_prompt(
+            listed_prompt.name, {"attacker": "orks", "defender": "necrons"}
+        )
+        assert got.messages
+    completed = await client.complete(
+        PromptReference(type="ref/prompt", name="wh40k.battle_briefing"),
+        {"name": "defender", "value": "ty"},
+    )
+    assert completed.completion.values == ["tyranids"]
+
+
+def only_text_contents(read: Any) -> str:
+    (content,) = read.contents
+    assert isinstance(content, TextResourceContents)
+    return content.text
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_sdk_reads_the_demo_codex_over_stdio(mode: str) -> None:
+    with trio.fail_after(SESSION_TIMEOUT):
+        async with sdk_client(["-m", "demo_tools"], mode) as client:
+            await exercise_demo_codex(client)
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -191,3 +191,11 @@ async def test_the_codex_example_reads_prompts_and_completes(tmp_path: Path) -> 
     assert "unit_id" in str(bad.value)
     assert missing.value.code == -32002
     assert missing.value.data == {"uri": "wh40k://units/orks/100"}
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    root = README.parent
+    tests = "".join(path.read_text() for path in (root / "tests").rglob("*.py"))
+    for page in sorted((root / "docs").glob("*.md")):
+        for name in re.findall(r"::(test_\w+)", page.read_text()):
+            assert f"def {name}(" in tests, f"{page.name} names a test that does not exist: {name}"

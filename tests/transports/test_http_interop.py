@@ -37,7 +37,7 @@ from mcp.types import TextContent
 from tests.helpers import DEMO_TOOLS, init_params
 from tests.http_helpers import POST_HEADERS, parse_sse
 from tests.stdio_peer import ROOT
-from tests.test_interop_sdk import PRIMITIVES, exercise_primitives
+from tests.test_interop_sdk import PRIMITIVES, exercise_demo_codex, exercise_primitives
 
 #: Bounds the server's start, one SDK session, and the server's stop, each.
 TIMEOUT = 30
@@ -239,5 +239,17 @@ def test_sdk_reads_resources_gets_prompts_and_completes_over_streamable_http() -
             await exercise_primitives(client, "2026-07-28")
 
     with trio_mcp_http(target=PRIMITIVES) as server:
+        asyncio.run(asyncio.wait_for(main(f"{server.base}/mcp"), TIMEOUT))
+        assert_stopped_cleanly(server)
+
+
+def test_sdk_reads_the_demo_codex_over_streamable_http() -> None:
+    async def main(url: str) -> None:
+        async with Client(streamable_http_client(url), mode="legacy") as client:
+            await exercise_demo_codex(client)
+        async with Client(streamable_http_client(url), mode="auto") as client:
+            await exercise_demo_codex(client)
+
+    with trio_mcp_http() as server:
         asyncio.run(asyncio.wait_for(main(f"{server.base}/mcp"), TIMEOUT))
         assert_stopped_cleanly(server)
