@@ -523,16 +523,22 @@ async def test_in_flight_limit_holds_under_a_burst() -> None:
 
 async def test_a_full_session_table_ends_the_longest_idle_session_for_a_new_one() -> None:
     """Defect: abandoned sessions filled the table and every new client got 503 until they
-    expired (30 minutes). The idle one used least recently now makes room; its client is told
-    404 and re-initializes, as the spec says."""
-    async with serve(max_sessions=2) as served:
+    expired (30 minutes). A session never used makes room first, then the one idle the
+    longest; its client is told 404 and re-initializes, as the spec says."""
+    async with serve(max_sessions=3) as served:
         first = await session(served)
         second = await session(served)
+        assert (await first.request("ping")).status == 200
         assert (await second.request("ping")).status == 200  # first is now the longest idle
-        third = await served.client().initialize()
+        abandoned = await session(served)  # initialized, never used
+        fourth = await session(served)  # takes the abandoned one's place
+        assert (await fourth.request("ping")).status == 200
+        fifth = await served.client().initialize()  # all used now: the longest idle goes
         gone = await first.request("ping")
         kept = await second.request("ping")
-    assert third.status == 200
+        never = await abandoned.request("ping")
+    assert fifth.status == 200
+    assert never.status == 404  # its client would re-initialize, as the spec says
     assert gone.status == 404
     assert kept.status == 200
 

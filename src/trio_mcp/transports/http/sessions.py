@@ -7,10 +7,11 @@ Rule 2: sessions are bounded: at most `max_sessions` open at once (Streamable HT
         SSE together), and one with nothing running expires after `session_idle_timeout`, so a
         later request naming it gets 404, as the spec prescribes, and the client
         re-initializes. A legacy session never expires while its stream is open. When the
-        table is full, a new session takes the place of the Streamable HTTP session idle the
-        longest (nothing running in it), which ends as if expired: abandoned sessions cannot
-        lock new clients out until they expire. Only when every session is busy (or legacy)
-        is a new one refused with 503.
+        table is full, a new session takes the place of a Streamable HTTP session with nothing
+        running: one never used since `initialize` first, else the one idle the longest; it
+        ends as if expired. Abandoned sessions cannot lock new clients out until they expire,
+        and a flood of `initialize` ends sessions in use only once it has ended its own. Only
+        when every session is busy (or legacy) is a new one refused with 503.
 Rule 3: a session enters the table in one place, `add`, which opens it, and leaves it in one
         place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
         a legacy session's input is closed so that it finishes what it runs. A session made
@@ -109,6 +110,9 @@ class Entry:
     # Legacy SSE: bytes of the frames the session has produced and its stream has not yet
     # handed to the server (its client reads slowly or not at all).
     legacy_unsent: int = 0
+    # Whether a request (not only notifications) came after `initialize`: a session never used
+    # goes first when the table is full (Rule 2).
+    used: bool = False
 
 
 class SessionTable:
@@ -134,13 +138,13 @@ class SessionTable:
         if len(self._entries) < self._options.max_sessions:
             return
         idle = [
-            (entry.last_seen, sid)
+            (entry.used, entry.last_seen, sid)
             for sid, entry in self._entries.items()
             if entry.session is not None and not entry.session.in_flight
         ]
         if not idle:
             raise Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
-        _, sid = min(idle)
+        _, _, sid = min(idle)
         logger.info("session %s ended to make room for a new one (the table is full)", sid[:8])
         self.end(sid)
 

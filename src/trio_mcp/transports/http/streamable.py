@@ -110,12 +110,12 @@ class StreamableHttp:
         message: Any = messages if is_batch else messages[0]
         version = headers.get(b"mcp-protocol-version")
         modern = self._is_modern(version, messages)
+        has_request = any(isinstance(m, Request) for m in messages)
         if modern:
             sid, session = None, self._modern_session(scope, headers, message)
         else:
             is_init = isinstance(message, Request) and message.method == "initialize"
-            sid, session = self._session_for(headers, is_init, version)
-        has_request = any(isinstance(m, Request) for m in messages)
+            sid, session = self._session_for(headers, is_init, version, has_request)
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
@@ -223,7 +223,7 @@ class StreamableHttp:
         return self.backend.new_session()
 
     def _session_for(
-        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None
+        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None, request: bool
     ) -> tuple[str | None, HttpSession]:
         if version is not None and version.decode("latin-1") not in self.backend.versions:
             raise Refused(
@@ -259,6 +259,7 @@ class StreamableHttp:
         if entry is None or entry.session is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         entry.last_seen = trio.current_time()
+        entry.used = entry.used or request
         return None, entry.session
 
     async def _answer(
