@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
@@ -50,6 +50,7 @@ from ._features.tools import Tool, ToolRegistry
 
 __all__ = ["Callee", "Dispatcher", "Invoker", "ToolTimedOut"]
 
+T = TypeVar("T")
 logger = logging.getLogger("trio_mcp")
 
 #: Answers a method at once: (session, the request's scope, params) -> the result object.
@@ -445,28 +446,15 @@ class Dispatcher:
     # -- prompts ----------------------------------------------------------------------------------
 
     def _resolve_prompt(self, params: dict[str, Any] | None) -> tuple[Prompt, dict[str, Any]]:
-        params = params or {}
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise RemoteProtocolError(
-                'Invalid params: prompts/get needs "name" (a string)', INVALID_PARAMS
-            )
-        found = self.prompts.get(name)
-        if found is None:
-            raise RemoteProtocolError(f"Unknown prompt: {name}", INVALID_PARAMS, {"name": name})
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise RemoteProtocolError(
-                'Invalid params: "arguments" must be an object', INVALID_PARAMS
-            )
+        found, arguments = _named(params, "prompts/get", "prompt", self.prompts.get)
         try:
             return found, found.validate(arguments)
         except ArgumentsInvalid as exc:
             lines = "\n".join(f"- {line}" for line in exc.lines)
             raise RemoteProtocolError(
-                f"Invalid arguments for prompt {name}:\n{lines}", INVALID_PARAMS, {"name": name}
+                f"Invalid arguments for prompt {found.name}:\n{lines}",
+                INVALID_PARAMS,
+                {"name": found.name},
             ) from None
 
     def _get_prompt_quick(
@@ -648,23 +636,7 @@ class Dispatcher:
         return self._finish(session, scope, result)
 
     def _resolve_call(self, params: dict[str, Any] | None) -> tuple[Tool, dict[str, Any]]:
-        params = params or {}
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise RemoteProtocolError(
-                'Invalid params: tools/call needs "name" (a string)', INVALID_PARAMS
-            )
-        tool = self.registry.get(name)
-        if tool is None:
-            raise RemoteProtocolError(f"Unknown tool: {name}", INVALID_PARAMS, {"name": name})
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise RemoteProtocolError(
-                'Invalid params: "arguments" must be an object', INVALID_PARAMS
-            )
-        return tool, arguments
+        return _named(params, "tools/call", "tool", self.registry.get)
 
     def _inline_tool(self, request: Request) -> Tool | None:
         params = request.params
@@ -765,3 +737,29 @@ def _downgrade(block: dict[str, Any], known: Revision) -> dict[str, Any]:
             "text": f"[{mime} content not shown: protocol {known.name} has no audio]",
         }
     return block
+
+
+def _named(
+    params: dict[str, Any] | None, method: str, kind: str, lookup: Callable[[str], T | None]
+) -> tuple[T, dict[str, Any]]:
+    """The registered item a `tools/call` or `prompts/get` names, and its arguments object.
+
+    Raises:
+        RemoteProtocolError: -32602 for a missing name, an unknown one (`data.name`), or
+            arguments that are not an object.
+    """
+    params = params or {}
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RemoteProtocolError(
+            f'Invalid params: {method} needs "name" (a string)', INVALID_PARAMS
+        )
+    found = lookup(name)
+    if found is None:
+        raise RemoteProtocolError(f"Unknown {kind}: {name}", INVALID_PARAMS, {"name": name})
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    elif not isinstance(arguments, dict):
+        raise RemoteProtocolError('Invalid params: "arguments" must be an object', INVALID_PARAMS)
+    return found, arguments

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
-import types
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
@@ -20,6 +19,7 @@ from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.types import ToolAnnotations
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
+from .reflect import discover, marker
 from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
@@ -136,9 +136,7 @@ def tool(
 
 def tool_meta(obj: Any) -> ToolMeta | None:
     """The metadata `@tool` attached to `obj`, if any."""
-    target = obj.__func__ if isinstance(obj, staticmethod | classmethod | types.MethodType) else obj
-    meta = getattr(target, _ATTR, None)
-    return meta if isinstance(meta, ToolMeta) else None
+    return marker(obj, _ATTR, ToolMeta)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -352,40 +350,7 @@ def discover_tools(obj: Any) -> list[Callable[..., Any]]:
     Raises:
         ToolDefinitionError: when a class is given whose tagged methods need an instance.
     """
-    found: list[Callable[..., Any]] = []
-    if isinstance(obj, types.ModuleType):
-        found.extend(v for v in vars(obj).values() if callable(v) and tool_meta(v) is not None)
-        return _unique(found)
-    cls = obj if isinstance(obj, type) else type(obj)
-    for name, raw in _class_members(cls):
-        if tool_meta(raw) is None:
-            continue
-        if isinstance(obj, type) and not isinstance(raw, staticmethod | classmethod):
-            raise ToolDefinitionError(
-                f"{cls.__qualname__}.{name} is an instance method: pass an instance to "
-                f"add_tools (add_tools({cls.__qualname__}())), or make it a staticmethod"
-            )
-        found.append(getattr(obj, name))
-    return found
-
-
-def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
-    """Attributes of a class hierarchy, base classes first, each name once, undecorated."""
-    names: dict[str, None] = {}
-    for klass in reversed(cls.__mro__[:-1]):  # `object` itself is skipped
-        names.update(dict.fromkeys(vars(klass)))
-    for name in names:
-        yield name, inspect.getattr_static(cls, name)
-
-
-def _unique(fns: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
-    seen: set[int] = set()
-    out = []
-    for fn in fns:
-        if id(fn) not in seen:
-            seen.add(id(fn))
-            out.append(fn)
-    return out
+    return discover(obj, _ATTR, ToolMeta, "add_tools")
 
 
 class ToolRegistry(Registry[Tool]):
