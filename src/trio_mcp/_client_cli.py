@@ -743,20 +743,21 @@ def _render_value(value: Any) -> str:
 
 # -- resources, prompts, completion ---------------------------------------------------------------
 
-#: Command -> (its words after SERVER, the fewest and the most; what to say when they are few).
-_PRIMITIVE_WORDS: Final[dict[str, tuple[int, int, str]]] = {
-    "resources": (0, 0, "trio-mcp resources SERVER"),
-    "read": (1, 1, "give the URI to read: trio-mcp read SERVER URI"),
-    "prompts": (0, 0, "trio-mcp prompts SERVER"),
+#: Command -> the fewest and the most words after SERVER, what they are, and its usage line.
+_PRIMITIVE_WORDS: Final[dict[str, tuple[int, int, str, str]]] = {
+    "resources": (0, 0, "", "trio-mcp resources SERVER"),
+    "read": (1, 1, "the URI to read", "trio-mcp read SERVER URI"),
+    "prompts": (0, 0, "", "trio-mcp prompts SERVER"),
     "prompt": (
         1,
         sys.maxsize,
-        "give the prompt to get: trio-mcp prompt SERVER NAME [NAME=VALUE ...]",
+        "the prompt to get",
+        "trio-mcp prompt SERVER NAME [NAME=VALUE ...]",
     ),
     "complete": (
         2,
         sys.maxsize,
-        "give the prompt or template and the argument to complete: "
+        "the prompt or template and the argument to complete",
         "trio-mcp complete SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [NAME=VALUE ...]",
     ),
 }
@@ -768,7 +769,7 @@ def _primitive_plan(
     """The runner of a resource, prompt or completion command, its server, and its words."""
     words = list(args.words)
     server = None if server_command or not words else words.pop(0)
-    fewest, most, usage = _PRIMITIVE_WORDS[args.command]
+    fewest, most, wanted, usage = _PRIMITIVE_WORDS[args.command]
     if len(words) > most:
         raise UsageError(
             "give the server either before -- or as a command after it"
@@ -777,7 +778,7 @@ def _primitive_plan(
         )
     target = _target(server, server_command)
     if len(words) < fewest:
-        raise UsageError(usage)
+        raise UsageError(f"give {wanted}: {usage}")
     if args.command == "prompt":
         return _prompt, target, (words[0], split_pairs(words[1:]))
     if args.command == "complete":
