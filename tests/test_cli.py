@@ -631,6 +631,10 @@ def test_complete_as_json() -> None:
             ("read", "demo_tools", "wh40k://units/elves/1"),
             "- faction: expected 'space_marines', 'orks', 'necrons' or 'tyranids'; got \"elves\"",
         ),
+        (
+            ("read", "demo_tools", "wh40k://codex/factions", "--out", "no/such/dir/f.json"),
+            "trio-mcp read: cannot write no/such/dir/f.json: No such file or directory\n",
+        ),
         (("read", "demo_tools"), "trio-mcp read: give the URI to read: trio-mcp read SERVER URI\n"),
         (("read", "demo_tools", "a", "b"), "too many words: trio-mcp read SERVER URI"),
         (("resources", "demo_tools", "x"), "too many words: trio-mcp resources SERVER"),

@@ -891,8 +891,11 @@ async def _read(target: str | list[str], args: argparse.Namespace, uri: str) -> 
             raise UsageError(unknown_name("resource", uri, known)) from None
     if args.out is not None:
         data = b"".join(_content_bytes(part) for part in result.contents)
-        with open(args.out, "wb") as out:  # noqa: ASYNC230 - after the connection, one write
-            out.write(data)
+        try:
+            with open(args.out, "wb") as out:  # noqa: ASYNC230 - after the connection, one write
+                out.write(data)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
         kinds = sorted({part.mime_type for part in result.contents if part.mime_type})
         typed = f" ({', '.join(kinds)})" if kinds else ""
         print(f"trio-mcp read: wrote {len(data)} bytes{typed} to {args.out}", file=sys.stderr)
