@@ -700,8 +700,10 @@ async def test_resources_prompts_and_completion_over_http() -> None:
         listed = await cli_async("resources", url)
         assert listed.returncode == 0, listed.stderr
         assert b"wh40k://units/{faction}/{unit_id}  unit" in listed.stdout
-        latest = await cli_async("read", url, "wh40k://battles/latest")
-        assert (latest.returncode, latest.stdout) == (0, b"No battle has been fought yet.\n")
+        # (Not wh40k://battles/latest: this process's other tests may have fought a battle.)
+        read = await cli_async("read", url, "wh40k://units/necrons/2")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout)["name"] == "Doomsday Ark"
         got = await cli_async(
             "prompt", url, "wh40k.battle_briefing", "attacker=tyranids", "defender=orks"
         )
