@@ -1,7 +1,8 @@
-"""The client commands of `trio-mcp` (`tools`, `call`, `demo`), run as real subprocesses.
+"""The client commands of `trio-mcp` (`tools`, `call`, `resources`, `read`, `prompts`,
+`prompt`, `complete`, `demo`), run as real subprocesses.
 
-Plus the pure helpers behind them (argument parsing, the tools table, result rendering),
-tested directly.
+Plus the pure helpers behind them (argument parsing, the tables, result rendering), tested
+directly.
 """
 
 from __future__ import annotations
@@ -27,18 +28,34 @@ import trio
 import demo_tools
 import demo_tools.tour
 import trio_mcp
-from trio_mcp import Progress, Server, TextContent, ToolInfo, ToolResult
+from trio_mcp import (
+    Progress,
+    PromptMessage,
+    PromptResult,
+    ResourceContents,
+    ResourceTemplateInfo,
+    Server,
+    TextContent,
+    ToolInfo,
+    ToolResult,
+)
 from trio_mcp._cli import unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
     convert_value,
+    describe_block,
     format_progress,
+    format_prompts,
+    format_resources,
     format_tool,
     format_tools,
     parse_arguments,
+    render_contents,
+    render_messages,
     render_result,
     split_server_command,
     suggest_names,
+    template_variables,
     unknown_name,
 )
 from trio_mcp._run import serve_http
@@ -49,6 +66,8 @@ ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")
 #: A `server` that registers none of the module's @tool functions.
 FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
+#: Resources (a PNG blob among them), templates with completions, and prompts of every content kind.
+PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
 TIMEOUT = 30
 
 
@@ -428,6 +447,273 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
     assert ("Streamable HTTP" in out) == http
 
 
+# -- resources, prompts, completion (subprocess) -------------------------------------------------
+
+
+def test_resources_lists_resources_then_templates() -> None:
+    done = cli("resources", "demo_tools")
+    assert done.returncode == 0, done.stderr
+    head, listed, templates = done.stdout.rstrip("\n").split("\n\n")
+    assert head.startswith("trio-mcp-demo ")
+    assert head.endswith(": 2 resources, 1 template")
+    assert listed.splitlines() == [
+        "URI                     NAME           MIME TYPE         TITLE",
+        "wh40k://codex/factions  factions       application/json  Factions of the codex",
+        "wh40k://battles/latest  latest_battle  text/plain        Latest battle report",
+    ]
+    assert templates.splitlines() == [
+        "URI TEMPLATE                       NAME  MIME TYPE         TITLE",
+        "wh40k://units/{faction}/{unit_id}  unit  application/json  Unit datasheet",
+    ]
+
+
+def test_resources_as_json_from_a_command_after_double_dash() -> None:
+    done = cli("resources", "--json", "--", sys.executable, "-m", "trio_mcp", "run", PRIMITIVES)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert set(listed) == {"resources", "resourceTemplates"}
+    logo = next(r for r in listed["resources"] if r["uri"] == "wh40k://logo")
+    assert (logo["mimeType"], logo["title"], logo["size"]) == ("image/png", "Logo", 70)
+    assert [t["uriTemplate"] for t in listed["resourceTemplates"]] == [
+        "wh40k://units/{faction}/{unit_id}",
+        "wh40k://roster/{faction}/{name}",
+        "wh40k://search{?q,limit}",
+        "wh40k://files/{+path}",
+    ]
+
+
+def test_a_server_without_resources_or_prompts_lists_none() -> None:
+    resources = cli("resources", ECHO_TOOLS)
+    assert (resources.returncode, resources.stdout) == (
+        0,
+        "echo-tools 0.1.0: 0 resources, 0 templates\n\n(no resources)\n",
+    ), resources.stderr
+    prompts = cli("prompts", ECHO_TOOLS, "--json")
+    assert (prompts.returncode, json.loads(prompts.stdout)) == (0, []), prompts.stderr
+
+
+def test_read_prints_text_as_it_is_for_a_resource_and_a_template() -> None:
+    factions = cli("read", "demo_tools", "wh40k://codex/factions")
+    assert factions.returncode == 0, factions.stderr
+    assert json.loads(factions.stdout) == {
+        name: [unit[0] for unit in units] for name, units in demo_tools.codex.UNITS.items()
+    }
+    assert factions.stdout.count("\n") == 1  # the text, and one newline to end the line
+    unit = cli("read", "demo_tools", "wh40k://units/orks/1")
+    assert unit.returncode == 0, unit.stderr
+    assert json.loads(unit.stdout)["name"] == "Meganobz"
+
+
+def test_read_a_blob_says_its_size_and_type_or_writes_it(tmp_path: Path) -> None:
+    shown = cli("read", PRIMITIVES, "wh40k://logo")
+    assert (shown.returncode, shown.stdout) == (
+        0,
+        "[blob image/png, 70 bytes; --out FILE writes it]\n",
+    ), shown.stderr
+    out = tmp_path / "logo.png"
+    written = cli("read", PRIMITIVES, "wh40k://logo", "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == ""
+    assert written.stderr == f"trio-mcp read: wrote 70 bytes (image/png) to {out}\n"
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(out.read_bytes()) == 70
+
+
+def test_read_as_json_keeps_the_result_as_it_came() -> None:
+    done = cli("read", PRIMITIVES, "wh40k://logo", "--json")
+    assert done.returncode == 0, done.stderr
+    (part,) = json.loads(done.stdout)["contents"]
+    assert (part["uri"], part["mimeType"]) == ("wh40k://logo", "image/png")
+    assert part["blob"].startswith("iVBORw0KGgo")  # still base64, as on the wire
+
+
+def test_prompts_lists_each_prompt_with_its_arguments() -> None:
+    done = cli("prompts", "demo_tools")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].endswith(": 1 prompt")
+    assert done.stdout.split("\n\n")[1].splitlines() == [
+        "wh40k.battle_briefing  Brief a model as a tactician for a battle between two factions.",
+        "    ARGUMENT     REQUIRED  DESCRIPTION",
+        "    attacker     yes       The attacking faction",
+        "    defender     yes       The defending faction",
+        "    battlefield  no        Where the battle is fought",
+    ]
+    listed = cli("prompts", PRIMITIVES, "--json")
+    assert listed.returncode == 0, listed.stderr
+    prompts = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert set(prompts) == {
+        "wh40k.battle_briefing",
+        "wh40k.greeting",
+        "wh40k.mixed",
+        "wh40k.failing",
+    }
+    assert prompts["wh40k.greeting"]["arguments"] == [{"name": "name", "required": True}]
+
+
+def test_prompt_prints_its_messages_by_role() -> None:
+    done = cli(
+        "prompt",
+        PRIMITIVES,
+        "wh40k.battle_briefing",
+        "attacker=orks",
+        "defender=necrons",
+        "turns=5",
+    )
+    assert (done.returncode, done.stdout) == (
+        0,
+        "user: orks attack necrons for 5 turns (short).\nassistant: Understood.\n",
+    ), done.stderr
+
+
+def test_prompt_summarises_content_that_is_not_text_and_gives_json() -> None:
+    done = cli("prompt", PRIMITIVES, "wh40k.mixed")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "user: [image image/png, 96 base64 characters]",
+        "assistant: [audio audio/wav, 8 base64 characters]",
+        "user: a report",
+        "user: [link logo: wh40k://logo]",
+        "user: And one more thing.",
+    ]
+    raw = cli("prompt", PRIMITIVES, "wh40k.greeting", "name=2024", "--json")
+    assert raw.returncode == 0, raw.stderr
+    # Prompt arguments are strings: 2024 went as the text it is.
+    assert json.loads(raw.stdout)["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Hello, 2024!"}}
+    ]
+
+
+def test_complete_a_prompt_argument_and_a_template_variable() -> None:
+    typed = cli("complete", "demo_tools", "wh40k.battle_briefing", "defender", "n")
+    assert (typed.returncode, typed.stdout) == (0, "necrons\n"), typed.stderr
+    every = cli("complete", "demo_tools", "wh40k://units/{faction}/{unit_id}", "faction")
+    assert (every.returncode, every.stdout.split()) == (
+        0,
+        ["space_marines", "orks", "necrons", "tyranids"],
+    ), every.stderr
+    # The other arguments' values narrow the choice (the roster's names are the faction's).
+    narrowed = cli(
+        "complete", PRIMITIVES, "wh40k://roster/{faction}/{name}", "name", "faction=orks"
+    )
+    assert (narrowed.returncode, narrowed.stdout) == (0, "boyz\nnobz\ngretchin\n"), narrowed.stderr
+    typed_too = cli(
+        "complete", PRIMITIVES, "wh40k://roster/{faction}/{name}", "name", "g", "faction=orks"
+    )
+    assert (typed_too.returncode, typed_too.stdout) == (0, "gretchin\n"), typed_too.stderr
+
+
+def test_complete_as_json() -> None:
+    done = cli("complete", "demo_tools", "wh40k.battle_briefing", "attacker", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "values": ["space_marines", "orks", "necrons", "tyranids"],
+        "total": 4,
+        "hasMore": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("read", "demo_tools", "wh40k://codex/faction"),
+            "trio-mcp read: unknown resource 'wh40k://codex/faction'; did you mean "
+            "'wh40k://codex/factions'?\n",
+        ),
+        (
+            ("read", "demo_tools", "http://nowhere"),
+            "trio-mcp read: unknown resource 'http://nowhere'; the resources are "
+            "'wh40k://codex/factions', 'wh40k://battles/latest', "
+            "'wh40k://units/{faction}/{unit_id}'\n",
+        ),
+        # Under a template: the server's own reason, not a guess.
+        (
+            ("read", "demo_tools", "wh40k://units/elves/1"),
+            "- faction: expected 'space_marines', 'orks', 'necrons' or 'tyranids'; got \"elves\"",
+        ),
+        (
+            ("read", "demo_tools", "wh40k://codex/factions", "--out", "no/such/dir/f.json"),
+            "trio-mcp read: cannot write no/such/dir/f.json: No such file or directory\n",
+        ),
+        (("read", "demo_tools"), "trio-mcp read: give the URI to read: trio-mcp read SERVER URI\n"),
+        (("read", "demo_tools", "a", "b"), "too many words: trio-mcp read SERVER URI"),
+        (("resources", "demo_tools", "x"), "too many words: trio-mcp resources SERVER"),
+        (("prompts", "demo_tools", "--", "python"), "either before -- or"),
+        (("prompts",), "trio-mcp prompts: give a server"),
+        (
+            ("prompt", "demo_tools", "wh40k.briefing"),
+            "trio-mcp prompt: unknown prompt 'wh40k.briefing'; did you mean "
+            "'wh40k.battle_briefing'?\n",
+        ),
+        (
+            ("prompt", "demo_tools", "wh40k.battle_briefing", "atacker=orks"),
+            "trio-mcp prompt: unknown argument 'atacker'; did you mean 'attacker'?\n",
+        ),
+        (
+            ("prompt", "demo_tools", "wh40k.battle_briefing", "attacker=orks"),
+            "- defender: missing required argument",
+        ),
+        (("prompt", PRIMITIVES, "wh40k.failing"), "trio-mcp: no briefing today"),
+        (("prompt", "demo_tools", "wh40k.battle_briefing", "orks"), "'orks' is not NAME=VALUE"),
+        (("prompt", "demo_tools"), "give the prompt to get"),
+        (
+            ("complete", "demo_tools", "wh40k.battle_briefin", "defender"),
+            "trio-mcp complete: unknown prompt 'wh40k.battle_briefin'; did you mean "
+            "'wh40k.battle_briefing'?\n",
+        ),
+        (
+            ("complete", "demo_tools", "wh40k://units/{faction}", "faction"),
+            "trio-mcp complete: unknown resource template 'wh40k://units/{faction}'; did you "
+            "mean 'wh40k://units/{faction}/{unit_id}'?\n",
+        ),
+        (
+            ("complete", "demo_tools", "wh40k.battle_briefing", "defendr"),
+            "trio-mcp complete: unknown argument 'defendr'; did you mean 'defender'?\n",
+        ),
+        (
+            ("complete", "demo_tools", "wh40k://units/{faction}/{unit_id}", "fraction"),
+            "trio-mcp complete: unknown argument 'fraction'; did you mean 'faction'?\n",
+        ),
+        (
+            ("complete", "demo_tools", "wh40k.battle_briefing", "defender", "n", "attaker=orks"),
+            "trio-mcp complete: unknown argument 'attaker'; did you mean 'attacker'?\n",
+        ),
+        (("complete", "demo_tools", "wh40k.battle_briefing"), "give the prompt or template"),
+    ],
+)
+def test_resource_prompt_and_completion_errors_exit_2(args: tuple[str, ...], message: str) -> None:
+    done = cli(*args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert message in done.stderr
+
+
+async def test_resources_prompts_and_completion_over_http() -> None:
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            functools.partial(
+                serve_http, demo_tools.build_server(), port=0, shutdown_trigger=stop.wait
+            )
+        )
+        url = binds[0] + "/mcp"
+        listed = await cli_async("resources", url)
+        assert listed.returncode == 0, listed.stderr
+        assert b"wh40k://units/{faction}/{unit_id}  unit" in listed.stdout
+        # (Not wh40k://battles/latest: this process's other tests may have fought a battle.)
+        read = await cli_async("read", url, "wh40k://units/necrons/2")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout)["name"] == "Doomsday Ark"
+        got = await cli_async(
+            "prompt", url, "wh40k.battle_briefing", "attacker=tyranids", "defender=orks"
+        )
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.startswith(b"user: You are a tactician of the tyranids.")
+        completed = await cli_async("complete", url, "wh40k.battle_briefing", "battlefield", "i")
+        assert (completed.returncode, completed.stdout) == (0, b"ice_world\n"), completed.stderr
+        stop.set()
+
+
 # -- helpers --------------------------------------------------------------------------------------
 
 
@@ -605,3 +891,45 @@ def test_render_result_and_progress() -> None:
     assert render_result(ToolResult((), {"result": [1, "x"]})) == '[1, "x"]'
     assert format_progress(Progress(1.5)) == "[1.5]"
     assert format_progress(Progress(2, 4, "half")) == "[2/4] half"
+
+
+@pytest.mark.parametrize(
+    ("template", "names"),
+    [
+        ("wh40k://units/{faction}/{unit_id}", ["faction", "unit_id"]),
+        ("wh40k://search{?q,limit}", ["q", "limit"]),
+        ("wh40k://files/{+path}", ["path"]),
+        ("x://{a}/{a}{#frag}{/list*}{var:3}", ["a", "frag", "list", "var"]),
+        ("x://fixed", []),
+    ],
+)
+def test_template_variables(template: str, names: list[str]) -> None:
+    assert template_variables(template) == names
+
+
+def test_render_contents_heads_each_part_when_there_are_several() -> None:
+    one = ResourceContents(text="a line", uri="x://one")
+    assert render_contents([one]) == "a line\n"
+    two = ResourceContents(blob=b"\x00\x01", uri="x://two")
+    assert render_contents([one, two]) == (
+        "==> x://one <==\na line\n"
+        "==> x://two <==\n[blob of unknown type, 2 bytes; --out FILE writes it]\n"
+    )
+    assert render_contents([ResourceContents(text="ends\n", uri="x://e")]) == "ends\n"
+
+
+def test_format_resources_and_prompts_without_a_server_heading() -> None:
+    template = ResourceTemplateInfo("x://{id}", "by_id", mime_type="text/plain")
+    assert format_resources([], [template]) == (
+        "URI TEMPLATE  NAME   MIME TYPE   TITLE\nx://{id}      by_id  text/plain"
+    )
+    assert format_resources([], []) == "(no resources)"
+    assert format_prompts([]) == "(no prompts)"
+
+
+def test_render_messages_and_describe_block() -> None:
+    result = PromptResult(
+        (PromptMessage("user", TextContent("hi")), PromptMessage("assistant", "yo"))
+    )
+    assert render_messages(result) == "user: hi\nassistant: yo"
+    assert describe_block({"type": "future", "x": 1}) == '{"type": "future", "x": 1}'

@@ -4,10 +4,14 @@
                         [--allow-origin ORIGIN]... [--allow-host HOST]... [--no-legacy-sse]
                         [--log-level LEVEL]
     trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
+    trio-mcp resources SERVER [--json] | trio-mcp read SERVER URI [--out FILE] [--json]
+    trio-mcp prompts SERVER [--json] | trio-mcp prompt SERVER NAME [NAME=VALUE]... [--json]
+    trio-mcp complete SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [NAME=VALUE]... [--json]
     trio-mcp demo [--http] | trio-mcp --version
 
-The client commands (`tools`, `call`, `demo`) live in `_client_cli`; SERVER there is a TARGET,
-an http(s) URL, or a command after `--`.
+The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, `complete`,
+`demo`) live in `_client_cli`; SERVER there is a TARGET, an http(s) URL, or a command after
+`--`.
 
 Over HTTP, a bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
 
@@ -126,7 +130,10 @@ def _count(n: int, noun: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trio-mcp", description="Serve and call MCP tools.")
+    parser = argparse.ArgumentParser(
+        prog="trio-mcp",
+        description="Serve MCP tools; list, call, read and complete what a server offers.",
+    )
     parser.add_argument(
         "--version",
         action="version",

@@ -1,10 +1,20 @@
-"""The client commands of the `trio-mcp` command line: `tools`, `call` and `demo`.
+"""The client commands of the `trio-mcp` command line: tools, resources, prompts and `demo`.
 
     trio-mcp tools SERVER                 list the tools and their parameters
     trio-mcp tools SERVER TOOL            one tool in full, with its input and output schemas
     trio-mcp tools SERVER [TOOL] --json   the same as JSON, as the server lists it
     trio-mcp call SERVER TOOL [k=v ...]   call a tool (each value read as its parameter takes it)
     trio-mcp call SERVER TOOL --json '{"a": 5}'
+    trio-mcp resources SERVER [--json]    list the resources and the resource templates
+    trio-mcp read SERVER URI [--out FILE] [--json]
+                                          read a resource: text as it is, a blob's size and type
+                                          (or the blob itself, written to FILE)
+    trio-mcp prompts SERVER [--json]      list the prompts and their arguments
+    trio-mcp prompt SERVER NAME [k=v ...] [--json]
+                                          get a prompt and print its messages
+    trio-mcp complete SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [k=v ...] [--json]
+                                          the values an argument may take, one a line (VALUE:
+                                          what is typed so far; k=v: the other arguments)
     trio-mcp demo [--http]                a guided tour of the demo server
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
@@ -12,15 +22,22 @@ subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE tra
 after `--`, any command that runs a stdio server: `trio-mcp tools -- python -m demo_tools`
 (then the words before `--` are only the tool and its arguments).
 
-A mistyped tool or parameter name is answered with the close names (`suggest_names`,
-`unknown_name`: written for any kind of name, so other primitives can use them too).
+A mistyped tool, parameter, resource URI, prompt or argument name is answered with the close
+names (`suggest_names`, `unknown_name`). A name the server does not list is still sent (a
+server may serve what it does not list); only when the server refuses it is it called unknown,
+as a usage error. A server that refuses a listed name (a template variable that does not
+validate, a missing prompt argument) has its message shown, also as a usage error.
 
-Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error.
+Prompt arguments are strings on the wire, so a prompt's NAME=VALUE values are sent as written.
+
+Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
+request the server refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import difflib
 import json
 import logging
@@ -28,23 +45,51 @@ import math
 import re
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, TextIO
+from dataclasses import dataclass
+from typing import Any, Final, TextIO, TypeVar
 from urllib.parse import urlsplit
 
 import trio
 
 from ._connect import open_client
-from ._core.client_records import LogMessage, Progress, ToolInfo, ToolResult, describe_type
-from ._core.jsonrpc import json_type
-from ._core.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+from ._core.client_records import (
+    LogMessage,
+    Progress,
+    PromptInfo,
+    PromptResult,
+    ResourceInfo,
+    ResourceTemplateInfo,
+    ToolInfo,
+    ToolResult,
+    describe_type,
+)
+from ._core.jsonrpc import METHOD_NOT_FOUND, json_type
+from ._core.types import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceContents,
+    ResourceLink,
+    TextContent,
+)
 from ._exceptions import RequestError, TrioMCPError
 from ._runtime.client import Client
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 
-CLIENT_COMMANDS: Final = ("tools", "call", "demo")
+CLIENT_COMMANDS: Final = (
+    "tools",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "complete",
+    "demo",
+)
 EXIT_OK: Final = 0
 EXIT_TOOL_ERROR: Final = 1
 EXIT_USAGE: Final = 2
@@ -66,7 +111,7 @@ def split_server_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `tools`, `call` and `demo` to the `trio-mcp` parser."""
+    """Add the client commands (`CLIENT_COMMANDS`) to the `trio-mcp` parser."""
     server_help = "module path, file.py or http(s) URL (or give a command after --)"
     tools = commands.add_parser(
         "tools",
@@ -109,6 +154,8 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     _add_common(call)
 
+    _add_primitive_commands(commands, server_help)
+
     demo = commands.add_parser(
         "demo",
         help="start the demo server and call each of its tools",
@@ -147,6 +194,94 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_primitive_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], server_help: str
+) -> None:
+    resources = commands.add_parser(
+        "resources",
+        help="list a server's resources and resource templates",
+        description="List a server's resources (URI, name, MIME type, title) and its resource "
+        "templates. " + _SERVER_FORMS,
+    )
+    resources.add_argument("words", nargs="*", metavar="SERVER", help=server_help)
+    resources.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"resources": [...], "resourceTemplates": [...]} as the server lists them',
+    )
+    _add_common(resources)
+
+    read = commands.add_parser(
+        "read",
+        help="read one resource and print its contents",
+        description="Read one resource, a listed URI or an expansion of a template, and print "
+        "its contents: text as it is; for a blob, its size and MIME type (--out writes it). "
+        + _SERVER_FORMS,
+    )
+    read.add_argument(
+        "words",
+        nargs="*",
+        metavar="SERVER URI",
+        help="the server (left out when a command follows --) and the resource's URI",
+    )
+    read.add_argument("--json", action="store_true", help="print the result as JSON, as it came")
+    read.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the contents (text as UTF-8, blobs decoded, one after another) to FILE",
+    )
+    _add_common(read)
+
+    prompts = commands.add_parser(
+        "prompts",
+        help="list a server's prompts and their arguments",
+        description="List a server's prompts and their arguments. " + _SERVER_FORMS,
+    )
+    prompts.add_argument("words", nargs="*", metavar="SERVER", help=server_help)
+    prompts.add_argument(
+        "--json", action="store_true", help="print the prompts as JSON, as the server lists them"
+    )
+    _add_common(prompts)
+
+    prompt = commands.add_parser(
+        "prompt",
+        help="get one prompt and print its messages",
+        description="Get one prompt and print its messages, one `role: text` each (other "
+        "content summarised). " + _SERVER_FORMS,
+    )
+    prompt.add_argument(
+        "words",
+        nargs="*",
+        metavar="SERVER NAME [NAME=VALUE ...]",
+        help="the server (left out when a command follows --), the prompt, and its arguments; "
+        "prompt arguments are strings, so each VALUE is sent as written",
+    )
+    prompt.add_argument("--json", action="store_true", help="print the result as JSON, as it came")
+    _add_common(prompt)
+
+    complete = commands.add_parser(
+        "complete",
+        help="the values a prompt argument or template variable may take",
+        description="Ask the server to complete an argument of a prompt (given by name) or a "
+        "variable of a resource template (given by its URI template), and print the values, "
+        "one a line. " + _SERVER_FORMS,
+    )
+    complete.add_argument(
+        "words",
+        nargs="*",
+        metavar="SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [NAME=VALUE ...]",
+        help="the server (left out when a command follows --), the prompt or URI template, the "
+        "argument to complete, what is typed so far (a word without =; none: the empty "
+        "string), then the values already chosen for the other arguments",
+    )
+    complete.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"values": [...], "total": N, "hasMore": false} as JSON',
+    )
+    _add_common(complete)
+
+
 def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) -> int:
     """Run a parsed client command; returns the exit code."""
     # Failures reach the user once, as the command's own message: the library's warnings
@@ -159,6 +294,9 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
         if args.command == "tools":
             target, tool = _tools_plan(args, server_command)
             return trio.run(_with_timeout, args.timeout, _tools, target, args, tool)
+        if args.command in _PRIMITIVE_COMMANDS:
+            runner, target, rest = _primitive_plan(args, server_command)
+            return trio.run(_with_timeout, args.timeout, runner, target, args, *rest)
         target, tool, pairs = _call_plan(args, server_command)
         return trio.run(_with_timeout, args.timeout, _call, target, args, tool, pairs)
     except UsageError as exc:
@@ -505,12 +643,7 @@ def _parameter_table(tool: ToolInfo) -> list[str]:
                 param.description or "",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = []
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-        lines.append(("    " + "  ".join([*cells, row[4]])).rstrip())
-    return lines
+    return _columns(rows, "    ")
 
 
 def describe_output(schema: dict[str, Any]) -> str:
@@ -581,20 +714,23 @@ def render_result(result: ToolResult) -> str:
             f"{str(key) + ':':<{width + 1}} {_render_value(value)}"
             for key, value in structured.items()
         )
-    parts = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ImageContent | AudioContent):
-            kind = "image" if isinstance(block, ImageContent) else "audio"
-            parts.append(f"[{kind} {block.mime_type}, {len(block.data)} base64 characters]")
-        elif isinstance(block, EmbeddedResource):
-            parts.append(block.text if block.text is not None else f"[resource {block.uri}]")
-        elif isinstance(block, ResourceLink):
-            parts.append(f"[link {block.name}: {block.uri}]")
-        else:
-            parts.append(json.dumps(block))
-    return "\n".join(parts)
+    return "\n".join(describe_block(block) for block in result.content)
+
+
+def describe_block(block: ContentBlock | str | Mapping[str, Any]) -> str:
+    """One content block for people: text as it is, other kinds summarised in brackets."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        return f"[{kind} {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, EmbeddedResource):
+        return block.text if block.text is not None else f"[resource {block.uri}]"
+    if isinstance(block, ResourceLink):
+        return f"[link {block.name}: {block.uri}]"
+    return json.dumps(block)
 
 
 def _render_value(value: Any) -> str:
@@ -603,6 +739,340 @@ def _render_value(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+# -- resources, prompts, completion ---------------------------------------------------------------
+
+#: Command -> the fewest and the most words after SERVER, what they are, and its usage line.
+_PRIMITIVE_WORDS: Final[dict[str, tuple[int, int, str, str]]] = {
+    "resources": (0, 0, "", "trio-mcp resources SERVER"),
+    "read": (1, 1, "the URI to read", "trio-mcp read SERVER URI"),
+    "prompts": (0, 0, "", "trio-mcp prompts SERVER"),
+    "prompt": (
+        1,
+        sys.maxsize,
+        "the prompt to get",
+        "trio-mcp prompt SERVER NAME [NAME=VALUE ...]",
+    ),
+    "complete": (
+        2,
+        sys.maxsize,
+        "the prompt or template and the argument to complete",
+        "trio-mcp complete SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [NAME=VALUE ...]",
+    ),
+}
+
+
+def _primitive_plan(
+    args: argparse.Namespace, server_command: Sequence[str]
+) -> tuple[Callable[..., Any], str | list[str], tuple[Any, ...]]:
+    """The runner of a resource, prompt or completion command, its server, and its words."""
+    words = list(args.words)
+    server = None if server_command or not words else words.pop(0)
+    fewest, most, wanted, usage = _PRIMITIVE_WORDS[args.command]
+    if len(words) > most:
+        raise UsageError(
+            "give the server either before -- or as a command after it"
+            if server_command
+            else f"too many words: {usage}"
+        )
+    target = _target(server, server_command)
+    if len(words) < fewest:
+        raise UsageError(f"give {wanted}: {usage}")
+    if args.command == "prompt":
+        return _prompt, target, (words[0], split_pairs(words[1:]))
+    if args.command == "complete":
+        ref, argument, rest = words[0], words[1], words[2:]
+        value = rest.pop(0) if rest and "=" not in rest[0] else ""
+        return _complete, target, (_Completing(ref, argument, value, split_pairs(rest)),)
+    runners: dict[str, Callable[..., Awaitable[int]]] = {
+        "resources": _resources,
+        "read": _read,
+        "prompts": _prompts,
+    }
+    return runners[args.command], target, tuple(words)
+
+
+_T = TypeVar("_T")
+
+
+async def _listed(lister: Callable[[], Awaitable[list[_T]]]) -> list[_T]:
+    """What a list method returns; none when the server does not have the method."""
+    try:
+        return await lister()
+    except RequestError as exc:
+        if exc.code != METHOD_NOT_FOUND:
+            raise
+        return []
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _columns(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    """Rows as aligned columns; the last column is left ragged (it may be long)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append((indent + "  ".join([*cells, row[-1]])).rstrip())
+    return lines
+
+
+def _heading(server_info: Mapping[str, Any] | None, counts: Sequence[tuple[int, str]]) -> list[str]:
+    if not server_info:
+        return []
+    name = server_info.get("name", "server")
+    version = server_info.get("version")
+    shown = ", ".join(f"{n} {noun}{'s' if n != 1 else ''}" for n, noun in counts)
+    return [f"{name} {version or ''}".rstrip() + f": {shown}", ""]
+
+
+async def _resources(target: str | list[str], args: argparse.Namespace) -> int:
+    async with _connect(target, args) as client:
+        resources = await _listed(client.list_resources)
+        templates = await _listed(client.list_resource_templates)
+    if args.json:
+        print(
+            _dumps(
+                {
+                    "resources": [r.raw for r in resources],
+                    "resourceTemplates": [t.raw for t in templates],
+                }
+            )
+        )
+    else:
+        print(format_resources(resources, templates, client.server_info))
+    return EXIT_OK
+
+
+def format_resources(
+    resources: Sequence[ResourceInfo],
+    templates: Sequence[ResourceTemplateInfo],
+    server_info: Mapping[str, Any] | None = None,
+) -> str:
+    """The resources, then the templates, as plain-text tables."""
+    lines = _heading(server_info, [(len(resources), "resource"), (len(templates), "template")])
+    if resources:
+        lines += _columns(
+            [
+                ("URI", "NAME", "MIME TYPE", "TITLE"),
+                *((r.uri, r.name, r.mime_type or "", r.title or "") for r in resources),
+            ]
+        )
+    if templates:
+        lines += [""] if resources else []
+        lines += _columns(
+            [
+                ("URI TEMPLATE", "NAME", "MIME TYPE", "TITLE"),
+                *((t.uri_template, t.name, t.mime_type or "", t.title or "") for t in templates),
+            ]
+        )
+    if not resources and not templates:
+        lines.append("(no resources)")
+    return "\n".join(lines)
+
+
+async def _read(target: str | list[str], args: argparse.Namespace, uri: str) -> int:
+    async with _connect(target, args) as client:
+        try:
+            result = await client.read_resource(uri)
+        except RequestError:
+            resources = await _listed(client.list_resources)
+            templates = await _listed(client.list_resource_templates)
+            listed = any(r.uri == uri for r in resources) or any(
+                uri.startswith(_literal_prefix(t.uri_template)) for t in templates
+            )
+            if listed:
+                raise  # the server's own reason (a variable that does not validate, ...)
+            # Neither listed nor a template's: a mistyped URI.
+            known = [r.uri for r in resources] + [t.uri_template for t in templates]
+            raise UsageError(unknown_name("resource", uri, known)) from None
+    if args.out is not None:
+        data = b"".join(_content_bytes(part) for part in result.contents)
+        try:
+            with open(args.out, "wb") as out:  # noqa: ASYNC230 - after the connection, one write
+                out.write(data)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        kinds = sorted({part.mime_type for part in result.contents if part.mime_type})
+        typed = f" ({', '.join(kinds)})" if kinds else ""
+        print(f"trio-mcp read: wrote {len(data)} bytes{typed} to {args.out}", file=sys.stderr)
+    elif args.json:
+        print(_dumps(result.raw))
+    else:
+        sys.stdout.write(render_contents(result.contents))
+    return EXIT_OK
+
+
+def _literal_prefix(template: str) -> str:
+    """What every expansion of a URI template starts with: the text before its first `{`."""
+    return template.split("{", 1)[0]
+
+
+def _content_bytes(part: ResourceContents) -> bytes:
+    if part.text is not None:
+        return part.text.encode()
+    return part.blob if isinstance(part.blob, bytes) else base64.b64decode(part.blob or "")
+
+
+def render_contents(contents: Sequence[ResourceContents]) -> str:
+    """Resource contents for people: text as it is, a blob as its size and type.
+
+    Each part ends with a newline; when there are several, each is headed by its URI.
+    """
+    parts = []
+    for part in contents:
+        if part.text is not None:
+            body = part.text if part.text.endswith("\n") else part.text + "\n"
+        else:
+            size = len(_content_bytes(part))
+            kind = part.mime_type or "of unknown type"
+            body = f"[blob {kind}, {size} bytes; --out FILE writes it]\n"
+        head = f"==> {part.uri} <==\n" if len(contents) > 1 else ""
+        parts.append(head + body)
+    return "".join(parts)
+
+
+async def _prompts(target: str | list[str], args: argparse.Namespace) -> int:
+    async with _connect(target, args) as client:
+        prompts = await _listed(client.list_prompts)
+    if args.json:
+        print(_dumps([p.raw for p in prompts]))
+    else:
+        print(format_prompts(prompts, client.server_info))
+    return EXIT_OK
+
+
+def format_prompts(
+    prompts: Sequence[PromptInfo], server_info: Mapping[str, Any] | None = None
+) -> str:
+    """The prompts and their arguments as a plain-text table."""
+    lines = _heading(server_info, [(len(prompts), "prompt")])
+    for prompt in prompts:
+        about = prompt.description or prompt.title
+        summary = " ".join(about.split("\n\n")[0].split()) if about else ""
+        lines.append(prompt.name + (f"  {summary}" if summary else ""))
+        if prompt.arguments:
+            rows = [("ARGUMENT", "REQUIRED", "DESCRIPTION")]
+            rows += [
+                (a.name, "yes" if a.required else "no", a.description or a.title or "")
+                for a in prompt.arguments
+            ]
+            lines += _columns(rows, "    ")
+        else:
+            lines.append("    (no arguments)")
+        lines.append("")
+    if not prompts:
+        lines.append("(no prompts)")
+    return "\n".join(lines).rstrip()
+
+
+async def _prompt(
+    target: str | list[str], args: argparse.Namespace, name: str, pairs: list[tuple[str, str]]
+) -> int:
+    async with _connect(target, args) as client:
+        prompts = await _listed(client.list_prompts)
+        listed = next((p for p in prompts if p.name == name), None)
+        if listed is not None:
+            _check_names([n for n, _ in pairs], [a.name for a in listed.arguments])
+        try:
+            result = await client.get_prompt(name, dict(pairs))
+        except RequestError:
+            if listed is not None:
+                raise
+            raise UsageError(unknown_name("prompt", name, [p.name for p in prompts])) from None
+    print(_dumps(result.raw) if args.json else render_messages(result))
+    return EXIT_OK
+
+
+def _check_names(given: Iterable[str], known: Sequence[str]) -> None:
+    for name in given:
+        if name not in known:
+            raise UsageError(unknown_name("argument", name, known))
+
+
+def render_messages(result: PromptResult) -> str:
+    """A prompt's messages for people: `role: text` each, other content summarised."""
+    return "\n".join(
+        f"{message.role}: {describe_block(message.content)}" for message in result.messages
+    )
+
+
+#: A URI template's expressions (RFC 6570): an operator, then variables separated by commas.
+_TEMPLATE_EXPRESSION: Final = re.compile(r"\{[+#./;?&=,!@|]?([^}]*)\}")
+
+
+def template_variables(template: str) -> list[str]:
+    """The variables of an RFC 6570 URI template, in order (`{+path}`, `{?q,limit}` ...)."""
+    names = []
+    for expression in _TEMPLATE_EXPRESSION.findall(template):
+        for spec in expression.split(","):
+            name = spec.split(":", 1)[0].rstrip("*")
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class _Completing:
+    """What `trio-mcp complete` asks: an argument of `ref`, typed so far, among `context`."""
+
+    ref: str
+    argument: str
+    value: str
+    context: list[tuple[str, str]]
+
+
+async def _complete(target: str | list[str], args: argparse.Namespace, ask: _Completing) -> int:
+    ref, argument, value, pairs = ask.ref, ask.argument, ask.value, ask.context
+    async with _connect(target, args) as client:
+        prompts = await _listed(client.list_prompts)
+        templates = await _listed(client.list_resource_templates)
+        # A URI has a scheme and a colon; a prompt name has no colon (nor any in the demo).
+        is_uri = ":" in ref
+        listed: PromptInfo | ResourceTemplateInfo | None
+        if is_uri:
+            listed = next((t for t in templates if t.uri_template == ref), None)
+            wire: dict[str, Any] = {"type": "ref/resource", "uri": ref}
+        else:
+            listed = next((p for p in prompts if p.name == ref), None)
+            wire = {"type": "ref/prompt", "name": ref}
+        if isinstance(listed, PromptInfo):
+            _check_names([argument, *(n for n, _ in pairs)], [a.name for a in listed.arguments])
+        elif listed is not None:
+            _check_names([argument, *(n for n, _ in pairs)], template_variables(ref))
+        try:
+            completion = await client.complete(
+                listed or wire, argument, value, context_arguments=dict(pairs)
+            )
+        except RequestError:
+            if listed is not None:
+                raise
+            kind, known = (
+                ("resource template", [t.uri_template for t in templates])
+                if is_uri
+                else ("prompt", [p.name for p in prompts])
+            )
+            raise UsageError(unknown_name(kind, ref, known)) from None
+    if args.json:
+        shown: dict[str, Any] = {"values": list(completion.values)}
+        if completion.total is not None:
+            shown["total"] = completion.total
+        shown["hasMore"] = completion.has_more
+        print(_dumps(shown))
+        return EXIT_OK
+    for option in completion.values:
+        print(option)
+    left = (completion.total or 0) - len(completion.values)
+    if completion.has_more or left > 0:
+        more = f"{left} more" if left > 0 else "more"
+        print(f"trio-mcp complete: {more} values; type more of the value", file=sys.stderr)
+    return EXIT_OK
+
+
+_PRIMITIVE_COMMANDS: Final = frozenset(_PRIMITIVE_WORDS)
 
 
 # -- demo -----------------------------------------------------------------------------------------
