@@ -376,10 +376,10 @@ class Dispatcher:
     ) -> dict[str, Any]:
         uri = self._uri_of(request.params)
         target, kwargs = self._resolve_resource(scope, uri)
-        if target.context_param is not None:
-            kwargs[target.context_param] = Context(
-                request_id=request.id, tool_name=uri, scope=scope, send=notify, requester=requester
-            )
+        _inject_context(
+            target.context_param, kwargs, name=uri, request=request, scope=scope, notify=notify,
+            requester=requester,
+        )  # fmt: skip
         try:
             value = await self.invoker.invoke(target, kwargs)
         except ToolTimedOut:
@@ -481,14 +481,10 @@ class Dispatcher:
         requester: Requester | None,
     ) -> dict[str, Any]:
         found, kwargs = self._resolve_prompt(request.params)
-        if found.context_param is not None:
-            kwargs[found.context_param] = Context(
-                request_id=request.id,
-                tool_name=found.name,
-                scope=scope,
-                send=notify,
-                requester=requester,
-            )
+        _inject_context(
+            found.context_param, kwargs, name=found.name, request=request, scope=scope,
+            notify=notify, requester=requester,
+        )  # fmt: skip
         try:
             value = await self.invoker.invoke(found, kwargs)
         except ToolTimedOut:
@@ -673,14 +669,10 @@ class Dispatcher:
             kwargs = tool.validate(arguments)
         except ArgumentsInvalid as exc:
             return self._invalid(tool, exc)
-        if tool.context_param is not None:
-            kwargs[tool.context_param] = Context(
-                request_id=request.id,
-                tool_name=tool.name,
-                scope=scope,
-                send=notify,
-                requester=requester,
-            )
+        _inject_context(
+            tool.context_param, kwargs, name=tool.name, request=request, scope=scope, notify=notify,
+            requester=requester,
+        )  # fmt: skip
         try:
             value = await self.invoker.invoke(tool, kwargs)
         except ToolTimedOut:
@@ -763,3 +755,23 @@ def _named(
     elif not isinstance(arguments, dict):
         raise RemoteProtocolError('Invalid params: "arguments" must be an object', INVALID_PARAMS)
     return found, arguments
+
+
+def _inject_context(
+    param: str | None,
+    kwargs: dict[str, Any],
+    *,
+    name: str,
+    request: Request,
+    scope: RequestScope,
+    notify: NotificationSender,
+    requester: Requester | None,
+) -> None:
+    """Put the call's `Context` in `kwargs` under `param`, for a function that declares one.
+
+    `name` is what the context reports as the callee (a tool's or prompt's name, or a URI).
+    """
+    if param is not None:
+        kwargs[param] = Context(
+            request_id=request.id, tool_name=name, scope=scope, send=notify, requester=requester
+        )
