@@ -51,6 +51,8 @@ from ._core.types import (
 )
 from ._core.versions import SUPPORTED_VERSIONS
 from ._exceptions import (
+    ClientCapabilityError,
+    ClientTimeoutError,
     ConnectionClosed,
     LocalProtocolError,
     ProtocolError,
@@ -145,6 +147,8 @@ __all__ = [
     "CacheHint",
     "CallToolResult",
     "Client",
+    "ClientCapabilityError",
+    "ClientTimeoutError",
     "Completion",
     "ConnectionClosed",
     "Context",

@@ -24,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ClientCapabilityError",
+    "ClientTimeoutError",
     "ConnectionClosed",
     "LocalProtocolError",
     "ProtocolError",
@@ -91,6 +93,44 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer broke the protocol; `code` is what to answer it with."""
+
+
+class ClientCapabilityError(TrioMCPError):
+    """A tool asked the client for something it did not declare it can do.
+
+    Raised by `Context.elicit`, `Context.sample` and `Context.list_roots` before anything is
+    sent. A tool may catch it and carry on without (the demo's battle report falls back to its
+    template text); uncaught, the client gets -32021 (MissingRequiredClientCapability, with
+    `data.requiredCapabilities`) under 2026-07-28 and an `isError` result (a JSON-RPC error
+    for prompts and resources) under the handshake-era revisions.
+
+    Attributes:
+        capability: The capability that is missing, as the spec names it ("elicitation",
+            "sampling", "roots"), or "elicitation.url" for URL-mode elicitation.
+    """
+
+    def __init__(self, capability: str, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"the client did not declare the {capability!r} capability, so the server "
+            f"cannot ask it for that"
+        )
+        self.capability = capability
+
+
+class ClientTimeoutError(TrioMCPError):
+    """The client did not answer a request of the server's (sampling, elicitation, roots) in
+    time; the request was cancelled (`notifications/cancelled`).
+
+    Attributes:
+        method: The request's method.
+        timeout: The seconds waited.
+    """
+
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(f"the client did not answer {method} within {timeout:g} s")
+        self.method = method
+        self.timeout = timeout
 
 
 class TransportError(TrioMCPError):
