@@ -119,8 +119,9 @@ class ClientCapabilityError(TrioMCPError):
 
 
 class ClientTimeoutError(TrioMCPError):
-    """The client did not answer a request of the server's (sampling, elicitation, roots) in
-    time; the request was cancelled (`notifications/cancelled`).
+    """The client did not answer a request of the server's (sampling, elicitation, roots) in time.
+
+    The request was cancelled (`notifications/cancelled`) when the time ran out.
 
     Attributes:
         method: The request's method.

@@ -12,7 +12,7 @@ Rule 3: progress is sent only when the request carried `_meta.progressToken`, an
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
@@ -24,9 +24,24 @@ __all__ = ["Context", "NotificationSender", "Requester"]
 
 #: `await send(method, params)` queues one notification on the request's stream.
 NotificationSender = Callable[[str, dict[str, Any]], Awaitable[None]]
-#: `await request(method, params)` sends one request to the client and returns its `result`;
-#: raises `RequestError` for an error answer and `ConnectionClosed` when the connection ends.
-Requester = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
+
+
+class Requester(Protocol):
+    """How the runtime sends one request of the server's to the client (handshake era).
+
+    `await requester(method, params, timeout=...)` returns the client's `result`; raises
+    `RequestError` for an error answer, `ConnectionClosed` when the connection ends, and
+    `ClientTimeoutError` when `timeout` seconds pass first (the request is then cancelled with
+    `notifications/cancelled`). Cancelling the caller cancels the request the same way.
+    """
+
+    async def __call__(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> Any: ...
 
 
 class Context:

@@ -38,7 +38,13 @@ from .._core.jsonrpc import (
 from .._core.peer import Outcome
 from .._core.server_session import ServerSession
 from .._dispatch import Dispatcher
-from .._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolError, RequestError
+from .._exceptions import (
+    ClientTimeoutError,
+    ConnectionClosed,
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+)
 from .._features.context import NotificationSender
 from .hub import SessionHub
 
@@ -232,12 +238,21 @@ class SessionRuntime:
                 self._cut.add(request_id)
                 scope.cancel()
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> Any:
         """Send a request to the client and wait for its answer (Rule 2).
 
         Args:
             method: The JSON-RPC method, e.g. "roots/list".
             params: Its parameters, or None.
+            timeout: Seconds to wait for the answer (None: no limit). When they pass, the
+                request is cancelled (`notifications/cancelled`) and `ClientTimeoutError`
+                raised.
 
         Returns:
             The client's `result`.
@@ -245,8 +260,17 @@ class SessionRuntime:
         Raises:
             RequestError: when the client answers with a JSON-RPC error.
             ConnectionClosed: when the connection ended or ends before the answer.
+            ClientTimeoutError: when `timeout` passed first.
             LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
         """
+        if timeout is None:
+            return await self._request(method, params)
+        with trio.move_on_after(timeout) as waited:
+            return await self._request(method, params)
+        assert waited.cancelled_caught
+        raise ClientTimeoutError(method, timeout)
+
+    async def _request(self, method: str, params: dict[str, Any] | None) -> Any:
         if self._send is None:
             raise LocalProtocolError(
                 f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
