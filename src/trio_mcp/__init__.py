@@ -35,6 +35,17 @@ meets the same `SessionRuntime`; the client half is `_runtime/client` over `tran
 
 from typing import TYPE_CHECKING, Any
 
+from ._core.asking import (
+    Accepted,
+    Cancelled,
+    Declined,
+    ElicitOutcome,
+    ElicitRequest,
+    Root,
+    SamplingMessage,
+    SamplingRequest,
+    SamplingResult,
+)
 from ._core.types import (
     Annotations,
     AudioContent,
@@ -142,16 +153,21 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "Accepted",
     "Annotations",
     "AudioContent",
     "CacheHint",
     "CallToolResult",
+    "Cancelled",
     "Client",
     "ClientCapabilityError",
     "ClientTimeoutError",
     "Completion",
     "ConnectionClosed",
     "Context",
+    "Declined",
+    "ElicitOutcome",
+    "ElicitRequest",
     "EmbeddedResource",
     "HttpOptions",
     "Icon",
@@ -177,6 +193,10 @@ __all__ = [
     "ResourceTemplate",
     "ResourceTemplateInfo",
     "RetryPolicy",
+    "Root",
+    "SamplingMessage",
+    "SamplingRequest",
+    "SamplingResult",
     "Server",
     "SessionExpiredError",
     "TextContent",
