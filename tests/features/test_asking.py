@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
@@ -59,7 +61,7 @@ def asking_server(runs: list[str] | None = None) -> Server:
     runs = runs if runs is not None else []
 
     @server.tool()
-    async def greet(ctx: Context) -> str:
+    async def greet(ctx: Context, style: str = "") -> str:
         """Ask a name, then have the client's model write a greeting."""
         runs.append("greet")
         outcome = await ctx.elicit("What is your name?", Name)
@@ -552,3 +554,84 @@ async def test_elicit_with_an_inexpressible_type_is_a_tool_error_naming_the_fiel
         assert "Nested.inner cannot be asked" in response["result"]["content"][0]["text"]
     assert json.dumps(Declined().to_wire()) == '{"action": "decline"}'
     assert Cancelled().to_wire() == {"action": "cancel"}
+
+
+# -- properties: no change to a state survives, and none runs the tool ------------------------
+
+_SEAL = StateSeal(b"p" * 32, ttl=60)
+_BOUND = binding("tools/call", "greet", {})
+_TOKEN = _SEAL.seal(_BOUND, {"elicitation-1": {"action": "accept", "content": {"name": "A"}}}, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    position=st.integers(min_value=0, max_value=len(_TOKEN) - 1),
+    replacement=st.text(min_size=0, max_size=3),
+)
+def test_any_edit_of_a_state_is_refused(position: int, replacement: str) -> None:
+    edited = _TOKEN[:position] + replacement + _TOKEN[position + 1 :]
+    if edited == _TOKEN:
+        return
+    with pytest.raises(RemoteProtocolError) as caught:
+        _SEAL.open(edited, _BOUND, now=1.0)
+    assert caught.value.code == -32602
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=400), st.binary(max_size=64).map(lambda b: b.hex())))
+def test_arbitrary_text_is_never_a_state(text: str) -> None:
+    with pytest.raises(RemoteProtocolError):
+        _SEAL.open(text, _BOUND, now=1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    tamper=st.sampled_from(["edit", "truncate", "other-tool", "other-arguments", "oversize"]),
+    cut=st.integers(min_value=1, max_value=40),
+)
+def test_a_bad_state_never_runs_tool_code(tamper: str, cut: int) -> None:
+    runs: list[str] = []
+
+    async def scenario() -> dict[str, Any]:
+        async with open_memory_peer(asking_server(runs), initialize=False) as peer:
+            state = await first_state(peer)
+            runs.clear()
+            name, arguments = "greet", dict[str, Any]()
+            if tamper == "edit":
+                state = state[:cut] + ("A" if state[cut] != "A" else "B") + state[cut + 1 :]
+            elif tamper == "truncate":
+                state = state[:-cut]
+            elif tamper == "other-tool":
+                name = "everything"
+            elif tamper == "other-arguments":
+                arguments = {"style": str(cut)}
+            else:
+                state = state + "A" * (256 * 1024)
+            return await peer.request(  # type: ignore[no-any-return]
+                "tools/call",
+                {
+                    "name": name,
+                    "arguments": arguments,
+                    "_meta": meta(),
+                    "inputResponses": {"sampling-2": sampled("hi")},
+                    "requestState": state,
+                },
+            )
+
+    response = trio.run(scenario)
+    assert response["error"]["code"] == -32602
+    assert runs == []
+
+
+def test_no_other_spelling_of_the_mac_is_accepted() -> None:
+    # base64 leaves the last character's low bits unused: decoding before comparing would
+    # accept three other spellings of the same MAC.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    accepted = []
+    for char in alphabet:
+        try:
+            _SEAL.open(_TOKEN[:-1] + char, _BOUND, now=1.0)
+        except RemoteProtocolError:
+            continue
+        accepted.append(char)
+    assert accepted == [_TOKEN[-1]]

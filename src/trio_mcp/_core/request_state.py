@@ -135,16 +135,16 @@ class StateSeal:
             RemoteProtocolError: -32602 for a state that is not a string, too long, malformed,
                 tampered with, made for another request, or expired.
         """
-        if not isinstance(token, str):
+        if not isinstance(token, str) or not token.isascii():
             raise _refused("requestState must be the string the server sent")
         if len(token) > self.max_bytes:
             raise _refused(f"requestState is longer than the server's limit of {self.max_bytes}")
         payload, dot, mac = token.partition(".")
-        try:
-            given = _unb64(mac)
-        except (binascii.Error, ValueError):
-            given = b""
-        if not dot or not hmac.compare_digest(given, self._mac(payload)):
+        # The MAC is compared as the text we would have sent: decoding it first would accept
+        # other spellings of the same bytes (base64's unused low bits), a tampered-with state
+        # that still passes.
+        expected = _b64(self._mac(payload))
+        if not dot or not hmac.compare_digest(mac.encode(), expected.encode()):
             raise _refused("requestState failed its integrity check (changed, or not ours)")
         try:
             body = json.loads(_unb64(payload))
