@@ -635,3 +635,59 @@ def test_no_other_spelling_of_the_mac_is_accepted() -> None:
             continue
         accepted.append(char)
     assert accepted == [_TOKEN[-1]]
+
+
+async def test_cancelling_the_call_cancels_its_open_question(autojump_clock: Any) -> None:
+    runs: list[str] = []
+    async with open_memory_peer(asking_server(runs), initialize=False) as peer:
+        await initialized(peer, EVERYTHING)
+        with trio.fail_after(TIMEOUT):
+            call = await peer.start_request("tools/call", {"name": "greet", "arguments": {}})
+            asked = await peer.receive()
+            assert asked["method"] == "elicitation/create"
+            await peer.notify("notifications/cancelled", {"requestId": call})
+            told = await peer.receive()
+        assert told == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": asked["id"], "reason": "cancelled by the server"},
+        }
+        # The call gets no answer (it was cancelled); the connection still serves.
+        assert (await peer.request("ping"))["result"] == {}
+        assert not any(m.get("id") == call and "method" not in m for m in peer.log)
+
+
+async def test_url_mode_elicitation_and_its_completion_notice() -> None:
+    server = Server("url")
+
+    @server.tool()
+    async def connect(ctx: Context) -> str:
+        """Send the user to a consent page, then say it is done."""
+        outcome = await ctx.elicit_url("Authorize the archive", "https://example.com/consent")
+        if not isinstance(outcome, Accepted):
+            return "not authorized"
+        await ctx.complete_elicitation(outcome.data)
+        return f"authorized {outcome.data}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"elicitation": {"url": {}}})
+        with trio.fail_after(TIMEOUT):
+            call = await peer.start_request("tools/call", {"name": "connect", "arguments": {}})
+            asked = await peer.receive()
+            params = asked["params"]
+            assert params["mode"] == "url"
+            assert params["url"] == "https://example.com/consent"
+            await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
+            notice = await peer.receive()
+            response = await peer.receive()
+        assert notice["method"] == "notifications/elicitation/complete"
+        assert notice["params"] == {"elicitationId": params["elicitationId"]}
+        assert response["id"] == call
+        assert response["result"]["content"][0]["text"] == f"authorized {params['elicitationId']}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"elicitation": {}})  # {} means form mode only
+        with trio.fail_after(TIMEOUT):
+            response = await peer.call("connect")
+        assert response["result"]["isError"] is True
+        assert "url-mode elicitation" in response["result"]["content"][0]["text"]
