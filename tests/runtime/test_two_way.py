@@ -21,6 +21,7 @@ from tests.helpers import open_memory_peer, scripted
 from tests.http_helpers import serve
 from trio_mcp import (
     Client,
+    ClientTimeoutError,
     ConnectionClosed,
     Context,
     RequestError,
@@ -463,13 +464,54 @@ async def test_a_2026_07_28_request_may_not_ask_the_client(send: Any) -> None:
     assert runtime.peer.pending_count == 0
 
 
-async def test_over_http_a_tool_learns_why_it_cannot_ask() -> None:
-    async with serve(asking_server()) as served, open_client(served.url) as client:
-        client._handlers["roots/list"] = _unreachable
-        result = await client.call_tool("ask")
+async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:
+    async def roots(params: dict[str, Any]) -> Any:
+        return ROOTS
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(asking_server()) as served, open_client(served.url) as client:
+            client._handlers["roots/list"] = roots
+            result = await client.call_tool("ask")
+            again = await client.call_tool("ask")  # the session asks as often as it needs
+    assert json.loads(result.text) == ROOTS
+    assert json.loads(again.text) == ROOTS
+
+
+async def test_over_streamable_http_a_timeout_cancels_the_clients_handler() -> None:
+    server = Server("two-way")
+    stuck = _Stuck()
+
+    @server.tool()
+    async def impatient(ctx: Context) -> str:
+        """Ask, giving the client a fifth of a second."""
+        assert ctx._requester is not None
+        try:
+            await ctx._requester("roots/list", {}, timeout=0.2)
+        except ClientTimeoutError:
+            return "gave up"
+        return "answered"
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(server) as served, open_client(served.url) as client:
+            client._handlers["roots/list"] = stuck
+            result = await client.call_tool("impatient")
+            # The cancellation came on the call's stream, before its result.
+            await stuck.ended.wait()
+    assert result.text == "gave up"
+    assert stuck.cancelled
+
+
+async def test_over_stateless_http_a_tool_learns_why_it_cannot_ask() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve(asking_server(), stateless=True) as served,
+            open_client(served.url) as client,
+        ):
+            client._handlers["roots/list"] = _unreachable
+            result = await client.call_tool("ask")
     assert result.is_error
     assert "LocalProtocolError" in result.text
-    assert "only on the stream of a request it is answering" in result.text
+    assert "stateless mode" in result.text
 
 
 async def test_over_legacy_sse_a_tool_gets_the_clients_answer() -> None:
