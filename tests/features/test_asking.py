@@ -691,3 +691,46 @@ async def test_url_mode_elicitation_and_its_completion_notice() -> None:
             response = await peer.call("connect")
         assert response["result"]["isError"] is True
         assert "url-mode elicitation" in response["result"]["content"][0]["text"]
+
+
+async def test_a_roots_change_runs_the_handler_which_may_list_them() -> None:
+    server = Server("roots")
+    seen: list[list[str]] = []
+    handled = trio.Event()
+
+    @server.on_roots_changed
+    async def reread(ctx: Context) -> None:
+        seen.append([root.uri for root in await ctx.list_roots()])
+        handled.set()
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"roots": {"listChanged": True}})
+        with trio.fail_after(TIMEOUT):
+            await peer.notify("notifications/roots/list_changed")
+            asked = await peer.receive()
+            assert asked["method"] == "roots/list"
+            await peer.send(
+                {"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": "file:///new"}]}}
+            )
+            await handled.wait()
+        assert seen == [["file:///new"]]
+
+
+async def test_a_failing_roots_handler_is_logged_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server("roots")
+    ran = trio.Event()
+
+    @server.on_roots_changed
+    async def broken(ctx: Context) -> None:
+        ran.set()
+        raise RuntimeError("boom")
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"roots": {}})
+        with trio.fail_after(TIMEOUT):
+            await peer.notify("notifications/roots/list_changed")
+            await ran.wait()
+            assert (await peer.request("ping"))["result"] == {}
+    assert "the roots/list_changed handler raised" in caplog.text

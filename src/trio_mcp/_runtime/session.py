@@ -51,7 +51,7 @@ from .._exceptions import (
     RemoteProtocolError,
     RequestError,
 )
-from .._features.context import NotificationSender, Requester
+from .._features.context import Context, NotificationSender, Requester
 from .hub import SessionHub
 
 __all__ = [
@@ -85,6 +85,8 @@ class SessionOwner(Protocol):
     max_in_flight: int
     max_line_bytes: int
     shutdown_grace: float
+    #: Run (in a task of its own) when the client says its roots changed; None: nothing runs.
+    roots_changed: Callable[[Context], Awaitable[None]] | None
 
     def new_session(self) -> ServerSession:
         """A fresh protocol session for one client."""
@@ -128,6 +130,9 @@ class SessionRuntime:
         # Requests `shut_down` cut short: they are answered "server shutting down", not dropped.
         self._cut: set[RequestId] = set()
         self._shutting_down = False
+        #: Starts a task that lives as long as the connection (set by `connection`); None over
+        #: Streamable HTTP, where a session has no task of its own between requests.
+        self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         # Whether the session outlives one request (`open`): only then can a message of the
         # client's own (the answer to a request of the server's) reach it later.
         self._kept = False
@@ -518,6 +523,8 @@ class SessionRuntime:
                         "cancellation for unknown or finished request %r",
                         (message.params or {}).get("requestId"),
                     )
+            elif message.method == "notifications/roots/list_changed":
+                self._roots_changed()
             elif message.method == "notifications/initialized":
                 pass  # the handshake's last step: `initialize` already settled everything
             else:
@@ -530,6 +537,34 @@ class SessionRuntime:
                 waiter = self._waiters[outcome.request_id]
                 waiter.outcome = outcome
                 waiter.done.set()
+
+    def _roots_changed(self) -> None:
+        """Run the server's roots handler for this session, in a task of its own."""
+        handler = self.server.roots_changed
+        if handler is None:
+            logger.debug("notifications/roots/list_changed: the server registered no handler")
+        elif self.spawn is None:
+            logger.info(
+                "notifications/roots/list_changed: the handler cannot run over Streamable HTTP "
+                "yet (the session has no stream to ask the client on outside a call)"
+            )
+        else:
+            self.spawn(lambda: self._run_roots_handler(handler))
+
+    async def _run_roots_handler(self, handler: Callable[[Context], Awaitable[None]]) -> None:
+        scope = self.session.scope("notifications/roots/list_changed", None)
+        context = Context(
+            request_id="notifications/roots/list_changed",
+            tool_name="notifications/roots/list_changed",
+            scope=scope,
+            send=self.notify,
+            requester=self.request,
+            ask_timeout=self.dispatcher.ask_timeout,
+        )
+        try:
+            await handler(context)
+        except Exception:
+            logger.exception("the roots/list_changed handler raised")
 
 
 async def _send_cancel(send: MessageSender, params: dict[str, Any] | None) -> None:
