@@ -1,4 +1,7 @@
-"""Warhammer 40k tools: Inquisitor names, flavoured dice rolls, and a (slow) battle simulation.
+"""Warhammer 40k tools: Inquisitor names, dice, a (slow) battle simulation, and two that ask.
+
+`wh40k.wager` asks the user which side they back (elicitation); `wh40k.battle_report` has the
+client's model narrate a battle (sampling), with template text when the client cannot sample.
 
 Every random choice comes from the module's `rng`, so tests can make results repeatable with
 `demo_tools.wh40k.rng.seed(...)`, or a served process with the TRIO_MCP_DEMO_SEED variable.
@@ -12,7 +15,16 @@ from typing import Annotated, Literal
 import trio
 from pydantic import Field
 
-from trio_mcp import Context, Param, tool
+from trio_mcp import (
+    Accepted,
+    Choices,
+    ClientCapabilityError,
+    Context,
+    Declined,
+    Param,
+    RequestError,
+    tool,
+)
 
 from .codex import chronicle
 
@@ -21,10 +33,13 @@ __all__ = [
     "BattleReport",
     "DiceRoll",
     "Inquisitor",
+    "Wager",
+    "battle_report",
     "battle_simulation",
     "inquisitor_name",
     "rng",
     "roll_dice",
+    "wager",
 ]
 
 rng = random.Random(os.environ.get("TRIO_MCP_DEMO_SEED"))
@@ -151,3 +166,67 @@ async def battle_simulation(
     return BattleReport(
         imperial, enemy, battlefield, victory, imperial_losses, enemy_losses, report
     )
+
+
+@dataclass
+class Wager:
+    """What the user backs in `wh40k.wager`."""
+
+    side: Annotated[
+        str, Choices({"imperium": "The Imperium of Man", "foe": "The foe"}), Field(title="Side")
+    ] = "imperium"
+    thrones: Annotated[int, Field(ge=1, le=1000, description="Thrones wagered")] = 10
+
+
+@tool("wh40k.wager", "Back a side in a battle, then watch it fought")
+async def wager(
+    ctx: Context,
+    imperial_force: Annotated[str, Param("Imperial force (random when empty)")] = "",
+    enemy_force: Annotated[str, Param("Enemy force (random when empty)")] = "",
+) -> str:
+    """Ask which side the user backs (default: the Imperium, 10 Thrones), then fight it out.
+
+    It asks before it rolls anything: under 2026-07-28 the call runs again from the start once
+    the answer arrives, and a roll made before the question would be made twice.
+    """
+    outcome = await ctx.elicit("Which side do you back, and for how many Thrones?", Wager)
+    if isinstance(outcome, Declined):
+        return "No wager: the Emperor protects your purse."
+    if not isinstance(outcome, Accepted):
+        return "The bookmaker shrugs: the wager is off."
+    imperial = imperial_force or rng.choice(_IMPERIAL_FORCES)
+    enemy = enemy_force or rng.choice(_ENEMY_FORCES)
+    imperial_won = rng.random() < 0.5
+    won = imperial_won == (outcome.data.side == "imperium")
+    victor = imperial if imperial_won else enemy
+    result = f"won {2 * outcome.data.thrones}" if won else f"lost {outcome.data.thrones}"
+    return f"The {victor} carried the day: you {result} Thrones."
+
+
+@tool("wh40k.battle_report", "A battle report, narrated by the client's model when it can")
+async def battle_report(
+    ctx: Context,
+    imperial_force: Annotated[str, Param("Imperial force")] = "Ultramarines",
+    enemy_force: Annotated[str, Param("Enemy force")] = "Orks of the Goff clan",
+) -> str:
+    """Ask the client's model to narrate a battle; the template text when it cannot sample.
+
+    The battle follows from the forces alone (its own seeded generator): under 2026-07-28 the
+    call runs again when the narration arrives, and it must describe the same battle.
+    """
+    fate = random.Random(f"{imperial_force}|{enemy_force}")
+    battlefield = fate.choice(_BATTLEFIELDS)
+    victor, vanquished = (
+        (imperial_force, enemy_force) if fate.random() < 0.5 else (enemy_force, imperial_force)
+    )
+    template = f"On {battlefield}, the {victor} broke the {vanquished}. The Emperor protects."
+    try:
+        reply = await ctx.sample(
+            f"Write a three-sentence battle report: on {battlefield}, the {victor} defeated the "
+            f"{vanquished}.",
+            max_tokens=300,
+            system_prompt="You are a Remembrancer of the Imperium, grim and brief.",
+        )
+    except (ClientCapabilityError, RequestError):
+        return template  # the client cannot (or would not) sample
+    return reply.text or template

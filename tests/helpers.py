@@ -40,6 +40,8 @@ DEMO_TOOLS = [
     "wh40k.inquisitor_name",
     "wh40k.roll_dice",
     "wh40k.battle_simulation",
+    "wh40k.wager",
+    "wh40k.battle_report",
 ]
 
 

@@ -28,6 +28,7 @@ import trio
 import demo_tools
 import demo_tools.tour
 import trio_mcp
+from tests.helpers import DEMO_TOOLS
 from trio_mcp import (
     Progress,
     PromptMessage,
@@ -104,7 +105,7 @@ def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("trio-mcp-demo ")
-    assert ": 8 tools" in out.splitlines()[0]
+    assert f": {len(DEMO_TOOLS)} tools" in out.splitlines()[0]
     assert "calculator.add  Add two numbers" in out
     assert "PARAMETER   TYPE            REQUIRED  DEFAULT  DESCRIPTION" in out
     assert "dice_count  integer 1..100  yes                Number of dice to roll" in out
@@ -195,7 +196,7 @@ def test_tools_as_json_and_one_tool_as_json() -> None:
     assert listed.returncode == 0, listed.stderr
     tools = json.loads(listed.stdout)
     assert [tool["name"] for tool in tools][:2] == ["calculator.add", "calculator.subtract"]
-    assert len(tools) == 8
+    assert len(tools) == len(DEMO_TOOLS)
     assert all("inputSchema" in tool for tool in tools)
     one = cli("tools", "--json", "calculator.power", "--", sys.executable, "-m", "demo_tools")
     assert one.returncode == 0, one.stderr

@@ -78,6 +78,7 @@ from ._exceptions import (
     TrioMCPError,
     TrioRequiredError,
 )
+from ._features.asking import Choices
 from ._features.context import Context
 from ._features.prompts import Prompt, prompt
 from ._features.resources import Resource, ResourceTemplate, resource
@@ -159,6 +160,7 @@ __all__ = [
     "CacheHint",
     "CallToolResult",
     "Cancelled",
+    "Choices",
     "Client",
     "ClientCapabilityError",
     "ClientTimeoutError",
