@@ -734,3 +734,32 @@ async def test_a_failing_roots_handler_is_logged_and_the_session_goes_on(
             await ran.wait()
             assert (await peer.request("ping"))["result"] == {}
     assert "the roots/list_changed handler raised" in caplog.text
+
+
+async def test_a_function_that_swallows_the_signal_still_gets_input_required() -> None:
+    server = Server("stubborn")
+
+    @server.tool()
+    async def stubborn(ctx: Context) -> str:
+        """Catches everything, even what it should not."""
+        try:
+            await ctx.list_roots()
+        except BaseException:
+            return "carried on regardless"
+        return "answered"
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        """Uses one key for two questions."""
+        await ctx.gather(ctx.list_roots(key="same"), ctx.list_roots(key="same"))
+        return "unreachable"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        first = (await modern_call(peer, "stubborn"))["result"]
+        assert first["resultType"] == "input_required"
+        assert list(first["inputRequests"]) == ["roots-1"]
+        done = await modern_call(peer, "stubborn", inputResponses={"roots-1": {"roots": []}})
+        assert done["result"]["content"][0]["text"] == "answered"
+        twice_result = (await modern_call(peer, "twice"))["result"]
+        assert twice_result["isError"] is True
+        assert "'same' was used twice" in twice_result["content"][0]["text"]
