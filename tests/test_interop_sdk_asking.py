@@ -1,0 +1,492 @@
+"""Interop: our server asks the official `mcp` SDK client (elicitation, sampling, roots).
+
+The SDK client answers with its own callbacks (`elicitation_callback`, `sampling_callback`,
+`list_roots_callback`; a callback given declares the capability). The server is
+`tests/fixtures/asking_server.py`: over stdio as a subprocess, and in this process on a
+loopback port (`tests/http_helpers.serve`) for legacy HTTP+SSE and for Streamable HTTP. The
+SDK runs on anyio, here on trio.
+
+Two eras. With `mode="legacy"` the SDK settles on 2025-11-25, and each question is a request
+of the server's (on the connection, on the SSE event stream, or on the asking call's POST
+stream). With `mode="auto"` it settles on 2026-07-28, and each question comes back in an
+`input_required` result that the SDK answers with the same callbacks and sends again with
+`inputResponses` and the `requestState` (its `mcp/client/_input_required.py`). The legacy
+HTTP+SSE transport is a handshake-era transport: it is tested in that era only.
+
+Every SDK transport is wrapped in a tap (`tapped`) that keeps the JSON-RPC messages it carries
+each way, so the tests check the wire as well as what the tool and the callbacks saw: which
+questions came as requests, the `notifications/cancelled` each side sent, the rounds of a
+2026-07-28 call.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import pytest
+import trio
+from mcp import Client, MCPError
+from mcp.client.context import ClientRequestContext
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    ListRootsResult,
+    Root,
+    TextContent,
+)
+
+from tests.fixtures import asking_server
+from tests.http_helpers import serve
+from tests.stdio_peer import ROOT
+
+#: Bounds one test: spawning or serving, the SDK session, its calls and its shutdown.
+TIMEOUT = 30
+FIXTURE = str(ROOT / "tests" / "fixtures" / "asking_server.py")
+#: SDK connect mode -> the version it settles on with our server.
+VERSIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+#: (transport, SDK mode): stdio and Streamable HTTP in both eras, legacy HTTP+SSE in its own.
+CONNECTIONS = [
+    ("stdio", "legacy"),
+    ("stdio", "auto"),
+    ("streamable", "legacy"),
+    ("streamable", "auto"),
+    ("sse", "legacy"),
+]
+HANDSHAKE_CONNECTIONS = [c for c in CONNECTIONS if c[1] == "legacy"]
+#: What the SDK's elicitation callback fills in (squads left out: the form's default applies).
+FILLED = {"commander": "Yarrick", "side": "chaos"}
+ROOTS = [Root(uri="file:///work/cadia", name="cadia")]
+MISSING_SAMPLING = (
+    "the client did not declare the 'sampling' capability, so the server cannot ask it for that"
+)
+TIMED_OUT = (
+    f"the client did not answer elicitation/create within {asking_server.IMPATIENT_SECONDS:g} s"
+)
+
+
+# -- the wire, as the SDK's transport carries it ---------------------------------------------------
+
+
+@dataclass
+class Wire:
+    """Every JSON-RPC message an SDK transport carried: `received` from the server, `sent` to it."""
+
+    received: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+
+    def server_requests(self) -> list[dict[str, Any]]:
+        """The requests the server sent the client."""
+        return [m for m in self.received if "method" in m and "id" in m]
+
+    def cancelled(self, messages: list[dict[str, Any]]) -> list[Any]:
+        """The request ids `notifications/cancelled` named, in `messages`."""
+        return [
+            m["params"]["requestId"]
+            for m in messages
+            if m.get("method") == "notifications/cancelled"
+        ]
+
+    def rounds(self, tool: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Each `tools/call` of `tool` the client sent, with the answer it got (None if none)."""
+        answers = {m["id"]: m for m in self.received if "method" not in m and "id" in m}
+        return [
+            (m, answers.get(m["id"]))
+            for m in self.sent
+            if m.get("method") == "tools/call" and m["params"]["name"] == tool
+        ]
+
+
+def _as_dict(item: object) -> dict[str, Any] | None:
+    if isinstance(item, SessionMessage):
+        dumped: dict[str, Any] = item.message.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+        return dumped
+    return None
+
+
+class _TapRead:
+    """The SDK's read stream, keeping each message it yields."""
+
+    def __init__(self, inner: Any, kept: list[dict[str, Any]]) -> None:
+        self._inner = inner
+        self._kept = kept
+
+    def __getattr__(self, name: str) -> Any:  # last_context, for the context-carrying streams
+        return getattr(self._inner, name)
+
+    def _keep(self, item: object) -> None:
+        message = _as_dict(item)
+        if message is not None:
+            self._kept.append(message)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._keep(item)
+        return item
+
+    def __aiter__(self) -> _TapRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        item = await self._inner.__anext__()
+        self._keep(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapRead:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(kind, exc, tb)
+        return result
+
+
+class _TapWrite:
+    """The SDK's write stream, keeping each message sent through it."""
+
+    def __init__(self, inner: Any, kept: list[dict[str, Any]]) -> None:
+        self._inner = inner
+        self._kept = kept
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, item: Any, /) -> None:
+        message = _as_dict(item)
+        if message is not None:
+            self._kept.append(message)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapWrite:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(kind, exc, tb)
+        return result
+
+
+@asynccontextmanager
+async def tapped(
+    transport: AbstractAsyncContextManager[tuple[Any, Any]], wire: Wire
+) -> AsyncIterator[tuple[Any, Any]]:
+    """An SDK transport whose messages, both ways, are kept in `wire`."""
+    async with transport as (read, write):
+        yield _TapRead(read, wire.received), _TapWrite(write, wire.sent)
+
+
+# -- the SDK client's side: its callbacks, and a connection to our server --------------------------
+
+
+class Answerer:
+    """The SDK callbacks, keeping what they were asked.
+
+    `action` is what the elicitation callback does: "accept" (with `FILLED`), "decline",
+    "cancel", or "hold": wait until cancelled (`holding` is set once it waits, `released`
+    once it was cancelled).
+    """
+
+    def __init__(self, action: str = "accept") -> None:
+        self.action = action
+        self.forms: list[ElicitRequestFormParams] = []
+        self.samplings: list[CreateMessageRequestParams] = []
+        self.roots_asked = 0
+        self.holding = trio.Event()
+        self.released = trio.Event()
+
+    async def elicit(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        assert isinstance(params, ElicitRequestFormParams), params
+        self.forms.append(params)
+        if self.action == "hold":
+            self.holding.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.released.set()
+        if self.action == "accept":
+            return ElicitResult(action="accept", content=dict(FILLED))
+        return ElicitResult(action=self.action)
+
+    async def sample(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult:
+        self.samplings.append(params)
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="Waaagh!"), model="sdk-test"
+        )
+
+    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
+        self.roots_asked += 1
+        return ListRootsResult(roots=ROOTS)
+
+    def callbacks(self, *, sampling: bool = True) -> dict[str, Any]:
+        """The Client options that install these callbacks (and so declare the capabilities)."""
+        options: dict[str, Any] = {
+            "elicitation_callback": self.elicit,
+            "list_roots_callback": self.roots,
+        }
+        if sampling:
+            options["sampling_callback"] = self.sample
+        return options
+
+
+@dataclass
+class Connection:
+    client: Client
+    wire: Wire
+    #: The server's stderr (stdio only), once the connection is closed.
+    stderr: str = ""
+
+
+@asynccontextmanager
+async def connect(
+    transport: str, mode: str, answerer: Answerer, *, impatient: bool = False, sampling: bool = True
+) -> AsyncIterator[Connection]:
+    """The SDK client with `answerer`'s callbacks, connected to the asking fixture server.
+
+    `impatient` serves `impatient_server` (it gives up on an answer after 0.5 s).
+    """
+    wire = Wire()
+    options = {"mode": mode, **answerer.callbacks(sampling=sampling)}
+    if transport == "stdio":
+        target = FIXTURE + (":impatient_server" if impatient else "")
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "trio_mcp", "run", target], cwd=ROOT
+        )
+        with tempfile.TemporaryFile("w+") as errlog:
+            connection = Connection(
+                Client(tapped(stdio_client(params, errlog=errlog), wire), **options), wire
+            )
+            async with connection.client:
+                yield connection
+            errlog.seek(0)
+            connection.stderr = errlog.read()
+        assert_no_unexpected_traceback(connection.stderr)
+        return
+    server = asking_server.build(ask_timeout=asking_server.IMPATIENT_SECONDS if impatient else 60)
+    async with serve(server) as served:
+        url = served.url if transport == "streamable" else served.base + "/sse"
+        sdk_transport = (
+            streamable_http_client(url) if transport == "streamable" else sse_client(url)
+        )
+        connection = Connection(Client(tapped(sdk_transport, wire), **options), wire)
+        async with connection.client:
+            assert connection.client.protocol_version == VERSIONS[mode]
+            yield connection
+
+
+def assert_no_unexpected_traceback(stderr: str) -> None:
+    """No traceback on the server's side, but the one an uncaught `ClientTimeoutError` logs."""
+    tracebacks = stderr.count("Traceback")
+    timeouts = len(re.findall(r"^trio_mcp\._exceptions\.ClientTimeoutError: ", stderr, re.M))
+    assert tracebacks == timeouts, stderr
+
+
+async def journal(client: Client, entries: int) -> list[str]:
+    """The server's journal once it has `entries` entries (a cancelled tool writes its own
+    entry as it unwinds, which may come a moment after the client heard of it)."""
+    while True:
+        result = await client.call_tool("journal", {})
+        assert result.structured_content is not None
+        found: list[str] = result.structured_content["result"]
+        if len(found) >= entries:
+            return found
+        await trio.sleep(0.02)
+
+
+def only_text(result: Any) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+# -- a tool that elicits, samples and lists roots completes ----------------------------------------
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_a_tool_that_elicits_samples_and_lists_roots_completes(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer()
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            result = await connection.client.call_tool("muster", {"battle": "Armageddon"})
+            assert await journal(connection.client, 1) == ["done"]
+    wire = connection.wire
+    assert not result.is_error, result
+    assert result.structured_content == {
+        "outcome": "Accepted",
+        "commander": "Yarrick",
+        "side": "chaos",
+        "squads": 3,  # left out of the answer: the form's default
+        "cry": "Waaagh!",
+        "model": "sdk-test",
+        "roots": [{"uri": "file:///work/cadia", "name": "cadia"}],
+    }
+    (form,) = answerer.forms
+    assert form.message == "Muster your army for Armageddon"
+    assert form.requested_schema["properties"] == {
+        "commander": {"type": "string", "default": "Creed", "description": "Who leads"},
+        "side": {"type": "string", "enum": ["imperium", "chaos"], "default": "imperium"},
+        "squads": {
+            "type": "integer",
+            "default": 3,
+            "minimum": 1,
+            "maximum": 10,
+            "description": "Squads to field",
+        },
+    }
+    (sampling,) = answerer.samplings
+    assert sampling.max_tokens == 40
+    assert sampling.system_prompt == "Be brief."
+    (message,) = sampling.messages
+    assert message.role == "user"
+    assert message.content == TextContent(
+        type="text", text="A battle cry for Yarrick at Armageddon"
+    )
+    assert answerer.roots_asked == 1
+
+    asked = ["elicitation/create", "sampling/createMessage", "roots/list"]
+    rounds = wire.rounds("muster")
+    if mode == "legacy":  # three requests of the server's, one call
+        assert [m["method"] for m in wire.server_requests()] == asked
+        assert len(rounds) == 1
+        return
+    # 2026-07-28: no request of the server's; the call was sent four times, each question in
+    # an input_required result of its own (keys numbered in asking order), answered in the
+    # next attempt, which echoes the state it was given.
+    assert wire.server_requests() == []
+    assert len(rounds) == 4
+    sent_state, open_keys = None, set[str]()
+    for (call, answer), method in zip(rounds, [*asked, None], strict=True):
+        assert answer is not None
+        params = call["params"]
+        assert params.get("requestState") == sent_state
+        assert set(params.get("inputResponses", {})) == open_keys
+        outcome = answer["result"]
+        if method is None:
+            assert outcome.get("resultType", "complete") == "complete"
+            break
+        assert outcome["resultType"] == "input_required"
+        ((key, request),) = outcome["inputRequests"].items()
+        assert key == f"{method.split('/')[0]}-{asked.index(method) + 1}"
+        assert request["method"] == method
+        sent_state, open_keys = outcome["requestState"], {key}
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_gathered_questions_are_answered_in_one_round(transport: str, mode: str) -> None:
+    answerer = Answerer()
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            result = await connection.client.call_tool("council", {})
+    assert result.structured_content == {
+        "outcome": "Accepted",
+        "cry": "Waaagh!",
+        "roots": ["file:///work/cadia"],
+    }
+    assert (len(answerer.forms), len(answerer.samplings), answerer.roots_asked) == (1, 1, 1)
+    rounds = connection.wire.rounds("council")
+    if mode == "legacy":  # asked one after another, as requests
+        assert len(connection.wire.server_requests()) == 3
+        assert len(rounds) == 1
+        return
+    # 2026-07-28: one input_required result with the three, under the tool's keys; one retry.
+    first, retry = rounds
+    assert first[1] is not None
+    questions = first[1]["result"]["inputRequests"]
+    assert {key: q["method"] for key, q in questions.items()} == {
+        "army": "elicitation/create",
+        "cry": "sampling/createMessage",
+        "roots": "roots/list",
+    }
+    assert set(retry[0]["params"]["inputResponses"]) == {"army", "cry", "roots"}
+    assert retry[0]["params"]["requestState"] == first[1]["result"]["requestState"]
+
+
+# -- declined and cancelled elicitations ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_declined_and_cancelled_elicitations_reach_the_tool(
+    transport: str, mode: str, action: str
+) -> None:
+    answerer = Answerer(action)
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            result = await connection.client.call_tool("muster", {})
+            entries = await journal(connection.client, 1)
+    record = {"decline": "Declined", "cancel": "Cancelled"}[action]
+    assert not result.is_error
+    assert result.structured_content == {"outcome": record}
+    assert entries == [record.lower()]
+    assert len(answerer.forms) == 1
+    assert answerer.samplings == []  # the tool stopped at the answer
+    assert answerer.roots_asked == 0
+
+
+# -- a client without the sampling callback --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_a_client_without_sampling_gets_the_missing_capability_named(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer()
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer, sampling=False) as connection:
+            if mode == "legacy":  # no error code for it in this era: an isError result
+                result = await connection.client.call_tool("muster", {})
+                assert result.is_error
+                assert only_text(result) == MISSING_SAMPLING
+            else:  # 2026-07-28: -32021 MissingRequiredClientCapability, naming what is missing
+                with pytest.raises(MCPError) as refused:
+                    await connection.client.call_tool("muster", {})
+                assert refused.value.error.code == -32021
+                assert MISSING_SAMPLING in refused.value.error.message
+                assert refused.value.error.data == {"requiredCapabilities": {"sampling": {}}}
+            assert await journal(connection.client, 1) == [f"missing: {MISSING_SAMPLING}"]
+    wire = connection.wire
+    # The SDK declared no sampling capability, and the server asked nothing it could not answer.
+    declared = [
+        m["params"]["capabilities"] for m in wire.sent if m.get("method") == "initialize"
+    ] or [
+        m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        for m in wire.sent
+        if m.get("method") == "tools/call"
+    ]
+    assert declared
+    assert all("sampling" not in c and "elicitation" in c for c in declared)
+    assert [m["method"] for m in wire.server_requests()] == (
+        ["elicitation/create"] if mode == "legacy" else []
+    )
+    assert len(answerer.forms) == 1  # it elicited first; the sampling was never sent
