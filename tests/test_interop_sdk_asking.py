@@ -207,13 +207,14 @@ async def tapped(
 class Answerer:
     """The SDK callbacks, keeping what they were asked.
 
-    `action` is what the elicitation callback does: "accept" (with `FILLED`), "decline",
+    `action` is what the elicitation callback does: "accept" (with `content`), "decline",
     "cancel", or "hold": wait until cancelled (`holding` is set once it waits, `released`
     once it was cancelled).
     """
 
-    def __init__(self, action: str = "accept") -> None:
+    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None) -> None:
         self.action = action
+        self.content = FILLED if content is None else content
         self.forms: list[ElicitRequestFormParams] = []
         self.samplings: list[CreateMessageRequestParams] = []
         self.roots_asked = 0
@@ -232,7 +233,7 @@ class Answerer:
             finally:
                 self.released.set()
         if self.action == "accept":
-            return ElicitResult(action="accept", content=dict(FILLED))
+            return ElicitResult(action="accept", content=dict(self.content))
         return ElicitResult(action=self.action)
 
     async def sample(
@@ -268,19 +269,25 @@ class Connection:
 
 @asynccontextmanager
 async def connect(
-    transport: str, mode: str, answerer: Answerer, *, impatient: bool = False, sampling: bool = True
+    transport: str,
+    mode: str,
+    answerer: Answerer,
+    *,
+    impatient: bool = False,
+    sampling: bool = True,
+    command: list[str] | None = None,
 ) -> AsyncIterator[Connection]:
     """The SDK client with `answerer`'s callbacks, connected to the asking fixture server.
 
-    `impatient` serves `impatient_server` (it gives up on an answer after 0.5 s).
+    `impatient` serves `impatient_server` (it gives up on an answer after 0.5 s); over stdio,
+    `command` runs `python <command>` instead of the fixture.
     """
     wire = Wire()
     options = {"mode": mode, **answerer.callbacks(sampling=sampling)}
     if transport == "stdio":
         target = FIXTURE + (":impatient_server" if impatient else "")
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "trio_mcp", "run", target], cwd=ROOT
-        )
+        args = command or ["-m", "trio_mcp", "run", target]
+        params = StdioServerParameters(command=sys.executable, args=args, cwd=ROOT)
         with tempfile.TemporaryFile("w+") as errlog:
             connection = Connection(
                 Client(tapped(stdio_client(params, errlog=errlog), wire), **options), wire
@@ -320,6 +327,13 @@ async def journal(client: Client, entries: int) -> list[str]:
         if len(found) >= entries:
             return found
         await trio.sleep(0.02)
+
+
+async def released(answerer: Answerer) -> None:
+    """Wait until the held elicitation callback was cancelled (a few seconds at most)."""
+    with trio.move_on_after(5):
+        await answerer.released.wait()
+    assert answerer.released.is_set(), "the held SDK callback was never cancelled"
 
 
 def only_text(result: Any) -> str:
@@ -490,3 +504,127 @@ async def test_a_client_without_sampling_gets_the_missing_capability_named(
         ["elicitation/create"] if mode == "legacy" else []
     )
     assert len(answerer.forms) == 1  # it elicited first; the sampling was never sent
+
+
+# -- a client that does not answer in time ---------------------------------------------------------
+
+NO_SERVER_TIMEOUT_IN_2026 = (
+    "2026-07-28 has no server-side wait to time out: the question travels in an input_required "
+    "result and the server holds nothing open while the SDK callback answers (ask_timeout is a "
+    "handshake-era bound; docs/reference.md, Asking the client)"
+)
+
+
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        *HANDSHAKE_CONNECTIONS,
+        pytest.param("stdio", "auto", marks=pytest.mark.skip(reason=NO_SERVER_TIMEOUT_IN_2026)),
+    ],
+)
+async def test_a_question_the_client_does_not_answer_times_out_and_is_cancelled(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer("hold")
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer, impatient=True) as connection:
+            result = await connection.client.call_tool("muster", {})
+            # The server's notifications/cancelled reached the SDK, which cancelled the callback.
+            await released(answerer)
+            entries = await journal(connection.client, 1)
+    assert result.is_error
+    assert only_text(result) == f"ClientTimeoutError: {TIMED_OUT}"
+    assert entries == [f"timeout: {TIMED_OUT}"]
+    wire = connection.wire
+    (asked,) = wire.server_requests()
+    assert asked["method"] == "elicitation/create"
+    assert wire.cancelled(wire.received) == [asked["id"]]
+    assert not any("id" in m and m["id"] == asked["id"] and "method" not in m for m in wire.sent)
+
+
+# -- the client cancels its call while its callback is still answering -----------------------------
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_cancelling_the_call_while_the_callback_answers_cancels_the_question(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer("hold")
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            client = connection.client
+            with trio.CancelScope() as call_scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.call_tool, "muster", {})
+                    await answerer.holding.wait()
+                    call_scope.cancel()  # how an SDK user gives up on a call
+            assert call_scope.cancelled_caught
+            await released(answerer)
+            # The session goes on: the same tool, answered this time, completes.
+            answerer.action = "accept"
+            after = await client.call_tool("muster", {})
+            entries = await journal(client, 2 if mode == "legacy" else 1)
+    assert after.structured_content is not None
+    assert after.structured_content["outcome"] == "Accepted"
+    wire = connection.wire
+    if mode == "legacy":
+        # The SDK cancelled its call; the server cancelled the tool and, with it, its question.
+        (first_call, _), *_ = wire.rounds("muster")
+        (asked, *_) = wire.server_requests()
+        assert asked["method"] == "elicitation/create"
+        assert first_call["id"] in wire.cancelled(wire.sent)
+        assert wire.cancelled(wire.received) == [asked["id"]]
+        assert entries == ["cancelled", "done"]
+        return
+    # 2026-07-28: the question came in the first attempt's input_required result; the callback
+    # ran in the SDK alone, so cancelling it sent nothing, and the server held nothing open.
+    assert wire.server_requests() == []
+    assert wire.cancelled(wire.sent) == wire.cancelled(wire.received) == []
+    assert entries == ["done"]
+
+
+# -- the demo's asking tools -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_demo_wager_and_battle_report_ask_the_sdk_client(mode: str) -> None:
+    answerer = Answerer(content={"side": "foe", "thrones": 7})
+    forces = {"imperial_force": "Space Wolves", "enemy_force": "Black Legion"}
+    with trio.fail_after(TIMEOUT):
+        async with connect("stdio", mode, answerer, command=["-m", "demo_tools"]) as connection:
+            wager = await connection.client.call_tool("wh40k.wager", forces)
+            narrated = await connection.client.call_tool("wh40k.battle_report", forces)
+        async with connect(
+            "stdio", mode, Answerer(), sampling=False, command=["-m", "demo_tools"]
+        ) as connection:
+            plain = await connection.client.call_tool("wh40k.battle_report", forces)
+    # The wager's form: titled choices (oneOf) and bounds, each with its default.
+    (form,) = answerer.forms
+    assert form.requested_schema["properties"]["side"]["default"] == "imperium"
+    assert form.requested_schema["properties"]["side"]["oneOf"] == [
+        {"const": "imperium", "title": "The Imperium of Man"},
+        {"const": "foe", "title": "The foe"},
+    ]
+    assert form.requested_schema["properties"]["thrones"]["default"] == 10
+    assert re.fullmatch(
+        r"The (Space Wolves|Black Legion) carried the day: you (won 14|lost 7) Thrones\.",
+        only_text(wager),
+    ), only_text(wager)
+    # With sampling, the client's model narrates; without, the template tells the same battle.
+    assert only_text(narrated) == "Waaagh!"
+    (sampling,) = answerer.samplings
+    assert sampling.max_tokens == 300
+    assert sampling.system_prompt is not None
+    assert sampling.system_prompt.startswith("You are a Remembrancer")
+    (message,) = sampling.messages
+    assert isinstance(message.content, TextContent)
+    asked = re.fullmatch(
+        r"Write a three-sentence battle report: on (.+), the (.+) defeated the (.+)\.",
+        message.content.text,
+    )
+    assert asked is not None, message.content.text
+    battlefield, victor, vanquished = asked.groups()
+    assert not plain.is_error
+    assert only_text(plain) == (
+        f"On {battlefield}, the {victor} broke the {vanquished}. The Emperor protects."
+    )
