@@ -41,8 +41,10 @@ from mcp.shared.message import SessionMessage
 from mcp.types import (
     CreateMessageRequestParams,
     CreateMessageResult,
+    ElicitCompleteNotification,
     ElicitRequestFormParams,
     ElicitRequestParams,
+    ElicitRequestURLParams,
     ElicitResult,
     ErrorData,
     ListRootsResult,
@@ -70,6 +72,8 @@ CONNECTIONS = [
 HANDSHAKE_CONNECTIONS = [c for c in CONNECTIONS if c[1] == "legacy"]
 #: What the SDK's elicitation callback fills in (squads left out: the form's default applies).
 FILLED = {"commander": "Yarrick", "side": "chaos"}
+SIGN_IN_URL = asking_server.SIGN_IN_URL
+COMPLETE = "notifications/elicitation/complete"
 ROOTS = [Root(uri="file:///work/cadia", name="cadia")]
 MISSING_SAMPLING = (
     "the client did not declare the 'sampling' capability, so the server cannot ask it for that"
@@ -216,6 +220,7 @@ class Answerer:
         self.action = action
         self.content = FILLED if content is None else content
         self.forms: list[ElicitRequestFormParams] = []
+        self.urls: list[ElicitRequestURLParams] = []
         self.samplings: list[CreateMessageRequestParams] = []
         self.roots_asked = 0
         self.holding = trio.Event()
@@ -224,7 +229,9 @@ class Answerer:
     async def elicit(
         self, context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
-        assert isinstance(params, ElicitRequestFormParams), params
+        if isinstance(params, ElicitRequestURLParams):
+            self.urls.append(params)
+            return ElicitResult(action="accept")
         self.forms.append(params)
         if self.action == "hold":
             self.holding.set()
@@ -276,14 +283,15 @@ async def connect(
     impatient: bool = False,
     sampling: bool = True,
     command: list[str] | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[Connection]:
     """The SDK client with `answerer`'s callbacks, connected to the asking fixture server.
 
     `impatient` serves `impatient_server` (it gives up on an answer after 0.5 s); over stdio,
-    `command` runs `python <command>` instead of the fixture.
+    `command` runs `python <command>` instead of the fixture. `client_options` go to `Client`.
     """
     wire = Wire()
-    options = {"mode": mode, **answerer.callbacks(sampling=sampling)}
+    options = {"mode": mode, **answerer.callbacks(sampling=sampling), **client_options}
     if transport == "stdio":
         target = FIXTURE + (":impatient_server" if impatient else "")
         args = command or ["-m", "trio_mcp", "run", target]
@@ -444,6 +452,41 @@ async def test_gathered_questions_are_answered_in_one_round(transport: str, mode
     }
     assert set(retry[0]["params"]["inputResponses"]) == {"army", "cry", "roots"}
     assert retry[0]["params"]["requestState"] == first[1]["result"]["requestState"]
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_url_mode_elicitation_and_its_completion(transport: str, mode: str) -> None:
+    answerer = Answerer()
+    surfaced: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        surfaced.append(message)
+
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer, message_handler=on_message) as connection:
+            result = await connection.client.call_tool("sign_in", {})
+            await connection.client.call_tool("journal", {})  # anything sent before it has come
+    (asked,) = answerer.urls
+    assert (asked.message, asked.url) == ("Sign in to the Administratum", SIGN_IN_URL)
+    assert not result.is_error
+    assert only_text(result).startswith("signed in: ")
+    chosen = only_text(result).removeprefix("signed in: ")
+    notices = [m for m in connection.wire.received if m.get("method") == COMPLETE]
+    if mode == "legacy":  # 2025-11-25: the id in the request, and the completion notice
+        assert asked.elicitation_id == chosen
+        assert [n["params"] for n in notices] == [{"elicitationId": chosen}]
+        assert [
+            m.params.elicitation_id for m in surfaced if isinstance(m, ElicitCompleteNotification)
+        ] == [chosen]
+        return
+    # 2026-07-28 removed both (its changelog, item 11): the client learns the outcome by
+    # retrying, so the server sends neither the id nor the notice.
+    assert asked.elicitation_id is None
+    ((_, answer), _) = connection.wire.rounds("sign_in")
+    assert answer is not None
+    (question,) = answer["result"]["inputRequests"].values()
+    assert "elicitationId" not in question["params"]
+    assert notices == []
 
 
 # -- declined and cancelled elicitations ----------------------------------------------------------

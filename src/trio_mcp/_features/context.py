@@ -263,7 +263,9 @@ class Context:
 
         For what must not pass through the client (credentials, payments, OAuth consent).
         `Accepted` means the user agreed to open it; its `data` is the elicitation id, which
-        `complete_elicitation` names once the interaction at the URL is over.
+        `complete_elicitation` names once the interaction at the URL is over. 2026-07-28
+        removed the id from the request (the client learns the outcome by retrying), so it is
+        sent only in the handshake era; the tool gets it either way.
 
         Args:
             message: Why the user should go there.
@@ -276,7 +278,9 @@ class Context:
         if elicitation_id is None:
             digest = hashlib.sha256(f"{self.tool_name}\n{url}\n{message}".encode()).hexdigest()
             elicitation_id = digest[:32]
-        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        params = {"mode": "url", "message": message, "url": url}
+        if not self._scope.modern:
+            params["elicitationId"] = elicitation_id
         chosen = elicitation_id
 
         def read(wire: Any) -> Accepted[str] | Declined | Cancelled:
@@ -288,8 +292,11 @@ class Context:
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client a URL-mode elicitation finished (`notifications/elicitation/complete`).
 
-        Sent on this request's stream, so only while the call runs.
+        Sent on this request's stream, so only while the call runs. Under 2026-07-28, which
+        removed the notification (the client learns the outcome by retrying), it sends nothing.
         """
+        if self._scope.modern:
+            return
         await self._send("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
     def sample(
