@@ -223,6 +223,8 @@ class Answerer:
         self.urls: list[ElicitRequestURLParams] = []
         self.samplings: list[CreateMessageRequestParams] = []
         self.roots_asked = 0
+        #: When set, the sampling callback answers with this error (the user said no).
+        self.refusal: ErrorData | None = None
         self.holding = trio.Event()
         self.released = trio.Event()
 
@@ -245,8 +247,10 @@ class Answerer:
 
     async def sample(
         self, context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult:
+    ) -> CreateMessageResult | ErrorData:
         self.samplings.append(params)
+        if self.refusal is not None:
+            return self.refusal
         return CreateMessageResult(
             role="assistant", content=TextContent(type="text", text="Waaagh!"), model="sdk-test"
         )
@@ -626,6 +630,51 @@ async def test_cancelling_the_call_while_the_callback_answers_cancels_the_questi
     assert entries == ["done"]
 
 
+READ_TIMEOUT_SPARES_CALLBACKS_IN_2026 = (
+    "SDK 2.3.0 limitation: under 2026-07-28 read_timeout_seconds bounds each tools/call round "
+    "trip, not the callbacks its input_required driver runs between rounds "
+    "(mcp/client/_input_required.py: _dispatch_all awaits them with no deadline), so a "
+    "callback that never answers is never timed out; cancel the call instead (tested above)"
+)
+
+
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        *HANDSHAKE_CONNECTIONS,
+        pytest.param(
+            "stdio", "auto", marks=pytest.mark.skip(reason=READ_TIMEOUT_SPARES_CALLBACKS_IN_2026)
+        ),
+    ],
+)
+async def test_the_sdk_read_timeout_cancels_the_call_and_the_server_its_question(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer("hold")
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            client = connection.client
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("muster", {}, read_timeout_seconds=1)
+            assert answerer.holding.is_set()  # it timed out while the callback was answering
+            await released(answerer)
+            entries = await journal(client, 1)
+    assert timed_out.value.error.code == -32001  # the SDK's REQUEST_TIMEOUT
+    assert entries == ["cancelled"]
+    wire = connection.wire
+    ((call, answer),) = wire.rounds("muster")
+    # A cancelled call is not answered. (When the call's stream ends without an answer, the
+    # SDK's Streamable HTTP transport makes up an error for the id, below the tap.)
+    if transport == "streamable":
+        assert answer is not None
+        assert answer["error"]["message"] == "SSE stream ended without a response"
+    else:
+        assert answer is None
+    (asked,) = wire.server_requests()
+    assert wire.cancelled(wire.sent) == [call["id"]]
+    assert wire.cancelled(wire.received) == [asked["id"]]
+
+
 # -- the demo's asking tools -----------------------------------------------------------------------
 
 
@@ -671,3 +720,36 @@ async def test_the_demo_wager_and_battle_report_ask_the_sdk_client(mode: str) ->
     assert only_text(plain) == (
         f"On {battlefield}, the {victor} broke the {vanquished}. The Emperor protects."
     )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_sampling_callback_that_refuses(mode: str) -> None:
+    answerer = Answerer()
+    answerer.refusal = ErrorData(code=-1, message="The user would not let the model write")
+    with trio.fail_after(TIMEOUT):
+        async with connect("stdio", mode, answerer, command=["-m", "demo_tools"]) as connection:
+            if mode == "legacy":
+                # The refusal is an error answer: RequestError in the tool, which the demo's
+                # battle report catches, falling back to its template text.
+                report = await connection.client.call_tool("wh40k.battle_report", {})
+                assert not report.is_error
+                assert re.fullmatch(
+                    r"On .+, the .+ broke the .+\. The Emperor protects\.", only_text(report)
+                )
+                (asked,) = connection.wire.server_requests()
+                sent = connection.wire.sent
+                (answered,) = [m for m in sent if m.get("id") == asked["id"] and "method" not in m]
+                assert answered["error"]["message"] == "The user would not let the model write"
+            else:
+                # 2026-07-28 has no error answer to an input request (InputResponse is a
+                # result), so the SDK ends the call on its side with the callback's error and
+                # sends nothing more: the server, holding nothing open, never hears of it.
+                with pytest.raises(MCPError) as refused:
+                    await connection.client.call_tool("wh40k.battle_report", {})
+                assert refused.value.error.message == "The user would not let the model write"
+                assert len(connection.wire.rounds("wh40k.battle_report")) == 1
+            # Either way the session goes on.
+            assert not (
+                await connection.client.call_tool("calculator.add", {"a": 1, "b": 2})
+            ).is_error
+    assert len(answerer.samplings) == 1
