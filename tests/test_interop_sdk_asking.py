@@ -4,7 +4,8 @@ The SDK client answers with its own callbacks (`elicitation_callback`, `sampling
 `list_roots_callback`; a callback given declares the capability). The server is
 `tests/fixtures/asking_server.py`: over stdio as a subprocess, and in this process on a
 loopback port (`tests/http_helpers.serve`) for legacy HTTP+SSE and for Streamable HTTP. The
-SDK runs on anyio, here on trio.
+SDK runs on anyio: here on trio, and once on asyncio (over stdio), so the client's side uses
+anyio's primitives.
 
 Two eras. With `mode="legacy"` the SDK settles on 2025-11-25, and each question is a request
 of the server's (on the connection, on the SSE event stream, or on the asking call's POST
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+import anyio
 import pytest
 import trio
 from mcp import Client, MCPError
@@ -225,8 +227,8 @@ class Answerer:
         self.roots_asked = 0
         #: When set, the sampling callback answers with this error (the user said no).
         self.refusal: ErrorData | None = None
-        self.holding = trio.Event()
-        self.released = trio.Event()
+        self.holding = anyio.Event()
+        self.released = anyio.Event()
 
     async def elicit(
         self, context: ClientRequestContext, params: ElicitRequestParams
@@ -238,7 +240,7 @@ class Answerer:
         if self.action == "hold":
             self.holding.set()
             try:
-                await trio.sleep_forever()
+                await anyio.sleep_forever()
             finally:
                 self.released.set()
         if self.action == "accept":
@@ -305,6 +307,7 @@ async def connect(
                 Client(tapped(stdio_client(params, errlog=errlog), wire), **options), wire
             )
             async with connection.client:
+                assert connection.client.protocol_version == VERSIONS[mode]
                 yield connection
             errlog.seek(0)
             connection.stderr = errlog.read()
@@ -338,12 +341,12 @@ async def journal(client: Client, entries: int) -> list[str]:
         found: list[str] = result.structured_content["result"]
         if len(found) >= entries:
             return found
-        await trio.sleep(0.02)
+        await anyio.sleep(0.02)
 
 
 async def released(answerer: Answerer) -> None:
     """Wait until the held elicitation callback was cancelled (a few seconds at most)."""
-    with trio.move_on_after(5):
+    with anyio.move_on_after(5):
         await answerer.released.wait()
     assert answerer.released.is_set(), "the held SDK callback was never cancelled"
 
@@ -357,16 +360,8 @@ def only_text(result: Any) -> str:
 # -- a tool that elicits, samples and lists roots completes ----------------------------------------
 
 
-@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
-async def test_a_tool_that_elicits_samples_and_lists_roots_completes(
-    transport: str, mode: str
-) -> None:
-    answerer = Answerer()
-    with trio.fail_after(TIMEOUT):
-        async with connect(transport, mode, answerer) as connection:
-            result = await connection.client.call_tool("muster", {"battle": "Armageddon"})
-            assert await journal(connection.client, 1) == ["done"]
-    wire = connection.wire
+def assert_mustered(result: Any) -> None:
+    """The result of `muster` answered by an `Answerer()`."""
     assert not result.is_error, result
     assert result.structured_content == {
         "outcome": "Accepted",
@@ -377,6 +372,19 @@ async def test_a_tool_that_elicits_samples_and_lists_roots_completes(
         "model": "sdk-test",
         "roots": [{"uri": "file:///work/cadia", "name": "cadia"}],
     }
+
+
+@pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
+async def test_a_tool_that_elicits_samples_and_lists_roots_completes(
+    transport: str, mode: str
+) -> None:
+    answerer = Answerer()
+    with trio.fail_after(TIMEOUT):
+        async with connect(transport, mode, answerer) as connection:
+            result = await connection.client.call_tool("muster", {"battle": "Armageddon"})
+            assert await journal(connection.client, 1) == ["done"]
+    wire = connection.wire
+    assert_mustered(result)
     (form,) = answerer.forms
     assert form.message == "Muster your army for Armageddon"
     assert form.requested_schema["properties"] == {
@@ -426,6 +434,16 @@ async def test_a_tool_that_elicits_samples_and_lists_roots_completes(
         assert key == f"{method.split('/')[0]}-{asked.index(method) + 1}"
         assert request["method"] == method
         sent_state, open_keys = outcome["requestState"], {key}
+
+
+def test_the_sdk_on_asyncio_answers_over_stdio() -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            for mode in VERSIONS:
+                async with connect("stdio", mode, Answerer()) as connection:
+                    assert_mustered(await connection.client.call_tool("muster", {}))
+
+    anyio.run(main, backend="asyncio")
 
 
 @pytest.mark.parametrize(("transport", "mode"), CONNECTIONS)
