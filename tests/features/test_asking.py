@@ -763,3 +763,25 @@ async def test_a_function_that_swallows_the_signal_still_gets_input_required() -
         twice_result = (await modern_call(peer, "twice"))["result"]
         assert twice_result["isError"] is True
         assert "'same' was used twice" in twice_result["content"][0]["text"]
+
+
+async def test_url_mode_under_2026_07_28_sends_no_elicitation_id() -> None:
+    server = Server("url")
+
+    @server.tool()
+    async def connect(ctx: Context) -> str:
+        """Send the user to a consent page."""
+        outcome = await ctx.elicit_url("Authorize", "https://example.com/consent", key="consent")
+        await ctx.complete_elicitation("ignored")  # no such notification in this revision
+        return f"accepted={isinstance(outcome, Accepted)}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        first = (await modern_call(peer, "connect"))["result"]
+        assert first["inputRequests"]["consent"]["params"] == {
+            "mode": "url",
+            "message": "Authorize",
+            "url": "https://example.com/consent",
+        }
+        done = await modern_call(peer, "connect", inputResponses={"consent": {"action": "accept"}})
+        assert done["result"]["content"][0]["text"] == "accepted=True"
+        assert not any(m.get("method") == "notifications/elicitation/complete" for m in peer.log)

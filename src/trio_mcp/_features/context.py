@@ -277,6 +277,9 @@ class Context:
             digest = hashlib.sha256(f"{self.tool_name}\n{url}\n{message}".encode()).hexdigest()
             elicitation_id = digest[:32]
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        if self._scope.modern:
+            # 2026-07-28 removed `elicitationId` (its changelog, item 11): the id stays ours.
+            del params["elicitationId"]
         chosen = elicitation_id
 
         def read(wire: Any) -> Accepted[str] | Declined | Cancelled:
@@ -288,8 +291,11 @@ class Context:
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client a URL-mode elicitation finished (`notifications/elicitation/complete`).
 
-        Sent on this request's stream, so only while the call runs.
+        Sent on this request's stream, so only while the call runs; 2026-07-28 has no such
+        notification (the client learns it from the retried call), so there it sends nothing.
         """
+        if self._scope.modern:
+            return
         await self._send("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
     def sample(
