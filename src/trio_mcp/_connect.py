@@ -172,8 +172,21 @@ async def open_client(
                 ):
                     yield client
             else:
+                # A client that answers the server's requests hears those tied to no call of
+                # its own on the session's GET stream.
+                listen = any(
+                    handler is not None
+                    for handler in (
+                        elicitation_handler,
+                        sampling_handler,
+                        roots,
+                        on_elicitation_complete,
+                    )
+                )
                 async with (
-                    open_streamable_http_link(target, headers=headers, retry=retry) as http_link,
+                    open_streamable_http_link(
+                        target, headers=headers, retry=retry, listen=listen
+                    ) as http_link,
                     session(http_link) as client,
                 ):
                     yield client

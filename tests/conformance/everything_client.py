@@ -13,9 +13,9 @@ schema's defaults (which trio-mcp fills in itself, SEP-1034) and a value of each
 type; `call_tool` answers 2026-07-28 input requests with the same handler.
 
 A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: OAuth, the skills
-extension, the GET stream, resuming an SSE stream), and a scenario this script does not know,
-ends at once with exit code 2 and one line on stderr, so that a suite run never waits out its
-30 s timeout on it. A scenario that fails exits 1 with the traceback.
+extension, resuming an SSE stream), and a scenario this script does not know, ends at once
+with exit code 2 and one line on stderr, so that a suite run never waits out its 30 s timeout
+on it. A scenario that fails exits 1 with the traceback.
 
 Run: through the suite (which appends the URL),
 
@@ -121,7 +121,8 @@ async def mrtr_request_state(client: Client, context: Mapping[str, Any]) -> None
 
 async def elicitation_defaults(client: Client, context: Mapping[str, Any]) -> None:
     # The tool elicits a form whose every field has a default; the server checks that the
-    # answer carries them all.
+    # answer carries them all. Its elicitation/create comes on the session's GET stream, which
+    # the client opens since it has an elicitation handler.
     await _tools_by_name(client, "test_client_elicitation_defaults")
     await client.call_tool("test_client_elicitation_defaults", raise_on_error=True)
 
@@ -143,10 +144,6 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
 UNSUPPORTED: Final[Mapping[str, str]] = {
     "auth/": "OAuth authorization (the client cannot obtain or present tokens)",
     "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
-    "elicitation-sep1034-client-defaults": (
-        "the GET stream, where this scenario's server sends its elicitation/create (it is tied "
-        "to no call of ours)"
-    ),
     "sse-retry": "resuming an SSE stream (retry field, Last-Event-ID, GET reconnection)",
 }
 

@@ -12,6 +12,7 @@ and Streamable HTTP.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -789,3 +790,29 @@ async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
         ):
             assert client.protocol_version == version
             await exercise_sdk(client, answering)
+
+
+async def test_a_request_tied_to_no_call_comes_on_the_get_stream() -> None:
+    # The SDK sends a request that belongs to no call on the session's GET stream, which a
+    # client with handlers opens once the session is initialized.
+    with trio.fail_after(TIMEOUT):
+        async with (
+            sdk_http_server() as url,
+            open_client(url, roots=[Root("file:///aside")]) as client,
+        ):
+            aside = await client.call_tool("roots_aside")
+    assert json.loads(aside.text) == ["file:///aside"]
+
+
+async def test_a_server_without_a_get_stream_is_let_be(caplog: pytest.LogCaptureFixture) -> None:
+    # trio-mcp's server answers GET with 405: the client carries on, saying nothing above debug.
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve(asking_tools.server) as served,
+            open_client(served.url, roots=ROOTS) as client,
+        ):
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            assert (await client.call_tool("capabilities")).structured == {
+                "roots": {"listChanged": True}
+            }
+    assert not [r for r in caplog.records if r.levelno > logging.DEBUG and "GET" in r.message]
