@@ -816,3 +816,28 @@ async def test_a_server_without_a_get_stream_is_let_be(caplog: pytest.LogCapture
                 "roots": {"listChanged": True}
             }
     assert not [r for r in caplog.records if r.levelno > logging.DEBUG and "GET" in r.message]
+
+
+async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ended = trio.Event()
+
+    async def stuck(request: ElicitRequest) -> Accepted[Any]:
+        try:
+            await trio.sleep_forever()
+        finally:
+            ended.set()
+        raise AssertionError
+
+    server = Rounds(needs({"q": {"method": "elicitation/create", "params": FORM}}, "s"), DONE)
+    with trio.fail_after(TIMEOUT):
+        async with scripted(server, protocol_version=MODERN, elicitation_handler=stuck) as client:
+            with trio.move_on_after(1) as scope:
+                await client.call_tool("t")
+            assert scope.cancelled_caught
+            assert ended.is_set()
+            assert client.in_flight == 0
+            assert (await client.call_tool("t")).text == "done"
+    assert len(server.calls) == 2  # the cancelled call was not sent again
+    assert "inputResponses" not in server.params(1)
