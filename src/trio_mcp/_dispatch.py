@@ -24,6 +24,7 @@ Rule 5: resources and prompts have no `isError` result: a failure in their funct
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
@@ -36,10 +37,17 @@ from ._core.jsonrpc import (
     error_response,
     result_response,
 )
+from ._core.request_state import StateSeal, StateTooLarge, binding
 from ._core.server_session import RequestScope, ServerSession
 from ._core.types import CacheHint
 from ._core.versions import Revision, revision
-from ._exceptions import RemoteProtocolError, ResourceNotFoundError, ToolError
+from ._exceptions import (
+    ClientCapabilityError,
+    RemoteProtocolError,
+    ResourceNotFoundError,
+    ToolError,
+)
+from ._features.asking import AnswerInvalidError, AskBook, InputRequired
 from ._features.completion import Completer, completion_result
 from ._features.context import Context, NotificationSender, Requester
 from ._features.prompts import Prompt, PromptRegistry, messages_of
@@ -48,7 +56,14 @@ from ._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from ._features.schema import ArgumentsInvalid, ResultInvalid
 from ._features.tools import Tool, ToolRegistry
 
-__all__ = ["Callee", "Dispatcher", "Invoker", "ToolTimedOut"]
+__all__ = [
+    "DEFAULT_ASK_TIMEOUT",
+    "MISSING_CLIENT_CAPABILITY",
+    "Callee",
+    "Dispatcher",
+    "Invoker",
+    "ToolTimedOut",
+]
 
 T = TypeVar("T")
 logger = logging.getLogger("trio_mcp")
@@ -129,6 +144,15 @@ def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+#: Seconds a tool waits for the client's answer to one question (handshake era), unless the
+#: ask says otherwise: a person may be reading a form.
+DEFAULT_ASK_TIMEOUT: Final = 600.0
+#: spec 2026-07-28: MissingRequiredClientCapabilityError (HTTP 400).
+MISSING_CLIENT_CAPABILITY: Final = -32021
+#: Methods whose answer may be `input_required` (spec 2026-07-28, MRTR: Supported Requests).
+_ASKING_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+_OPEN: Final = object()  # an attempt that ended at an unanswered question
+
 #: The lists a client pages through, by method: what `cache_hints` is keyed by.
 LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 
@@ -145,6 +169,10 @@ class Dispatcher:
             message for unexpected exceptions (the traceback is logged either way).
         resources: The resources and templates to serve (default: none).
         prompts: The prompts to serve (default: none).
+        state_seal: Seals the `requestState` of 2026-07-28 input-required results (default:
+            a random key of this process).
+        ask_timeout: Seconds a function waits for the client's answer to one question in the
+            handshake era, unless the question says otherwise.
     """
 
     def __init__(
@@ -156,6 +184,8 @@ class Dispatcher:
         mask_error_details: bool = False,
         resources: ResourceRegistry | None = None,
         prompts: PromptRegistry | None = None,
+        state_seal: StateSeal | None = None,
+        ask_timeout: float | None = DEFAULT_ASK_TIMEOUT,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive")
@@ -165,6 +195,8 @@ class Dispatcher:
         self.page_size = page_size
         self.mask_error_details = mask_error_details
         self.invoker = invoker
+        self.state_seal = state_seal if state_seal is not None else StateSeal()
+        self.ask_timeout = ask_timeout
         #: Caching hints of each list method (2026-07-28); unset ones send `CACHE_HINTS`.
         self.cache_hints: dict[str, CacheHint] = {}
         #: Every method this dispatcher answers (Rule 4).
@@ -376,18 +408,22 @@ class Dispatcher:
     ) -> dict[str, Any]:
         uri = self._uri_of(request.params)
         target, kwargs = self._resolve_resource(scope, uri)
-        _inject_context(
+        book, bound = self._book(scope, request, uri, None)
+        self._inject(
             target.context_param, kwargs, name=uri, request=request, scope=scope, notify=notify,
-            requester=requester,
+            requester=requester, book=book,
         )  # fmt: skip
         try:
-            value = await self.invoker.invoke(target, kwargs)
+            value = await self._run(target, kwargs, book)
         except ToolTimedOut:
             raise RemoteProtocolError(
                 f"Reading {uri} timed out after {target.timeout:g} s", INTERNAL_ERROR, {"uri": uri}
             ) from None
         except Exception as exc:
             raise self._failed("resource", uri, exc, scope) from None
+        if value is _OPEN:
+            assert book is not None
+            return self._input_required(book, bound)
         return self._read_result(session, scope, target, value, uri)
 
     def _read_result(
@@ -418,6 +454,8 @@ class Dispatcher:
     ) -> RemoteProtocolError:
         """The JSON-RPC error for an exception raised by a resource or prompt (Rule 5)."""
         data = {"uri": name} if kind == "resource" else {"name": name}
+        if isinstance(exc, (ClientCapabilityError, AnswerInvalidError)):
+            return _asking_failed(exc, scope, data)
         if isinstance(exc, ResourceNotFoundError) and kind == "resource":
             return self._not_found(scope, name)
         if isinstance(exc, ToolError):
@@ -481,12 +519,17 @@ class Dispatcher:
         requester: Requester | None,
     ) -> dict[str, Any]:
         found, kwargs = self._resolve_prompt(request.params)
-        _inject_context(
+        arguments = (request.params or {}).get("arguments")
+        book, bound = self._book(scope, request, found.name, arguments)
+        self._inject(
             found.context_param, kwargs, name=found.name, request=request, scope=scope,
-            notify=notify, requester=requester,
+            notify=notify, requester=requester, book=book,
         )  # fmt: skip
         try:
-            value = await self.invoker.invoke(found, kwargs)
+            value = await self._run(found, kwargs, book)
+            if value is _OPEN:
+                assert book is not None
+                return self._input_required(book, bound)
         except ToolTimedOut:
             raise RemoteProtocolError(
                 f"Prompt {found.name} timed out after {found.timeout:g} s",
@@ -629,6 +672,8 @@ class Dispatcher:
     ) -> dict[str, Any]:
         tool, arguments = self._resolve_call(request.params)
         result = await self._call(tool, arguments, request, scope, notify, requester=requester)
+        if result.get("resultType") == "input_required":
+            return result
         return self._finish(session, scope, result)
 
     def _resolve_call(self, params: dict[str, Any] | None) -> tuple[Tool, dict[str, Any]]:
@@ -669,17 +714,105 @@ class Dispatcher:
             kwargs = tool.validate(arguments)
         except ArgumentsInvalid as exc:
             return self._invalid(tool, exc)
-        _inject_context(
-            tool.context_param, kwargs, name=tool.name, request=request, scope=scope, notify=notify,
-            requester=requester,
+        book, bound = self._book(scope, request, tool.name, arguments)
+        self._inject(
+            tool.context_param, kwargs, name=tool.name, request=request, scope=scope,
+            notify=notify, requester=requester, book=book,
         )  # fmt: skip
         try:
-            value = await self.invoker.invoke(tool, kwargs)
+            value = await self._run(tool, kwargs, book)
         except ToolTimedOut:
             return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
+        except (ClientCapabilityError, AnswerInvalidError) as exc:
+            if scope.modern:
+                raise _asking_failed(exc, scope, None) from None
+            return _error_result(str(exc))
         except Exception as exc:
             return self._tool_failed(tool, exc)
+        if value is _OPEN:
+            assert book is not None
+            return self._input_required(book, bound)
         return self._result(tool, value)
+
+    # -- asking the client (see _features/asking) -------------------------------------------
+
+    def _book(
+        self, scope: RequestScope, request: Request, target: str, arguments: Any
+    ) -> tuple[AskBook | None, str]:
+        """Under 2026-07-28, the answers this attempt starts with; None in the handshake era.
+
+        Raises:
+            RemoteProtocolError: -32602 for `inputResponses` that is not an object, and for a
+                `requestState` that fails its checks (`StateSeal.open`).
+        """
+        if not scope.modern:
+            return None, ""
+        params = request.params or {}
+        bound = binding(request.method, target, arguments if isinstance(arguments, dict) else None)
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise RemoteProtocolError(
+                'Invalid params: "inputResponses" must be an object of answers by key',
+                INVALID_PARAMS,
+            )
+        answers: dict[str, Any] = {}
+        if "requestState" in params:
+            answers = self.state_seal.open(params["requestState"], bound, time.time())
+        answers.update(responses or {})
+        return AskBook(answers), bound
+
+    def _input_required(self, book: AskBook, bound: str) -> dict[str, Any]:
+        """The `input_required` result of an attempt that ended at unanswered questions."""
+        try:
+            state = self.state_seal.seal(bound, book.used, time.time())
+        except StateTooLarge as exc:
+            raise RemoteProtocolError(f"Internal error: {exc}", INTERNAL_ERROR) from None
+        return {
+            "resultType": "input_required",
+            "inputRequests": book.pending,
+            "requestState": state,
+        }
+
+    async def _run(self, callee: Callee, kwargs: dict[str, Any], book: AskBook | None) -> Any:
+        """Invoke `callee`; its value, or `_OPEN` when a 2026-07-28 attempt needs answers."""
+        try:
+            value = await self.invoker.invoke(callee, kwargs)
+        except InputRequired:
+            return _OPEN
+        except BaseExceptionGroup as group:  # asked from a task of a nursery of its own
+            if book is not None and book.pending and group.subgroup(InputRequired) is not None:
+                return _OPEN
+            raise
+        if book is not None and book.pending:
+            return _OPEN  # the function caught `InputRequired` and went on: still unanswered
+        return value
+
+    def _inject(
+        self,
+        param: str | None,
+        kwargs: dict[str, Any],
+        *,
+        name: str,
+        request: Request,
+        scope: RequestScope,
+        notify: NotificationSender,
+        requester: Requester | None,
+        book: AskBook | None,
+    ) -> None:
+        """Put the call's `Context` in `kwargs` under `param`, for a function that declares one.
+
+        `name` is what the context reports as the callee (a tool's or prompt's name, or a URI).
+        """
+        if param is not None:
+            kwargs[param] = Context(
+                request_id=request.id,
+                tool_name=name,
+                scope=scope,
+                send=notify,
+                requester=None if book is not None else requester,
+                book=book,
+                ask_timeout=self.ask_timeout,
+            )
 
     def _invalid(self, tool: Tool, exc: ArgumentsInvalid) -> dict[str, Any]:
         lines = "\n".join(f"- {line}" for line in exc.lines)
@@ -757,21 +890,26 @@ def _named(
     return found, arguments
 
 
-def _inject_context(
-    param: str | None,
-    kwargs: dict[str, Any],
-    *,
-    name: str,
-    request: Request,
+def _asking_failed(
+    exc: ClientCapabilityError | AnswerInvalidError,
     scope: RequestScope,
-    notify: NotificationSender,
-    requester: Requester | None,
-) -> None:
-    """Put the call's `Context` in `kwargs` under `param`, for a function that declares one.
+    data: dict[str, Any] | None,
+) -> RemoteProtocolError:
+    """The JSON-RPC error of a function whose question could not be asked or answered.
 
-    `name` is what the context reports as the callee (a tool's or prompt's name, or a URI).
+    A malformed answer is -32602 as it is; a capability the client lacks is -32021 with the
+    capability under 2026-07-28, and -32603 with the message before (no code of its own there).
     """
-    if param is not None:
-        kwargs[param] = Context(
-            request_id=request.id, tool_name=name, scope=scope, send=notify, requester=requester
-        )
+    if isinstance(exc, AnswerInvalidError):
+        return exc
+    if not scope.modern:
+        return RemoteProtocolError(str(exc), INTERNAL_ERROR, data)
+    name = exc.capability.split(".")[0]
+    needed: dict[str, Any] = {name: {}}
+    if "." in exc.capability:
+        needed[name] = {exc.capability.split(".")[1]: {}}
+    return RemoteProtocolError(
+        f"Missing required client capability: {exc}",
+        MISSING_CLIENT_CAPABILITY,
+        {"requiredCapabilities": needed},
+    )

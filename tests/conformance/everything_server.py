@@ -2,9 +2,9 @@
 
 Written with trio-mcp's public API only, the way a user would write a server: it provides each
 tool, resource and prompt the suite's server scenarios use, with the behaviour the scenario's
-"Server Implementation Requirements" describe. Where trio-mcp has no such feature yet (asking
-the client for sampling or elicitation, resumable SSE, tasks), the fixture is left out and its
-scenario is listed in `expected-failures.yml` with the reason.
+"Server Implementation Requirements" describe. Where trio-mcp has no such feature yet (resumable
+SSE, tasks), the fixture is left out and its scenario is listed in `expected-failures.yml` with
+the reason.
 
 Run: `python tests/conformance/everything_server.py --port 3001` serves Streamable HTTP at
 http://127.0.0.1:3001/mcp until SIGINT/SIGTERM.
@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import logging
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import trio
+from pydantic import BaseModel, Field
 
 from trio_mcp import (
+    Accepted,
     AudioContent,
+    Cancelled,
     Context,
+    Declined,
     EmbeddedResource,
     ImageContent,
     Param,
@@ -236,6 +241,199 @@ def prompt_with_image() -> list[PromptMessage]:
         PromptMessage("user", ImageContent(RED_PIXEL_PNG, "image/png")),
         PromptMessage("user", "Please analyze the image above."),
     ]
+
+
+# -- The server asks the client (issue 14) ------------------------------------------------------
+# One function per scenario serves both eras: under 2025-11-25 each ask is a request on the
+# call's stream; under 2026-07-28 it becomes an input-required result (the keys the scenarios
+# name are given with `key=`; the state is sealed by the server).
+
+
+class Contact(BaseModel):
+    """The answer test_elicitation asks for."""
+
+    username: str = Field(description="User's response")
+    email: str = Field(description="User's email address")
+
+
+class Defaults(BaseModel):
+    """Every primitive type with a default (SEP-1034)."""
+
+    name: str = "John Doe"
+    age: int = 30
+    score: float = 95.5
+    status: Literal["active", "inactive", "pending"] = "active"
+    verified: bool = True
+
+
+# The five enum shapes of SEP-1330, the legacy `enumNames` one among them: written out, as a
+# raw schema, because trio-mcp's own answer types never produce the deprecated form.
+SEP1330_ENUMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+def _outcome_text(outcome: Accepted[Any] | Declined | Cancelled) -> str:
+    if isinstance(outcome, Accepted):
+        data = outcome.data if isinstance(outcome.data, dict) else outcome.data.model_dump()
+        return f"action=accept, content={json.dumps(data)}"
+    return f"action={'decline' if isinstance(outcome, Declined) else 'cancel'}, content=null"
+
+
+@server.tool("test_sampling", "Asks the client's model to answer the prompt")
+async def sampling(ctx: Context, prompt: str) -> str:
+    reply = await ctx.sample(prompt, max_tokens=100)
+    return f"LLM response: {reply.text}"
+
+
+@server.tool("test_elicitation", "Asks the user for a username and an email")
+async def elicitation(ctx: Context, message: str) -> str:
+    return f"User response: {_outcome_text(await ctx.elicit(message, Contact))}"
+
+
+@server.tool("test_elicitation_sep1034_defaults", "Asks with a default for every field type")
+async def elicitation_defaults(ctx: Context) -> str:
+    outcome = await ctx.elicit("Please review and update the form fields with defaults", Defaults)
+    return f"Elicitation completed: {_outcome_text(outcome)}"
+
+
+@server.tool("test_elicitation_sep1330_enums", "Asks with the five enum shapes of SEP-1330")
+async def elicitation_enums(ctx: Context) -> str:
+    outcome = await ctx.elicit("Please select options from the enum fields", SEP1330_ENUMS)
+    return f"Elicitation completed: {_outcome_text(outcome)}"
+
+
+class PersonName(BaseModel):
+    name: str
+
+
+@server.tool("test_input_required_result_elicitation", "Asks the user's name")
+async def mrtr_elicitation(ctx: Context) -> str:
+    outcome = await ctx.elicit("What is your name?", PersonName, key="user_name")
+    return f"Hello, {outcome.data.name}!" if isinstance(outcome, Accepted) else "Hello, stranger!"
+
+
+@server.tool("test_streaming_elicitation", "Asks the user's name (SEP-2575 stream check)")
+async def streaming_elicitation(ctx: Context) -> str:
+    return await mrtr_elicitation(ctx)
+
+
+@server.tool("test_input_required_result_sampling", "Asks the client's model a question")
+async def mrtr_sampling(ctx: Context) -> str:
+    reply = await ctx.sample(
+        "What is the capital of France?", max_tokens=100, key="capital_question"
+    )
+    return f"The model says: {reply.text}"
+
+
+@server.tool("test_input_required_result_list_roots", "Lists the client's roots")
+async def mrtr_list_roots(ctx: Context) -> str:
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(f"{r.name or r.uri} ({r.uri})" for r in roots)
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+@server.tool("test_input_required_result_request_state", "Asks for a confirmation")
+async def mrtr_request_state(ctx: Context) -> str:
+    outcome = await ctx.elicit("Please confirm", Confirm, key="confirm")
+    # Reaching here on a retry means the server opened and verified the sealed requestState.
+    confirmed = isinstance(outcome, Accepted) and outcome.data.ok
+    return f"state-ok: confirmed={confirmed}"
+
+
+@server.tool("test_input_required_result_tampered_state", "Asks for a confirmation")
+async def mrtr_tampered_state(ctx: Context) -> str:
+    return await mrtr_request_state(ctx)
+
+
+@server.tool("test_input_required_result_multiple_inputs", "Asks three things in one round")
+async def mrtr_multiple(ctx: Context) -> str:
+    name, greeting, roots = await ctx.gather(
+        ctx.elicit("What is your name?", PersonName, key="user_name"),
+        ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ctx.list_roots(key="client_roots"),
+    )
+    who = name.data.name if isinstance(name, Accepted) else "stranger"
+    return f"{greeting.text} {who} ({len(roots)} roots)"
+
+
+class Color(BaseModel):
+    color: str
+
+
+@server.tool("test_input_required_result_multi_round", "Asks a name, then a colour")
+async def mrtr_multi_round(ctx: Context) -> str:
+    name = await ctx.elicit("Step 1: What is your name?", PersonName, key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", Color, key="step2")
+    who = name.data.name if isinstance(name, Accepted) else "?"
+    hue = color.data.color if isinstance(color, Accepted) else "?"
+    return f"{who} likes {hue}"
+
+
+@server.tool("test_input_required_result_capabilities", "Asks only what the client can answer")
+async def mrtr_capabilities(ctx: Context) -> str:
+    declared = ctx.client_capabilities
+    asks: list[Any] = []
+    if "elicitation" in declared:
+        asks.append(ctx.elicit("What is your name?", PersonName, key="user_name"))
+    if "sampling" in declared:
+        asks.append(ctx.sample("Generate a greeting", max_tokens=50, key="greeting"))
+    if "roots" in declared:
+        asks.append(ctx.list_roots(key="client_roots"))
+    answers = await ctx.gather(*asks)
+    return f"answered {len(answers)} questions"
+
+
+@server.tool("test_missing_capability", "Needs sampling, whatever the client declared")
+async def missing_capability(ctx: Context) -> str:
+    return (await ctx.sample("Say something", max_tokens=10)).text
+
+
+class PromptContext(BaseModel):
+    context: str
+
+
+@server.prompt("test_input_required_result_prompt")
+async def mrtr_prompt(ctx: Context) -> str:
+    """A prompt that asks the user what context to use first."""
+    outcome = await ctx.elicit(
+        "What context should the prompt use?", PromptContext, key="user_context"
+    )
+    context = outcome.data.context if isinstance(outcome, Accepted) else "none"
+    return f"Use this context: {context}"
 
 
 def main(argv: list[str] | None = None) -> None:

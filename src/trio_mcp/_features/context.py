@@ -11,16 +11,36 @@ Rule 3: progress is sent only when the request carried `_meta.progressToken`, an
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeVar, overload
 
+from .._core.asking import (
+    Accepted,
+    Cancelled,
+    Declined,
+    Root,
+    SamplingMessage,
+    SamplingRequest,
+    SamplingResult,
+    WireFormatError,
+    elicit_outcome_from_wire,
+    roots_from_wire,
+    sampling_messages,
+)
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
 from .._core.types import LogLevel
 from .._core.versions import revision
-from .._exceptions import LocalProtocolError
+from .._exceptions import ClientCapabilityError, LocalProtocolError
+from .asking import AnswerInvalidError, Ask, AskBook, elicit_form, read_elicitation
 
 __all__ = ["Context", "NotificationSender", "Requester"]
+
+T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
 
 #: `await send(method, params)` queues one notification on the request's stream.
 NotificationSender = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -52,7 +72,16 @@ class Context:
         tool_name: The name the tool was called by.
     """
 
-    __slots__ = ("_requester", "_scope", "_send", "request_id", "tool_name")
+    __slots__ = (
+        "_ask_timeout",
+        "_book",
+        "_no_requester",
+        "_requester",
+        "_scope",
+        "_send",
+        "request_id",
+        "tool_name",
+    )
 
     def __init__(
         self,
@@ -62,12 +91,18 @@ class Context:
         scope: RequestScope,
         send: NotificationSender,
         requester: Requester | None = None,
+        book: AskBook | None = None,
+        ask_timeout: float | None = None,
+        no_requester: str = "this transport cannot carry requests to the client",
     ) -> None:
         self.request_id = request_id
         self.tool_name = tool_name
         self._scope = scope
         self._send = send
         self._requester = requester
+        self._book = book
+        self._ask_timeout = ask_timeout
+        self._no_requester = no_requester
 
     @property
     def protocol_version(self) -> str:
@@ -145,6 +180,243 @@ class Context:
     async def error(self, message: str) -> None:
         """Log at error level."""
         await self.log("error", message)
+
+    # -- asking the client (elicitation, sampling, roots): see `_features/asking` ----------------
+
+    @overload
+    def elicit(
+        self,
+        message: str,
+        answer: type[T],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Ask[Accepted[T] | Declined | Cancelled]: ...
+
+    @overload
+    def elicit(
+        self,
+        message: str,
+        answer: Mapping[str, Any],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Ask[Accepted[dict[str, Any]] | Declined | Cancelled]: ...
+
+    def elicit(
+        self,
+        message: str,
+        answer: Any,
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Ask[Any]:
+        """Ask the user to fill in a form (`elicitation/create`, form mode); `await` the outcome.
+
+        ```python
+        outcome = await ctx.elicit("Which side do you back?", Backing)
+        if isinstance(outcome, Accepted):
+            side = outcome.data.side
+        ```
+
+        Args:
+            message: What to show the user.
+            answer: The answer's type: a pydantic model, a dataclass or a TypedDict of flat
+                fields (str with format email/uri/date/date-time, int, float, bool, an Enum
+                or Literal of strings, a list of those; `Choices` for titled options;
+                defaults are sent as defaults), or a raw JSON Schema dict (answers are dicts).
+            key: Under 2026-07-28, the name of this question in `inputRequests` (default:
+                numbered in asking order).
+            timeout: Handshake era: seconds to wait for the user (default: the server's
+                `ask_timeout`); then `ClientTimeoutError`.
+
+        Returns:
+            An awaitable `Ask`: `Accepted(data)` with `data` validated into `answer`,
+            `Declined()` or `Cancelled()`.
+
+        Raises:
+            TypeError: at once, for an answer type the elicitation schema cannot express.
+            ClientCapabilityError: (when awaited) the client cannot elicit forms.
+        """
+        form = elicit_form(answer)
+        params = {"message": message, "requestedSchema": form.schema}
+        return Ask(
+            "elicitation/create",
+            params,
+            key,
+            read_elicitation(form),
+            timeout,
+            self,
+            ("elicitation", "form"),
+        )
+
+    def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Ask[Accepted[str] | Declined | Cancelled]:
+        """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later).
+
+        For what must not pass through the client (credentials, payments, OAuth consent).
+        `Accepted` means the user agreed to open it; its `data` is the elicitation id, which
+        `complete_elicitation` names once the interaction at the URL is over.
+
+        Args:
+            message: Why the user should go there.
+            url: Where.
+            elicitation_id: The id (default: derived from the tool, URL and message, so that
+                it is the same on every 2026-07-28 round).
+            key: As for `elicit`.
+            timeout: As for `elicit`.
+        """
+        if elicitation_id is None:
+            digest = hashlib.sha256(f"{self.tool_name}\n{url}\n{message}".encode()).hexdigest()
+            elicitation_id = digest[:32]
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        chosen = elicitation_id
+
+        def read(wire: Any) -> Accepted[str] | Declined | Cancelled:
+            outcome = elicit_outcome_from_wire(wire)
+            return Accepted(chosen) if isinstance(outcome, Accepted) else outcome
+
+        return Ask("elicitation/create", params, key, read, timeout, self, ("elicitation", "url"))
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode elicitation finished (`notifications/elicitation/complete`).
+
+        Sent on this request's stream, so only while the call runs.
+        """
+        await self._send("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    def sample(
+        self,
+        messages: str | SamplingMessage | Sequence[SamplingMessage | Mapping[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        model_preferences: str | Sequence[str] | Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        include_context: Literal["none", "thisServer", "allServers"] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> Ask[SamplingResult]:
+        """Ask the client's model for a message (`sampling/createMessage`); `await` it.
+
+        ```python
+        reply = await ctx.sample("Summarise: ...", max_tokens=200)
+        text = reply.text
+        ```
+
+        Args:
+            messages: A string (one user message), a `SamplingMessage`, or a list of
+                `SamplingMessage`s or wire objects.
+            max_tokens: The most tokens the model may write.
+            system_prompt: A system prompt to suggest.
+            model_preferences: A model name hint, a list of hints, or a `ModelPreferences`
+                object (hints, cost/speed/intelligence priorities).
+            temperature: Sampling temperature.
+            stop_sequences: Sequences that end the generation.
+            include_context: Soft-deprecated in 2025-11-25: context from other servers.
+            metadata: Provider-specific metadata, passed through.
+            key: As for `elicit`.
+            timeout: As for `elicit`.
+
+        Returns:
+            An awaitable `Ask` of the client's `SamplingResult` (`.text`, `.content`, `.model`).
+        """
+        if isinstance(model_preferences, str):
+            model_preferences = [model_preferences]
+        if model_preferences is not None and not isinstance(model_preferences, Mapping):
+            model_preferences = {"hints": [{"name": hint} for hint in model_preferences]}
+        request = SamplingRequest(
+            sampling_messages(messages),
+            max_tokens,
+            system_prompt,
+            dict(model_preferences) if model_preferences is not None else None,
+            temperature,
+            list(stop_sequences) if stop_sequences is not None else None,
+            include_context,
+            dict(metadata) if metadata is not None else None,
+        )
+        return Ask(
+            "sampling/createMessage",
+            request.to_wire(),
+            key,
+            SamplingResult.from_wire,
+            timeout,
+            self,
+            ("sampling", None),
+        )
+
+    def list_roots(
+        self, *, key: str | None = None, timeout: float | None = None
+    ) -> Ask[list[Root]]:
+        """Ask the client for its roots (`roots/list`); `await` the list of `Root`s.
+
+        Args:
+            key: As for `elicit`.
+            timeout: As for `elicit`.
+        """
+        return Ask("roots/list", {}, key, roots_from_wire, timeout, self, ("roots", None))
+
+    @overload
+    async def gather(self, a: Ask[A], /) -> tuple[A]: ...
+    @overload
+    async def gather(self, a: Ask[A], b: Ask[B], /) -> tuple[A, B]: ...
+    @overload
+    async def gather(self, a: Ask[A], b: Ask[B], c: Ask[C], /) -> tuple[A, B, C]: ...
+    @overload
+    async def gather(self, *asks: Ask[Any]) -> tuple[Any, ...]: ...
+
+    async def gather(self, *asks: Ask[Any]) -> tuple[Any, ...]:
+        """Ask several questions at once; their answers, in order.
+
+        Under 2026-07-28 they go to the client in one round (one `input_required` result);
+        in the handshake era they are asked one after another.
+
+        Raises:
+            ClientCapabilityError: before anything is asked, when the client lacks the
+                capability one of them needs.
+        """
+        for ask in asks:
+            self._check_capability(ask)
+        if self._book is not None:
+            return tuple(self._book.take(asks))
+        results = []
+        for ask in asks:
+            if self._requester is None:
+                raise LocalProtocolError(
+                    f"cannot send {ask.method} to the client: {self._no_requester}"
+                )
+            wire = await self._requester(
+                ask.method, ask.params, timeout=ask.timeout or self._ask_timeout
+            )
+            try:
+                results.append(ask.read(wire))
+            except WireFormatError as exc:
+                raise AnswerInvalidError(ask.kind, str(exc)) from None
+        return tuple(results)
+
+    def _check_capability(self, ask: Ask[Any]) -> None:
+        name, sub = ask.capability
+        declared = self._scope.client_capabilities.get(name)
+        if not isinstance(declared, Mapping):
+            raise ClientCapabilityError(name)
+        if name == "elicitation":
+            # 2025-11-25: {} means form mode only; "form" and "url" name the modes.
+            modes = {"form"} if not declared else {m for m in ("form", "url") if m in declared}
+            if sub not in modes:
+                raise ClientCapabilityError(
+                    f"elicitation.{sub}",
+                    f"the client did not declare {sub}-mode elicitation, so the server cannot "
+                    f"ask it for that",
+                )
 
     async def _request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Send a request to the client and return the `result` it answers with.

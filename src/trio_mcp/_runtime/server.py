@@ -19,10 +19,11 @@ from typing import Any, Final, Literal, TypeVar, overload
 import trio
 
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
+from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
-from .._dispatch import LIST_METHODS, Dispatcher
+from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
 from .._exceptions import ToolDefinitionError
 from .._features.prompts import (
     Prompt,
@@ -89,6 +90,15 @@ class Server:
         list_cache: Caching hints (2026-07-28 `ttlMs`, `cacheScope`) of the list results, by
             method ("tools/list", "resources/list", "resources/templates/list",
             "prompts/list"); a list not named here is sent with a TTL of 0, public.
+        ask_timeout: Seconds a tool waits for the client's answer to one question
+            (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`, handshake era) unless the question
+            sets its own `timeout`; None waits as long as the call runs.
+        request_state_key: The HMAC key sealing 2026-07-28 `requestState` (bytes, a hex
+            string, or any string of 16+ bytes). Give every worker of a fleet the same key
+            (or set `TRIO_MCP_REQUEST_STATE_KEY`) so any of them can continue a call another
+            began; default: a random key of this process.
+        request_state_ttl: Seconds a `requestState` stays valid.
+        request_state_max_bytes: The longest `requestState` made or accepted.
     """
 
     def __init__(
@@ -104,6 +114,10 @@ class Server:
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         list_cache: Mapping[str, CacheHint] | None = None,
+        ask_timeout: float | None = DEFAULT_ASK_TIMEOUT,
+        request_state_key: bytes | str | None = None,
+        request_state_ttl: float = DEFAULT_STATE_TTL,
+        request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
@@ -129,6 +143,10 @@ class Server:
             mask_error_details=mask_error_details,
             resources=self.resource_registry,
             prompts=self.prompt_registry,
+            state_seal=StateSeal(
+                request_state_key, ttl=request_state_ttl, max_bytes=request_state_max_bytes
+            ),
+            ask_timeout=ask_timeout,
         )
         self.dispatcher.cache_hints.update(list_cache or {})
         #: The sessions open now (not public API): where a broadcast to every client goes.
