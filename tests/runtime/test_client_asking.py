@@ -841,3 +841,56 @@ async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
             assert (await client.call_tool("t")).text == "done"
     assert len(server.calls) == 2  # the cancelled call was not sent again
     assert "inputResponses" not in server.params(1)
+
+
+# -- trio-mcp's own server, asking as a tool author does ------------------------------------------
+
+
+@pytest.mark.parametrize("version", [LATEST, MODERN])
+@pytest.mark.parametrize("kind", ["memory", "stdio"])
+async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> None:
+    completed: list[str] = []
+    asked: list[str] = []
+
+    async def elicit(request: ElicitRequest) -> Accepted[Any] | Declined:
+        asked.append(request.mode)
+        return Accepted(None) if request.mode == "url" else Accepted({"age": 41})
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(
+            target(kind),
+            protocol_version=version,
+            elicitation_handler=elicit,
+            sampling_handler=sample,
+            roots=ROOTS,
+            on_elicitation_complete=completed.append,
+        ) as client:
+            assert client.protocol_version == version
+            details = await client.call_tool("details")
+            everything = await client.call_tool("everything")
+            signed = await client.call_tool("sign_in")
+            await client.call_tool("echo", {"text": "after"})  # the notices before it are read
+    assert details.structured == {"action": "accept", "data": {"name": "John Doe", "age": 41}}
+    assert everything.structured == {
+        "details": {"action": "accept", "data": {"name": "John Doe", "age": 41}},
+        "reply": {"text": "echo: A haiku?", "model": "test-model"},
+        "roots": ["file:///work", "file:///tmp"],
+    }
+    assert signed.structured is not None
+    assert signed.structured["action"] == "accept"
+    if version == LATEST:
+        # Handshake era: the completion comes on the connection; 2026-07-28 has none.
+        assert completed == [signed.structured["data"]]
+    assert "url" in asked
+
+
+async def test_a_trio_mcp_tool_hears_a_decline_in_both_eras() -> None:
+    async def decline(request: ElicitRequest) -> Declined:
+        return Declined()
+
+    for version in (LATEST, MODERN):
+        with trio.fail_after(TIMEOUT):
+            async with open_client(
+                asking_tools.server, protocol_version=version, elicitation_handler=decline
+            ) as client:
+                assert (await client.call_tool("details")).structured == {"action": "declined"}
