@@ -635,3 +635,102 @@ def test_no_other_spelling_of_the_mac_is_accepted() -> None:
             continue
         accepted.append(char)
     assert accepted == [_TOKEN[-1]]
+
+
+async def test_cancelling_the_call_cancels_its_open_question(autojump_clock: Any) -> None:
+    runs: list[str] = []
+    async with open_memory_peer(asking_server(runs), initialize=False) as peer:
+        await initialized(peer, EVERYTHING)
+        with trio.fail_after(TIMEOUT):
+            call = await peer.start_request("tools/call", {"name": "greet", "arguments": {}})
+            asked = await peer.receive()
+            assert asked["method"] == "elicitation/create"
+            await peer.notify("notifications/cancelled", {"requestId": call})
+            told = await peer.receive()
+        assert told == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": asked["id"], "reason": "cancelled by the server"},
+        }
+        # The call gets no answer (it was cancelled); the connection still serves.
+        assert (await peer.request("ping"))["result"] == {}
+        assert not any(m.get("id") == call and "method" not in m for m in peer.log)
+
+
+async def test_url_mode_elicitation_and_its_completion_notice() -> None:
+    server = Server("url")
+
+    @server.tool()
+    async def connect(ctx: Context) -> str:
+        """Send the user to a consent page, then say it is done."""
+        outcome = await ctx.elicit_url("Authorize the archive", "https://example.com/consent")
+        if not isinstance(outcome, Accepted):
+            return "not authorized"
+        await ctx.complete_elicitation(outcome.data)
+        return f"authorized {outcome.data}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"elicitation": {"url": {}}})
+        with trio.fail_after(TIMEOUT):
+            call = await peer.start_request("tools/call", {"name": "connect", "arguments": {}})
+            asked = await peer.receive()
+            params = asked["params"]
+            assert params["mode"] == "url"
+            assert params["url"] == "https://example.com/consent"
+            await peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
+            notice = await peer.receive()
+            response = await peer.receive()
+        assert notice["method"] == "notifications/elicitation/complete"
+        assert notice["params"] == {"elicitationId": params["elicitationId"]}
+        assert response["id"] == call
+        assert response["result"]["content"][0]["text"] == f"authorized {params['elicitationId']}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"elicitation": {}})  # {} means form mode only
+        with trio.fail_after(TIMEOUT):
+            response = await peer.call("connect")
+        assert response["result"]["isError"] is True
+        assert "url-mode elicitation" in response["result"]["content"][0]["text"]
+
+
+async def test_a_roots_change_runs_the_handler_which_may_list_them() -> None:
+    server = Server("roots")
+    seen: list[list[str]] = []
+    handled = trio.Event()
+
+    @server.on_roots_changed
+    async def reread(ctx: Context) -> None:
+        seen.append([root.uri for root in await ctx.list_roots()])
+        handled.set()
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"roots": {"listChanged": True}})
+        with trio.fail_after(TIMEOUT):
+            await peer.notify("notifications/roots/list_changed")
+            asked = await peer.receive()
+            assert asked["method"] == "roots/list"
+            await peer.send(
+                {"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": "file:///new"}]}}
+            )
+            await handled.wait()
+        assert seen == [["file:///new"]]
+
+
+async def test_a_failing_roots_handler_is_logged_and_the_session_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server("roots")
+    ran = trio.Event()
+
+    @server.on_roots_changed
+    async def broken(ctx: Context) -> None:
+        ran.set()
+        raise RuntimeError("boom")
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, {"roots": {}})
+        with trio.fail_after(TIMEOUT):
+            await peer.notify("notifications/roots/list_changed")
+            await ran.wait()
+            assert (await peer.request("ping"))["result"] == {}
+    assert "the roots/list_changed handler raised" in caplog.text

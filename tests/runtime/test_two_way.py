@@ -19,7 +19,16 @@ import trio.testing
 
 from tests.helpers import open_memory_peer, scripted
 from tests.http_helpers import serve
-from trio_mcp import Client, ConnectionClosed, Context, RequestError, Server, open_client
+from trio_mcp import (
+    Client,
+    ClientTimeoutError,
+    ConnectionClosed,
+    Context,
+    RequestError,
+    Server,
+    open_client,
+)
+from trio_mcp._core.jsonrpc import Request
 from trio_mcp._core.peer import CANCELLED
 from trio_mcp._core.server_session import RequestScope
 from trio_mcp._exceptions import LocalProtocolError, reraise_lone
@@ -400,20 +409,109 @@ async def _never(message: dict[str, Any]) -> None:
 # -- transports: which can carry it ------------------------------------------------------------
 
 
-async def test_streamable_http_sessions_refuse_to_ask_the_client() -> None:
-    runtime = SessionRuntime(Server())  # as Streamable HTTP builds it: no connection to send on
-    with pytest.raises(LocalProtocolError, match="Streamable HTTP"):
-        await runtime.request("roots/list")
+async def test_a_per_request_session_refuses_to_ask_the_client() -> None:
+    # As stateless Streamable HTTP builds it: no connection, never opened. Even with the stream
+    # of the request it answers, the client's answer (a POST of its own) could not reach it.
+    runtime = SessionRuntime(Server())
+    with pytest.raises(LocalProtocolError, match=r"stateless mode\), so the client's answer"):
+        await runtime.request("roots/list", via=_never)
     assert runtime.peer.pending_count == 0
 
 
-async def test_over_http_a_tool_learns_why_it_cannot_ask() -> None:
-    async with serve(asking_server()) as served, open_client(served.url) as client:
-        client._handlers["roots/list"] = _unreachable
-        result = await client.call_tool("ask")
+async def test_a_lasting_session_without_a_connection_asks_only_on_a_stream() -> None:
+    runtime = SessionRuntime(Server())  # as a Streamable HTTP session with an id
+    runtime.open()
+    try:
+        with pytest.raises(LocalProtocolError, match="only on the stream of a request"):
+            await runtime.request("roots/list")
+    finally:
+        runtime.end()
+    assert runtime.peer.pending_count == 0
+
+
+async def test_a_request_that_could_not_be_sent_is_not_cancelled() -> None:
+    # The stream of a call that has ended, say: the client never saw the request, so it is
+    # told nothing more (and nothing raises but the reason the request failed).
+    tried: list[dict[str, Any]] = []
+
+    async def gone(message: dict[str, Any]) -> None:
+        tried.append(message)
+        raise ConnectionClosed("the stream has ended")
+
+    runtime = SessionRuntime(Server())
+    runtime.open()
+    try:
+        with pytest.raises(ConnectionClosed, match="the stream has ended"):
+            await runtime.request("roots/list", via=gone)
+    finally:
+        runtime.end()
+    assert [message["method"] for message in tried] == ["roots/list"]
+    assert runtime.peer.pending_count == 0
+
+
+@pytest.mark.parametrize("send", [_never, None])
+async def test_a_2026_07_28_request_may_not_ask_the_client(send: Any) -> None:
+    runtime = SessionRuntime(Server(), send)
+    runtime.open()
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    request = Request(1, "tools/call", {"name": "ask", "_meta": meta})
+    try:
+        requester = runtime.requester(request, _never)
+        with pytest.raises(LocalProtocolError, match="input-required result"):
+            await requester("roots/list", {})
+    finally:
+        runtime.end()
+    assert runtime.peer.pending_count == 0
+
+
+async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:
+    async def roots(params: dict[str, Any]) -> Any:
+        return ROOTS
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(asking_server()) as served, open_client(served.url) as client:
+            client._handlers["roots/list"] = roots
+            result = await client.call_tool("ask")
+            again = await client.call_tool("ask")  # the session asks as often as it needs
+    assert json.loads(result.text) == ROOTS
+    assert json.loads(again.text) == ROOTS
+
+
+async def test_over_streamable_http_a_timeout_cancels_the_clients_handler() -> None:
+    server = Server("two-way")
+    stuck = _Stuck()
+
+    @server.tool()
+    async def impatient(ctx: Context) -> str:
+        """Ask, giving the client a fifth of a second."""
+        assert ctx._requester is not None
+        try:
+            await ctx._requester("roots/list", {}, timeout=0.2)
+        except ClientTimeoutError:
+            return "gave up"
+        return "answered"
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(server) as served, open_client(served.url) as client:
+            client._handlers["roots/list"] = stuck
+            result = await client.call_tool("impatient")
+            # The cancellation came on the call's stream, before its result.
+            await stuck.ended.wait()
+    assert result.text == "gave up"
+    assert stuck.cancelled
+
+
+async def test_over_stateless_http_a_tool_learns_why_it_cannot_ask() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve(asking_server(), stateless=True) as served,
+            open_client(served.url) as client,
+        ):
+            client._handlers["roots/list"] = _unreachable
+            result = await client.call_tool("ask")
     assert result.is_error
     assert "LocalProtocolError" in result.text
-    assert "over Streamable HTTP the server cannot send requests to the client yet" in result.text
+    assert "stateless mode" in result.text
 
 
 async def test_over_legacy_sse_a_tool_gets_the_clients_answer() -> None:

@@ -131,6 +131,7 @@ class _Connection:
             self._nursery = nursery
             # Ends with the nursery's cancellation below (it is not one of `_tasks`).
             nursery.start_soon(self.server.hub.watch_lists, self.runtime)
+            self.runtime.spawn = nursery.start_soon  # the roots handler; cancelled with the rest
             task_status.started()
             async with receive:
                 async for item in _drain(receive):

@@ -13,7 +13,7 @@ Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
@@ -25,6 +25,7 @@ from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
 from .._exceptions import ToolDefinitionError
+from .._features.context import Context
 from .._features.prompts import (
     Prompt,
     PromptMeta,
@@ -60,6 +61,8 @@ __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
 F = TypeVar("F", bound=Callable[..., Any])
 _MISSING: Final[Any] = object()
 PrimitiveKind = Literal["tool", "resource", "prompt"]
+#: What `Server.on_roots_changed` registers.
+RootsHandler = TypeVar("RootsHandler", bound=Callable[[Context], Awaitable[None]])
 
 # 1024 concurrent requests per connection: HTTP/2 servers commonly allow 100-250 concurrent
 # streams per connection (nginx, Go net/http); MCP tools are often long-running I/O waits, so we
@@ -132,6 +135,8 @@ class Server:
         self.shutdown_grace = shutdown_grace
         self.versions = versions
         self.registry = ToolRegistry()
+        #: The handler `on_roots_changed` registered (not public API).
+        self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
         #: The resources and resource templates (not public API: see `resources`).
         self.resource_registry = ResourceRegistry()
         #: The prompts (not public API: see `prompts`).
@@ -184,6 +189,18 @@ class Server:
         new = make_tool(fn, options)
         self.registry.add(new)
         return new
+
+    def on_roots_changed(self, handler: RootsHandler) -> RootsHandler:
+        """Register `async handler(ctx)`, run when a client says its roots changed.
+
+        The client sends `notifications/roots/list_changed`; the handler runs in a task of its
+        own for that client's session, and may `await ctx.list_roots()` to read the new roots
+        (over stdio, in-memory and HTTP+SSE connections; over Streamable HTTP it needs the
+        session's GET stream, which is not built yet, so it is not run there). Its exceptions
+        are logged. Usable as a decorator; one handler per server (a new one replaces it).
+        """
+        self.roots_changed = handler
+        return handler
 
     @overload
     def tool(self, name: F, /) -> F: ...

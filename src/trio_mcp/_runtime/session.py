@@ -6,9 +6,15 @@ Rule 1: every request that must wait runs inside a cancel scope of its own, made
 Rule 2: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
         the request an id of the server's own, and the answer is routed to the waiting task by
         that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
-        short shielded scope) and a late answer is dropped; when the input ends, every waiter
-        fails with `ConnectionClosed`. Only a connection can carry such requests: over
-        Streamable HTTP (one handler per request) `request` refuses, for now.
+        short shielded scope, best effort: nothing may be left to carry it) and a late answer
+        is dropped; when the input ends, every waiter fails with `ConnectionClosed`. A
+        connection carries such requests; without one (Streamable HTTP) a request goes on the
+        stream of the client's request being answered (`via`, which `answer` binds into the
+        `Requester` it hands the dispatcher), and only in a session that outlives that request
+        (Rule 3), since the client's answer comes in a message of its own. Anything else is
+        refused with `LocalProtocolError`: a per-request session (stateless mode), no stream
+        to carry it, and every request of 2026-07-28, which asks through input-required
+        results instead.
 Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
         only then (a per-request session is never opened): the hub is how the server speaks to
         every live session at once.
@@ -36,7 +42,7 @@ from .._core.jsonrpc import (
     error_response,
 )
 from .._core.peer import Outcome
-from .._core.server_session import ServerSession
+from .._core.server_session import ServerSession, requested_version
 from .._dispatch import Dispatcher
 from .._exceptions import (
     ClientTimeoutError,
@@ -45,7 +51,7 @@ from .._exceptions import (
     RemoteProtocolError,
     RequestError,
 )
-from .._features.context import NotificationSender
+from .._features.context import Context, NotificationSender, Requester
 from .hub import SessionHub
 
 __all__ = [
@@ -79,6 +85,8 @@ class SessionOwner(Protocol):
     max_in_flight: int
     max_line_bytes: int
     shutdown_grace: float
+    #: Run (in a task of its own) when the client says its roots changed; None: nothing runs.
+    roots_changed: Callable[[Context], Awaitable[None]] | None
 
     def new_session(self) -> ServerSession:
         """A fresh protocol session for one client."""
@@ -106,7 +114,8 @@ class SessionRuntime:
     Args:
         server: The server whose session this is.
         send: How to put a message on the connection; None for a per-request transport,
-            which cannot carry the server's requests to the client.
+            whose requests to the client go on the stream of the request being answered
+            (Rule 2).
     """
 
     def __init__(self, server: SessionOwner, send: MessageSender | None = None) -> None:
@@ -121,9 +130,16 @@ class SessionRuntime:
         # Requests `shut_down` cut short: they are answered "server shutting down", not dropped.
         self._cut: set[RequestId] = set()
         self._shutting_down = False
+        #: Starts a task that lives as long as the connection (set by `connection`); None over
+        #: Streamable HTTP, where a session has no task of its own between requests.
+        self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
+        # Whether the session outlives one request (`open`): only then can a message of the
+        # client's own (the answer to a request of the server's) reach it later.
+        self._kept = False
 
     def open(self) -> None:
         """Join the server's hub: the session lasts beyond one request (Rule 3)."""
+        self._kept = True
         self.server.hub.add(self)
 
     def end(self) -> None:
@@ -202,10 +218,18 @@ class SessionRuntime:
             self.release(request.id)
         return response
 
-    async def answer(self, request: Request, notify: NotificationSender) -> dict[str, Any] | None:
+    async def answer(
+        self, request: Request, notify: NotificationSender, via: MessageSender | None = None
+    ) -> dict[str, Any] | None:
         """Run an admitted request in its own cancel scope; None when the client cancelled it.
 
         The request stays admitted: the caller releases it once the response is delivered.
+
+        Args:
+            request: The request.
+            notify: Where its notifications go.
+            via: Where the requests of the server's it makes go (the stream of its answer),
+                when the session has no connection (Rule 2).
         """
         scope = self._scopes.get(request.id)
         if scope is None:
@@ -215,7 +239,9 @@ class SessionRuntime:
             self._cut.add(request.id)
             scope.cancel()
         with scope:
-            response = await self.dispatcher.respond(self.session, request, notify, self.request)
+            response = await self.dispatcher.respond(
+                self.session, request, notify, self.requester(request, via)
+            )
         if not scope.cancel_called:
             return response
         if request.id in self._cut:
@@ -238,12 +264,33 @@ class SessionRuntime:
                 self._cut.add(request_id)
                 scope.cancel()
 
+    def requester(self, request: Request, via: MessageSender | None = None) -> Requester:
+        """How a tool answering `request` sends requests to the client (Rule 2).
+
+        Args:
+            request: The client's request being answered.
+            via: Its stream, for a session without a connection (Streamable HTTP).
+        """
+        if requested_version(request.params) is not None:
+            return _refuse_modern
+
+        async def ask(
+            method: str,
+            params: dict[str, Any] | None = None,
+            *,
+            timeout: float | None = None,  # noqa: ASYNC109
+        ) -> Any:
+            return await self.request(method, params, timeout=timeout, via=via)
+
+        return ask
+
     async def request(
         self,
         method: str,
         params: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109
+        via: MessageSender | None = None,
     ) -> Any:
         """Send a request to the client and wait for its answer (Rule 2).
 
@@ -253,29 +300,49 @@ class SessionRuntime:
             timeout: Seconds to wait for the answer (None: no limit). When they pass, the
                 request is cancelled (`notifications/cancelled`) and `ClientTimeoutError`
                 raised.
+            via: Where to send it instead of the session's connection: the stream of the
+                client's request being answered. A session without a connection needs it.
 
         Returns:
             The client's `result`.
 
         Raises:
             RequestError: when the client answers with a JSON-RPC error.
-            ConnectionClosed: when the connection ended or ends before the answer.
+            ConnectionClosed: when the connection (or `via`'s stream) ended or ends before
+                the answer.
             ClientTimeoutError: when `timeout` passed first.
-            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+            LocalProtocolError: when nothing can carry it: a session without a connection
+                that lasts one request (stateless Streamable HTTP), or no `via` either.
         """
+        send = self._carrier(method, via)
         if timeout is None:
-            return await self._request(method, params)
+            return await self._request(send, method, params)
         with trio.move_on_after(timeout) as waited:
-            return await self._request(method, params)
+            return await self._request(send, method, params)
         assert waited.cancelled_caught
         raise ClientTimeoutError(method, timeout)
 
-    async def _request(self, method: str, params: dict[str, Any] | None) -> Any:
-        if self._send is None:
+    def _carrier(self, method: str, via: MessageSender | None) -> MessageSender:
+        """What carries a request of the server's to the client, or why nothing can (Rule 2)."""
+        if via is None and self._send is not None:
+            return self._send
+        if self._send is None and not self._kept:
             raise LocalProtocolError(
-                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
-                "send requests to the client yet (stdio, in-memory and HTTP+SSE connections can)"
+                f"cannot send {method!r} to the client: this Streamable HTTP session lasts one "
+                "request (stateless mode), so the client's answer, which comes in a POST of its "
+                "own, could never reach it; serve with sessions (not stateless), or over stdio "
+                "or HTTP+SSE, to ask the client"
             )
+        if via is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} to the client: over Streamable HTTP the server can ask "
+                "only on the stream of a request it is answering (from a tool, during its call)"
+            )
+        return via
+
+    async def _request(
+        self, send: MessageSender, method: str, params: dict[str, Any] | None
+    ) -> Any:
         if self.peer.closed is not None:
             raise ConnectionClosed(self.peer.closed)
         outgoing = self.peer.start_request(method, params)
@@ -283,30 +350,25 @@ class SessionRuntime:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": outgoing.id, "method": method}
         if params is not None:
             message["params"] = params
+        sent = False
         try:
-            await self._send(message)
+            await send(message)
+            sent = True
             await waiter.done.wait()
         finally:
             del self._waiters[outgoing.id]
             # Still pending here means nobody will read the answer (the waiter was cancelled):
-            # forget the id, so a late answer is dropped, and tell the client to stop.
+            # forget the id, so a late answer is dropped, and tell the client to stop (if the
+            # request reached it at all).
             notice = self.peer.cancel_outbound(outgoing.id, "cancelled by the server")
-            if notice is not None and self.peer.closed is None:
-                await self._send_cancel(notice.params)
+            if notice is not None and sent and self.peer.closed is None:
+                await _send_cancel(send, notice.params)
         outcome = waiter.outcome
         if outcome is None:
             raise ConnectionClosed(self.peer.closed or "connection closed")
         if outcome.error is not None:
             raise RequestError(outcome.error.message, outcome.error.code, outcome.error.data)
         return outcome.result
-
-    async def _send_cancel(self, params: dict[str, Any] | None) -> None:
-        assert self._send is not None
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
-            await self._send(
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-            )
 
     def close(self, reason: str) -> None:
         """The connection ended: every request of the server's still waiting fails (Rule 2).
@@ -331,31 +393,31 @@ class SessionRuntime:
             self.release(request.id)
         return response
 
-    async def handle(self, message: Any, notify: NotificationSender) -> Any:
+    async def handle(
+        self, message: Any, notify: NotificationSender, via: MessageSender | None = None
+    ) -> Any:
         """Handle one decoded message (or batch) completely; return what to answer, or None.
 
         Args:
             message: A `Message`, an `InvalidMessage`, or a list of them (a batch).
             notify: Where notifications related to this message's requests go.
+            via: Where requests of the server's made while answering it go (its stream).
         """
         if isinstance(message, list):
-            return await self._batch(message, notify)
+            return await self.run_batch(self.admit_batch(message), notify, via)
         if isinstance(message, Request):
             refused = self.admit(message)
             if refused is not None:
                 return refused
             try:
                 # `answer` runs Dispatcher.respond, which answers at once what needs no waiting.
-                return await self.answer(message, notify)
+                return await self.answer(message, notify, via)
             finally:
                 self.release(message.id)
         if isinstance(message, InvalidMessage):
             return self.invalid(message)
         self.incoming(message)
         return None
-
-    async def _batch(self, messages: list[Any], notify: NotificationSender) -> list[Any] | None:
-        return await self.run_batch(self.admit_batch(messages), notify)
 
     def admit_batch(self, messages: list[Any]) -> list[Any]:
         """The synchronous first pass over a batch, run as soon as it is read.
@@ -398,12 +460,16 @@ class SessionRuntime:
                 slots.append(None)
         return slots
 
-    async def run_batch(self, slots: list[Any], notify: NotificationSender) -> list[Any] | None:
+    async def run_batch(
+        self, slots: list[Any], notify: NotificationSender, via: MessageSender | None = None
+    ) -> list[Any] | None:
         """Run the requests `admit_batch` admitted, concurrently; the batch's answer or None."""
-        await self.fill_batch(slots, notify)
+        await self.fill_batch(slots, notify, via)
         return batch_answer(slots)
 
-    async def fill_batch(self, slots: list[Any], notify: NotificationSender) -> None:
+    async def fill_batch(
+        self, slots: list[Any], notify: NotificationSender, via: MessageSender | None = None
+    ) -> None:
         """Run the requests among `slots` concurrently, each slot taking its request's answer.
 
         A slot still holding its `Request` afterwards was not answered (the batch was cancelled
@@ -413,7 +479,7 @@ class SessionRuntime:
 
         async def one(i: int, request: Request) -> None:
             try:
-                slots[i] = await self.answer(request, notify)
+                slots[i] = await self.answer(request, notify, via)
             finally:
                 if slots[i] is request and self.was_cancelled(request.id):
                     slots[i] = None  # cut short, but the client cancelled it: owed nothing
@@ -457,6 +523,8 @@ class SessionRuntime:
                         "cancellation for unknown or finished request %r",
                         (message.params or {}).get("requestId"),
                     )
+            elif message.method == "notifications/roots/list_changed":
+                self._roots_changed()
             elif message.method == "notifications/initialized":
                 pass  # the handshake's last step: `initialize` already settled everything
             else:
@@ -469,6 +537,59 @@ class SessionRuntime:
                 waiter = self._waiters[outcome.request_id]
                 waiter.outcome = outcome
                 waiter.done.set()
+
+    def _roots_changed(self) -> None:
+        """Run the server's roots handler for this session, in a task of its own."""
+        handler = self.server.roots_changed
+        if handler is None:
+            logger.debug("notifications/roots/list_changed: the server registered no handler")
+        elif self.spawn is None:
+            logger.info(
+                "notifications/roots/list_changed: the handler cannot run over Streamable HTTP "
+                "yet (the session has no stream to ask the client on outside a call)"
+            )
+        else:
+            self.spawn(lambda: self._run_roots_handler(handler))
+
+    async def _run_roots_handler(self, handler: Callable[[Context], Awaitable[None]]) -> None:
+        scope = self.session.scope("notifications/roots/list_changed", None)
+        context = Context(
+            request_id="notifications/roots/list_changed",
+            tool_name="notifications/roots/list_changed",
+            scope=scope,
+            send=self.notify,
+            requester=self.request,
+            ask_timeout=self.dispatcher.ask_timeout,
+        )
+        try:
+            await handler(context)
+        except Exception:
+            logger.exception("the roots/list_changed handler raised")
+
+
+async def _send_cancel(send: MessageSender, params: dict[str, Any] | None) -> None:
+    """Tell the client to stop a request of the server's, if anything can still carry that."""
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
+        try:
+            await send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            # Best effort (Rule 2): the stream that carried the request may be gone already.
+            logger.debug("could not tell the client to stop request %s: %s", params, exc)
+
+
+async def _refuse_modern(
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = None,  # noqa: ASYNC109
+) -> Any:
+    """The `Requester` of a 2026-07-28 request: that revision has no requests to the client."""
+    raise LocalProtocolError(
+        f"cannot send {method!r} to the client: a 2026-07-28 request cannot be answered with a "
+        "request of the server's; that revision asks the client through an input-required "
+        "result instead"
+    )
 
 
 def shutting_down(request: Request) -> dict[str, Any]:

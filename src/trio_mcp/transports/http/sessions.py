@@ -32,11 +32,14 @@ from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
 
-__all__ = ["Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
+__all__ = ["Carry", "Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
 
 logger = logging.getLogger("trio_mcp.http")
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: Puts one message of the server's (a request to the client, its cancellation) on the stream
+#: of the request being answered; raises `ConnectionClosed` once that stream is gone.
+Carry = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class HttpSession(Protocol):
@@ -49,8 +52,12 @@ class HttpSession(Protocol):
     def handle_now(self, request: Request) -> Any:
         """Answer a request at once if it needs no waiting; None if it must go to `handle`."""
 
-    async def handle(self, message: Any, notify: Notify) -> Any:
-        """Handle a decoded message or batch; return the answer (None when nothing is owed)."""
+    async def handle(self, message: Any, notify: Notify, via: Carry | None = None) -> Any:
+        """Handle a decoded message or batch; return the answer (None when nothing is owed).
+
+        Notifications of its requests go to `notify`, their requests to the client to `via`
+        (the session decides whether it may send them at all).
+        """
 
     def open(self) -> None:
         """The session is kept (in the table) until `end`: it is live for the MCP side."""

@@ -7,12 +7,18 @@ Rule 1: after the application's checks (path, method, Origin, bearer token), a P
         last the limits (429 per session / 503 server-wide). A refused request never reaches
         a session.
 Rule 2: a request's answer is `application/json` when the response is the first thing it
-        produces, and an SSE stream when a notification (progress, log) comes first: then the
-        notifications and finally the response go on that stream, in order.
-Rule 3: a client that disconnects while its request runs cancels that request. (The spec says a
-        disconnection SHOULD NOT be read as cancellation, for servers that can redeliver; this
-        one keeps no event log to resume from, so the result could never be delivered. Under
-        2026-07-28 closing the stream MUST be taken as the cancellation.)
+        produces, and an SSE stream when a message of the server's comes first (a notification
+        such as progress or a log, or a request to the client): then those messages and finally
+        the response go on that stream, in order. A request of the server's goes only on the
+        stream of the request it serves (its session decides whether it may be sent at all:
+        not in stateless mode, not under 2026-07-28); the client's answer comes as a POST of
+        its own, answered 202 once the session has routed it to the waiting task.
+Rule 3: a client that disconnects while its request runs cancels that request, and with it any
+        request of the server's it waits on (whose `notifications/cancelled` then has no stream
+        to go on and is dropped). (The spec says a disconnection SHOULD NOT be read as
+        cancellation, for servers that can redeliver; this one keeps no event log to resume
+        from, so the result could never be delivered. Under 2026-07-28 closing the stream MUST
+        be taken as the cancellation.)
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
 Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
@@ -36,7 +42,7 @@ import trio
 from ..._core.jsonrpc import InvalidMessage, Request, parse
 from ..._core.server_session import requested_version
 from ..._core.versions import HTTP_DEFAULT_VERSION
-from ..._exceptions import RemoteProtocolError
+from ..._exceptions import ConnectionClosed, RemoteProtocolError
 from .asgi import (
     JSON_HEADER,
     SSE_HEADERS,
@@ -296,13 +302,28 @@ class StreamableHttp:
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
+        # The stream's scope: cancelled when the client disconnects (Rule 3), or once the answer
+        # has gone out.
+        stream = trio.CancelScope()
 
         async def notify(method: str, params: dict[str, Any]) -> None:
             await out_send.send({"jsonrpc": "2.0", "method": method, "params": params})
 
+        async def carry(outgoing: dict[str, Any]) -> None:
+            # A request of the server's (or its cancellation) goes on this stream while it
+            # lasts; afterwards nothing can carry it to the client (Rules 2, 3).
+            if stream.cancel_called:
+                raise ConnectionClosed("the stream of the request being answered has ended")
+            try:
+                await out_send.send(outgoing)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise ConnectionClosed(
+                    "the stream of the request being answered has ended"
+                ) from None
+
         async def run() -> None:
             async with out_send:
-                answer = await session.handle(message, notify)
+                answer = await session.handle(message, notify, carry)
                 await out_send.send(answer if answer is not None else done)
 
         # The disconnect watch ends before the last body is sent: the server reports the
@@ -316,51 +337,52 @@ class StreamableHttp:
             watch.cancel()
             await send({"type": "http.response.body", "body": body})
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope, watch)
-            nursery.start_soon(run)
-            headers = _sid(new_sid)
-            first = await _next(out_receive)
-            if first is None or first is done:
-                # Cancelled (notifications/cancelled from another POST): nothing to answer, but
-                # a POST that carried a request must get JSON or a stream (spec 2025-11-25,
-                # transports), so it gets an SSE stream that ends without an event: only an SSE
-                # comment saying why.
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [*SSE_HEADERS, *headers],
-                    }
-                )
-                await finish(b": request cancelled; no response follows\n\n")
-            elif not _is_notification(first):
-                body = encode(first)
-                status = modern_status(first) if modern else 200
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": status,
-                        "headers": [JSON_HEADER, content_length(body), *headers],
-                    }
-                )
-                await finish(body)
-            else:
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [*SSE_HEADERS, *headers],
-                    }
-                )
-                item = first
-                while item is not None and item is not done:
+        with stream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
+                nursery.start_soon(run)
+                headers = _sid(new_sid)
+                first = await _next(out_receive)
+                if first is None or first is done:
+                    # Cancelled (notifications/cancelled from another POST): nothing to answer,
+                    # but a POST that carried a request must get JSON or a stream (spec
+                    # 2025-11-25, transports), so it gets an SSE stream that ends without an
+                    # event: only an SSE comment saying why.
                     await send(
-                        {"type": "http.response.body", "body": event(item), "more_body": True}
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [*SSE_HEADERS, *headers],
+                        }
                     )
-                    item = await _next(out_receive)
-                await finish(b"")
-            nursery.cancel_scope.cancel()
+                    await finish(b": request cancelled; no response follows\n\n")
+                elif not _opens_stream(first):
+                    body = encode(first)
+                    status = modern_status(first) if modern else 200
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": status,
+                            "headers": [JSON_HEADER, content_length(body), *headers],
+                        }
+                    )
+                    await finish(body)
+                else:
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [*SSE_HEADERS, *headers],
+                        }
+                    )
+                    item = first
+                    while item is not None and item is not done:
+                        await send(
+                            {"type": "http.response.body", "body": event(item), "more_body": True}
+                        )
+                        item = await _next(out_receive)
+                    await finish(b"")
+                stream.cancel()
 
 
 async def _no_notify(method: str, params: dict[str, Any]) -> None:
@@ -375,8 +397,9 @@ async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
         return None
 
 
-def _is_notification(item: Any) -> bool:
-    return isinstance(item, dict) and "method" in item and "id" not in item
+def _opens_stream(item: Any) -> bool:
+    # A message of the server's (a notification, or a request to the client), not the answer.
+    return isinstance(item, dict) and "method" in item
 
 
 def _sid(sid: str | None) -> list[tuple[bytes, bytes]]:
