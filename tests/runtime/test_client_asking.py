@@ -30,6 +30,7 @@ from trio_mcp import (
     Accepted,
     Cancelled,
     Client,
+    Context,
     Declined,
     ElicitRequest,
     LocalProtocolError,
@@ -38,6 +39,7 @@ from trio_mcp import (
     Root,
     SamplingRequest,
     SamplingResult,
+    Server,
     TextContent,
     open_client,
 )
@@ -846,8 +848,18 @@ async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
 # -- trio-mcp's own server, asking as a tool author does ------------------------------------------
 
 
+@asynccontextmanager
+async def reach(kind: str) -> AsyncIterator[Any]:
+    """What `open_client` takes to reach the asking tools over `kind`, HTTP included."""
+    if kind in ("memory", "stdio"):
+        yield target(kind)
+    else:
+        async with serve(asking_tools.server) as served:
+            yield served.url if kind == "http" else served.base + "/sse"
+
+
 @pytest.mark.parametrize("version", [LATEST, MODERN])
-@pytest.mark.parametrize("kind", ["memory", "stdio"])
+@pytest.mark.parametrize("kind", ["memory", "stdio", "http", "sse"])
 async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> None:
     completed: list[str] = []
     asked: list[str] = []
@@ -857,14 +869,17 @@ async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> Non
         return Accepted(None) if request.mode == "url" else Accepted({"age": 41})
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(
-            target(kind),
-            protocol_version=version,
-            elicitation_handler=elicit,
-            sampling_handler=sample,
-            roots=ROOTS,
-            on_elicitation_complete=completed.append,
-        ) as client:
+        async with (
+            reach(kind) as where,
+            open_client(
+                where,
+                protocol_version=version,
+                elicitation_handler=elicit,
+                sampling_handler=sample,
+                roots=ROOTS,
+                on_elicitation_complete=completed.append,
+            ) as client,
+        ):
             assert client.protocol_version == version
             details = await client.call_tool("details")
             everything = await client.call_tool("everything")
@@ -894,3 +909,20 @@ async def test_a_trio_mcp_tool_hears_a_decline_in_both_eras() -> None:
                 asking_tools.server, protocol_version=version, elicitation_handler=decline
             ) as client:
                 assert (await client.call_tool("details")).structured == {"action": "declined"}
+
+
+async def test_set_roots_reaches_the_servers_roots_handler() -> None:
+    server = Server("roots-watcher")
+    heard: list[list[str]] = []
+    changed = trio.Event()
+
+    @server.on_roots_changed
+    async def roots_changed(ctx: Context) -> None:
+        heard.append([root.uri for root in await ctx.list_roots()])
+        changed.set()
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(server, roots=ROOTS[:1]) as client:
+            await client.set_roots(ROOTS)
+            await changed.wait()
+    assert heard == [["file:///work", "file:///tmp"]]
