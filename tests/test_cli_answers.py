@@ -402,13 +402,15 @@ SAMPLE = {
 }
 
 
-def test_sampling_is_refused_without_a_command() -> None:
+def test_sampling_is_not_declared_without_a_command() -> None:
+    # The raw tool asks anyway (it does not check capabilities): the client has no handler.
     done = run(*ask_args("sampling/createMessage", SAMPLE))
     assert done.returncode == 0, done.stderr
-    assert answer_of(json.loads(done.stdout)) == {
-        "error": {"code": -1, "message": "User rejected sampling request"}
-    }
-    assert "--sampling-command" in done.stderr
+    assert answer_of(json.loads(done.stdout))["error"]["code"] == -32601
+    # A tool that checks the capability falls back to its template text.
+    report = run("call", "demo_tools", "wh40k.battle_report", "--raw")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["content"][0]["text"].endswith("The Emperor protects.")
 
 
 def test_a_sampling_command_answers(tmp_path: Path) -> None:

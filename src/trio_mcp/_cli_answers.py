@@ -14,10 +14,11 @@ Rule 3: one question at a time: elicitations that arrive together wait for each 
         forms never share the terminal.
 Rule 4: a URL-mode elicitation shows the URL (never opened for the user, spec 2025-11-25) and
         waits for Enter, which accepts.
-Rule 5: sampling refuses with the specification's "User rejected sampling request" (-1) unless
-        a sampling command is given; then the command runs with the conversation as text on
-        stdin (`conversation_text`), and its stdout, trimmed, is the model's answer, from the
-        model "command:<program>". A command that fails fails the request with its exit code.
+Rule 5: sampling is declared only when a sampling command is given (without one a tool knows
+        not to ask, and may fall back, in both eras); the command runs with the conversation as
+        text on stdin (`conversation_text`), and its stdout, trimmed, is the model's answer,
+        from the model "command:<program>". A command that fails fails the request with its
+        exit code.
 Rule 6: `--root PATH` exposes each PATH as a `file://` URI of its absolute path, named after
         its last part.
 
@@ -52,7 +53,6 @@ from ._core.asking import (
     SamplingResult,
 )
 from ._core.types import AudioContent, ImageContent, TextContent
-from ._exceptions import RequestError
 
 __all__ = [
     "DECLINE",
@@ -65,7 +65,6 @@ __all__ = [
     "field_lines",
     "form_fields",
     "read_value",
-    "refuse_sampling",
     "roots_from_paths",
 ]
 
@@ -73,8 +72,6 @@ T = TypeVar("T")
 
 #: Typed at any prompt, declines the elicitation.
 DECLINE: Final = "!decline"
-#: The error a refused sampling request gets (spec 2025-11-25, sampling: Error Handling).
-SAMPLING_REJECTED: Final = -1
 # Bytes read from stdin at once.
 _READ_SIZE: Final = 4096
 _YES: Final = frozenset({"y", "yes", "true", "1"})
@@ -520,17 +517,6 @@ async def _interruptible(ask: Callable[[], Awaitable[T]]) -> T:
 
 
 # -- sampling -------------------------------------------------------------------------------------
-
-
-async def refuse_sampling(request: SamplingRequest) -> SamplingResult:
-    """The answer without a sampling command (Rule 5)."""
-    print(
-        "trio-mcp: the server asked to sample a model; refused (give --sampling-command CMD "
-        "to answer with a command)",
-        file=sys.stderr,
-        flush=True,
-    )
-    raise RequestError("User rejected sampling request", SAMPLING_REJECTED)
 
 
 def _block_text(block: Any) -> str:

@@ -31,8 +31,8 @@ validate, a missing prompt argument) has its message shown, also as a usage erro
 Prompt arguments are strings on the wire, so a prompt's NAME=VALUE values are sent as written.
 
 What a server asks while `call`, `read` or `prompt` runs is answered by `_cli_answers`: an
-elicitation is put to the user on a terminal (declined without one), sampling is refused unless
-`--sampling-command CMD` answers it, and `--root PATH` declares the roots.
+elicitation is put to the user on a terminal (declined without one), sampling is declared (and
+answered) only with `--sampling-command CMD`, and `--root PATH` declares the roots.
 
 Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
 request the server refused.
@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._cli_answers import CommandSampler, TerminalElicitor, refuse_sampling, roots_from_paths
+from ._cli_answers import CommandSampler, TerminalElicitor, roots_from_paths
 from ._connect import open_client
 from ._core.client_records import (
     LogMessage,
@@ -587,7 +587,9 @@ async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIt
         log_handler=_print_log,
         client_info={"name": "trio-mcp-cli", "version": "1"},
         elicitation_handler=elicitor,
-        sampling_handler=CommandSampler(command) if command is not None else refuse_sampling,
+        # Without a command, sampling is not declared: a tool then knows not to ask (and may
+        # fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
+        sampling_handler=CommandSampler(command) if command is not None else None,
         roots=roots_from_paths(roots) if roots else None,
         on_elicitation_complete=_print_completion,
     ) as client:
