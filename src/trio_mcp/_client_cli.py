@@ -1121,17 +1121,17 @@ _PRIMITIVE_COMMANDS: Final = frozenset(_PRIMITIVE_WORDS)
 async def _demo(http: bool) -> int:
     # The demo package holds its own tour (nothing here names a demo tool or resource); it
     # ships in the same wheel as trio_mcp.
-    from demo_tools.tour import run_tour  # noqa: PLC0415 - only the demo command needs it
+    from demo_tools.tour import canned_answers, run_tour  # noqa: PLC0415 - only the demo needs it
 
     try:
         if http:
             async with _demo_http_server() as url:
                 print(f"Demo server: {url} (Streamable HTTP)")
-                async with open_client(url) as client:
+                async with open_client(url, **canned_answers()) as client:
                     return await run_tour(client, walkthrough)
         command = [sys.executable, "-m", "demo_tools"]
         print("Demo server: python -m demo_tools (stdio, a subprocess)")
-        async with open_client(command) as client:
+        async with open_client(command, **canned_answers()) as client:
             return await run_tour(client, walkthrough)
     except TrioMCPError as exc:
         print(f"trio-mcp demo: {exc}", file=sys.stderr)
