@@ -1,20 +1,32 @@
 """What `trio-mcp demo` shows: the codex's resources and prompt, then each demo tool in turn.
 
+Two of the tools ask the client: `wh40k.wager` asks the user (elicitation) and
+`wh40k.battle_report` asks the client's model (sampling). The tour answers both with canned
+handlers (`canned_answers`), printing each exchange as it happens.
+
 The tour lives beside the tools it calls; trio-mcp's command line only knows how to run a list
 of calls against a server (its `walkthrough`) and hands it to `run_tour`, which uses the public
 client API only: listing and reading resources, reading a template, getting a prompt,
 completing its arguments, and a subscription whose update arrives during the battle.
 """
 
+import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TextIO
 
-from trio_mcp import Client
+from trio_mcp import (
+    Accepted,
+    Client,
+    ElicitRequest,
+    SamplingRequest,
+    SamplingResult,
+    TextContent,
+)
 
 from .codex import LATEST_BATTLE
 
-__all__ = ["TOUR", "run_tour"]
+__all__ = ["TOUR", "canned_answers", "run_tour"]
 
 #: (tool, arguments), in the order the tour calls them.
 TOUR: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
@@ -27,7 +39,39 @@ TOUR: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ("wh40k.inquisitor_name", {}),
     ("wh40k.roll_dice", {"dice_count": 3, "dice_sides": 6, "flavor": "hit"}),
     ("wh40k.battle_simulation", {"imperial_force": "Space Marines", "enemy_force": "Orks"}),
+    ("wh40k.wager", {"imperial_force": "Cadian 8th", "enemy_force": "Black Legion"}),
+    ("wh40k.battle_report", {"imperial_force": "Space Wolves", "enemy_force": "Necrons"}),
 )
+
+#: What the tour's user answers `wh40k.wager`, and what its "model" writes.
+WAGER_ANSWER: Final = {"side": "foe", "thrones": 20}
+NARRATION: Final = (
+    "Frost cracked under ceramite as the Wolves closed. The tomb-guard did not flinch, and "
+    "neither did the sagas. By dusk only one host still stood."
+)
+
+
+def canned_answers(out: TextIO | None = None) -> dict[str, Any]:
+    """Handlers for `open_client` that answer the asking tools, printing the exchange."""
+
+    def say(text: str) -> None:
+        print(text, file=out or sys.stdout, flush=True)
+
+    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+        say(f"     the server asks the user: {request.message}")
+        fields = (request.requested_schema or {}).get("properties", {})
+        defaults = {name: spec.get("default") for name, spec in fields.items()}
+        say(f"       form fields (defaults): {json.dumps(defaults)}")
+        say(f"       the user answers (canned): {json.dumps(WAGER_ANSWER)}")
+        return Accepted(dict(WAGER_ANSWER))
+
+    async def sample(request: SamplingRequest) -> SamplingResult:
+        say(f"     the server asks the client's model: {request.messages[-1].text}")
+        say("       the model answers (canned)")
+        return SamplingResult(TextContent(NARRATION), "demo-remembrancer", "endTurn")
+
+    return {"elicitation_handler": elicit, "sampling_handler": sample}
+
 
 Walkthrough = Callable[
     [Client, Sequence[tuple[str, dict[str, Any]]], TextIO | None], Awaitable[int]

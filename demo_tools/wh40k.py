@@ -73,6 +73,9 @@ _FLAVOR_TEXT = {
 # Successes: 3+ to hit, 4+ to wound, 3+ to save (a marine's power armour save).
 _TARGETS = {"hit": 3, "wound": 4, "save": 3}
 
+ImperialForce = Annotated[str, Param("Imperial force (random when empty)")]
+EnemyForce = Annotated[str, Param("Enemy force (random when empty)")]
+
 #: Seconds a battle takes in all (three phases).
 BATTLE_SECONDS = 0.5
 
@@ -142,8 +145,8 @@ def roll_dice(
 @tool("wh40k.battle_simulation", "Simulate a battle in the Warhammer 40k universe")
 async def battle_simulation(
     ctx: Context,
-    imperial_force: Annotated[str, Param("Imperial force (random when empty)")] = "",
-    enemy_force: Annotated[str, Param("Enemy force (random when empty)")] = "",
+    imperial_force: ImperialForce = "",
+    enemy_force: EnemyForce = "",
 ) -> BattleReport:
     """Simulate a battle in three phases, reporting progress; takes about half a second.
 
@@ -181,8 +184,8 @@ class Wager:
 @tool("wh40k.wager", "Back a side in a battle, then watch it fought")
 async def wager(
     ctx: Context,
-    imperial_force: Annotated[str, Param("Imperial force (random when empty)")] = "",
-    enemy_force: Annotated[str, Param("Enemy force (random when empty)")] = "",
+    imperial_force: ImperialForce = "",
+    enemy_force: EnemyForce = "",
 ) -> str:
     """Ask which side the user backs (default: the Imperium, 10 Thrones), then fight it out.
 

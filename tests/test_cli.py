@@ -434,6 +434,14 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
         "7. wh40k.inquisitor_name()",
         '8. wh40k.roll_dice(dice_count=3, dice_sides=6, flavor="hit")',
         '9. wh40k.battle_simulation(imperial_force="Space Marines", enemy_force="Orks")',
+        '10. wh40k.wager(imperial_force="Cadian 8th", enemy_force="Black Legion")',
+        "the server asks the user: Which side do you back, and for how many Thrones?",
+        'form fields (defaults): {"side": "imperium", "thrones": 10}',
+        'the user answers (canned): {"side": "foe", "thrones": 20}',
+        "carried the day: you ",
+        '11. wh40k.battle_report(imperial_force="Space Wolves", enemy_force="Necrons")',
+        "the server asks the client's model: Write a three-sentence battle report",
+        "   = Frost cracked under ceramite",
     ]
     positions = [out.index(call) for call in calls]
     assert positions == sorted(positions)

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,6 +192,51 @@ async def test_the_codex_example_reads_prompts_and_completes(tmp_path: Path) -> 
     assert "unit_id" in str(bad.value)
     assert missing.value.code == -32002
     assert missing.value.data == {"uri": "wh40k://units/orks/100"}
+
+
+def readme_block(name: str) -> str:
+    match = re.search(rf"```python\n(# {re.escape(name)}\n.*?)```", README.read_text(), re.DOTALL)
+    assert match, f"README lost its {name} example"
+    return match.group(1)
+
+
+def load(path: Path, name: str) -> Any:
+    import importlib.util  # noqa: PLC0415 - only these tests load modules from files
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_the_asking_example_musters_in_both_eras(tmp_path: Path, version: str) -> None:
+    from trio_mcp import RequestError, open_client  # noqa: PLC0415
+
+    (tmp_path / "muster.py").write_text(readme_block("muster.py"))
+    (tmp_path / "orders.py").write_text(readme_block("orders.py"))
+    muster = load(tmp_path / "muster.py", "readme_muster")
+    orders = load(tmp_path / "orders.py", "readme_orders")
+    async with open_client(
+        muster.server,
+        protocol_version=version,
+        elicitation_handler=orders.commander,
+        sampling_handler=orders.model,
+    ) as client:
+        result = await client.call_tool("muster")
+    assert result.text == "Three Catachan companies, present."
+    async with open_client(muster.server, protocol_version=version) as client:
+        if version == "2026-07-28":
+            with pytest.raises(RequestError) as missing:
+                await client.call_tool("muster")
+            assert missing.value.code == -32021
+            assert missing.value.data == {"requiredCapabilities": {"elicitation": {}}}
+            return
+        bare = await client.call_tool("muster")
+    assert bare.is_error
+    assert "'elicitation' capability" in bare.text
 
 
 def test_every_test_the_docs_name_exists() -> None:

@@ -30,6 +30,10 @@ validate, a missing prompt argument) has its message shown, also as a usage erro
 
 Prompt arguments are strings on the wire, so a prompt's NAME=VALUE values are sent as written.
 
+What a server asks while `call`, `read` or `prompt` runs is answered by `_cli_answers`: an
+elicitation is put to the user on a terminal (declined without one), sampling is declared (and
+answered) only with `--sampling-command CMD`, and `--root PATH` declares the roots.
+
 Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
 request the server refused.
 """
@@ -53,6 +57,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from ._cli_answers import CommandSampler, TerminalElicitor, roots_from_paths
 from ._connect import open_client
 from ._core.client_records import (
     LogMessage,
@@ -153,6 +158,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "--raw", action="store_true", help="print the result object as JSON, as it came"
     )
     _add_common(call)
+    _add_answering(call)
 
     _add_primitive_commands(commands, server_help)
 
@@ -194,6 +200,22 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_answering(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sampling-command",
+        metavar="CMD",
+        help="answer the server's sampling requests with CMD: it reads the conversation as "
+        "text on stdin and writes the answer to stdout (default: refuse them)",
+    )
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="expose PATH to the server as a root, a file:// URI (repeatable)",
+    )
+
+
 def _add_primitive_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], server_help: str
 ) -> None:
@@ -231,6 +253,7 @@ def _add_primitive_commands(
         help="write the contents (text as UTF-8, blobs decoded, one after another) to FILE",
     )
     _add_common(read)
+    _add_answering(read)
 
     prompts = commands.add_parser(
         "prompts",
@@ -258,6 +281,7 @@ def _add_primitive_commands(
     )
     prompt.add_argument("--json", action="store_true", help="print the result as JSON, as it came")
     _add_common(prompt)
+    _add_answering(prompt)
 
     complete = commands.add_parser(
         "complete",
@@ -552,14 +576,30 @@ async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIt
         if not sep:
             raise ValueError(f"--header {header!r} is not NAME:VALUE")
         headers[name.strip()] = value.strip()
+    # What the server may ask: the user on a terminal, a command for sampling, --root paths.
+    elicitor = TerminalElicitor()
+    command = getattr(args, "sampling_command", None)
+    roots = getattr(args, "root", None) or []
     async with open_client(
         target,
         headers=headers,
         echo_stderr=args.show_stderr,
         log_handler=_print_log,
         client_info={"name": "trio-mcp-cli", "version": "1"},
+        elicitation_handler=elicitor,
+        # Without a command, sampling is not declared: a tool then knows not to ask (and may
+        # fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
+        sampling_handler=CommandSampler(command) if command is not None else None,
+        roots=roots_from_paths(roots) if roots else None,
+        on_elicitation_complete=_print_completion,
     ) as client:
+        name = client.server_info.get("name")
+        elicitor.server_name = name if isinstance(name, str) and name else "the server"
         yield client
+
+
+def _print_completion(elicitation_id: str) -> None:
+    print(f"trio-mcp: the server says elicitation {elicitation_id} is complete", file=sys.stderr)
 
 
 def _print_log(message: LogMessage) -> None:
@@ -1081,17 +1121,17 @@ _PRIMITIVE_COMMANDS: Final = frozenset(_PRIMITIVE_WORDS)
 async def _demo(http: bool) -> int:
     # The demo package holds its own tour (nothing here names a demo tool or resource); it
     # ships in the same wheel as trio_mcp.
-    from demo_tools.tour import run_tour  # noqa: PLC0415 - only the demo command needs it
+    from demo_tools.tour import canned_answers, run_tour  # noqa: PLC0415 - only the demo needs it
 
     try:
         if http:
             async with _demo_http_server() as url:
                 print(f"Demo server: {url} (Streamable HTTP)")
-                async with open_client(url) as client:
+                async with open_client(url, **canned_answers()) as client:
                     return await run_tour(client, walkthrough)
         command = [sys.executable, "-m", "demo_tools"]
         print("Demo server: python -m demo_tools (stdio, a subprocess)")
-        async with open_client(command) as client:
+        async with open_client(command, **canned_answers()) as client:
             return await run_tour(client, walkthrough)
     except TrioMCPError as exc:
         print(f"trio-mcp demo: {exc}", file=sys.stderr)

@@ -12,17 +12,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Literal
 from urllib.parse import urlsplit
 
 import trio
 
+from ._core.answering import ELICITATION_MODES
 from ._core.framing import DEFAULT_MAX_LINE_BYTES
 from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
-from ._runtime.client import Client, LogHandler, open_session
+from ._runtime.answering import (
+    ElicitationCompleteHandler,
+    ElicitationHandler,
+    Roots,
+    SamplingHandler,
+)
+from ._runtime.client import DEFAULT_MAX_INPUT_ROUNDS, Client, LogHandler, open_session
 from ._runtime.guard import require_trio
 from ._runtime.link import Link
 from ._runtime.server import Server
@@ -57,6 +64,12 @@ async def open_client(
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     echo_stderr: bool = False,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    elicitation_handler: ElicitationHandler | None = None,
+    sampling_handler: SamplingHandler | None = None,
+    roots: Roots | None = None,
+    elicitation_modes: Collection[str] = ELICITATION_MODES,
+    on_elicitation_complete: ElicitationCompleteHandler | None = None,
+    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server, initialize, and yield a `Client` for the `async with` block.
 
@@ -88,6 +101,29 @@ async def open_client(
             again after SIGTERM, before it is killed.
         echo_stderr: stdio: copy the server's stderr to ours (it is always kept for errors).
         max_line_bytes: stdio: the longest message accepted from the server.
+        elicitation_handler: Answers the server's elicitations:
+            `async handler(request: ElicitRequest) -> Accepted | Declined | Cancelled`, with
+            `Accepted({...})` holding a form's values (fields left out get the schema's
+            defaults) and `Accepted(None)` for a URL-mode elicitation the user agreed to
+            open. Given, the `elicitation` capability is declared.
+        sampling_handler: Answers the server's sampling requests:
+            `async handler(request: SamplingRequest) -> SamplingResult`. Given, the
+            `sampling` capability is declared.
+        roots: The roots the client exposes: a list of `Root` (`file://` URIs), or a
+            function (sync or async) that returns one when the server asks. Given (even
+            empty), the `roots` capability is declared and `Client.set_roots` may change them.
+        elicitation_modes: The elicitation modes the handler takes, "form" and "url" by
+            default; revisions before 2025-11-25 know forms only.
+        on_elicitation_complete: Called (sync or async) with the `elicitationId` of a
+            URL-mode elicitation the server says is complete.
+        max_input_rounds: 2026-07-28: how many rounds of input requests one call answers
+            before it fails with `RemoteProtocolError`.
+
+    Handlers run in tasks of their own (or, for 2026-07-28 input requests, in the calling
+    task), concurrently, and may call the server. A handler that raises makes the server's
+    request fail with -32603 and its message (a `RequestError` gives its own code), and under
+    2026-07-28 ends the call that needed the answer, with that exception. Without a handler
+    the capability is not declared and the server's request is refused with -32601.
 
     Yields:
         The connected, initialized client.
@@ -97,7 +133,8 @@ async def open_client(
         TransportError: when the server cannot be started or refuses the connection.
         RemoteProtocolError: when the server answers the handshake in a way this client
             cannot speak.
-        ValueError: for a target that is neither a command, a URL nor a `Server`.
+        ValueError: for a target that is neither a command, a URL nor a `Server`, an
+            unknown elicitation mode, or a root that is not a `file://` URI.
         TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
     """
     require_trio("trio_mcp.open_client")
@@ -107,6 +144,12 @@ async def open_client(
         protocol_version=protocol_version,
         log_handler=log_handler,
         validate_output=validate_output,
+        elicitation_handler=elicitation_handler,
+        sampling_handler=sampling_handler,
+        roots=roots,
+        elicitation_modes=elicitation_modes,
+        on_elicitation_complete=on_elicitation_complete,
+        max_input_rounds=max_input_rounds,
     )
     try:
         if isinstance(target, Server):
@@ -129,8 +172,21 @@ async def open_client(
                 ):
                     yield client
             else:
+                # A client that answers the server's requests hears those tied to no call of
+                # its own on the session's GET stream.
+                listen = any(
+                    handler is not None
+                    for handler in (
+                        elicitation_handler,
+                        sampling_handler,
+                        roots,
+                        on_elicitation_complete,
+                    )
+                )
                 async with (
-                    open_streamable_http_link(target, headers=headers, retry=retry) as http_link,
+                    open_streamable_http_link(
+                        target, headers=headers, retry=retry, listen=listen
+                    ) as http_link,
                     session(http_link) as client,
                 ):
                     yield client

@@ -8,10 +8,14 @@ handshake, 2026-07-28 per-request `_meta`) and, for some scenarios, what to do
 (`MCP_CONFORMANCE_CONTEXT`, JSON). `SCENARIOS` maps each scenario to what a well-behaved client
 does against that server; the suite then judges what it saw on the wire.
 
+The client is unattended: it answers every form elicitation by accepting it, with the
+schema's defaults (which trio-mcp fills in itself, SEP-1034) and a value of each other field's
+type; `call_tool` answers 2026-07-28 input requests with the same handler.
+
 A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: OAuth, the skills
-extension, answering the server's own requests, resuming an SSE stream), and a scenario this
-script does not know, ends at once with exit code 2 and one line on stderr, so that a suite run
-never waits out its 30 s timeout on it. A scenario that fails exits 1 with the traceback.
+extension, resuming an SSE stream), and a scenario this script does not know, ends at once
+with exit code 2 and one line on stderr, so that a suite run never waits out its 30 s timeout
+on it. A scenario that fails exits 1 with the traceback.
 
 Run: through the suite (which appends the URL),
 
@@ -33,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from trio_mcp import Client, ToolInfo
+    from trio_mcp import Accepted, Client, ElicitRequest, ToolInfo
 
 #: A scenario's client behaviour: given the connected client and the suite's context object.
 Handler = Callable[["Client", Mapping[str, Any]], Awaitable[None]]
@@ -41,9 +45,6 @@ Handler = Callable[["Client", Mapping[str, Any]], Awaitable[None]]
 # Seconds a whole scenario may take, connection included: under the suite's own 30 s limit, so
 # that a hang ends here with a traceback naming the call that hung, not as a bare timeout.
 SCENARIO_TIMEOUT: Final = 20.0
-# Rounds of input requests (SEP-2322) one tools/call may go through before we give up on it.
-MAX_INPUT_ROUNDS: Final = 10
-
 EXIT_FAILED: Final = 1
 EXIT_UNSUPPORTED: Final = 2
 
@@ -112,8 +113,18 @@ async def request_metadata(client: Client, context: Mapping[str, Any]) -> None:
 
 
 async def mrtr_request_state(client: Client, context: Mapping[str, Any]) -> None:
+    # call_tool answers the input requests (SEP-2322) with the elicitation handler and sends the
+    # call again, echoing the server's requestState untouched (none when it sent none).
     for tool in await client.list_tools():
-        await call_answering_input(client, tool.name, placeholder_arguments(tool))
+        await client.call_tool(tool.name, placeholder_arguments(tool), raise_on_error=True)
+
+
+async def elicitation_defaults(client: Client, context: Mapping[str, Any]) -> None:
+    # The tool elicits a form whose every field has a default; the server checks that the
+    # answer carries them all. Its elicitation/create comes on the session's GET stream, which
+    # the client opens since it has an elicitation handler.
+    await _tools_by_name(client, "test_client_elicitation_defaults")
+    await client.call_tool("test_client_elicitation_defaults", raise_on_error=True)
 
 
 SCENARIOS: Final[Mapping[str, Handler]] = {
@@ -126,16 +137,13 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
     "http-invalid-tool-headers": call_every_tool,
     "request-metadata": request_metadata,
     "sep-2322-client-request-state": mrtr_request_state,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
 }
 
 #: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
 UNSUPPORTED: Final[Mapping[str, str]] = {
     "auth/": "OAuth authorization (the client cannot obtain or present tokens)",
     "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
-    "elicitation-sep1034-client-defaults": (
-        "answering the server's elicitation/create (no elicitation handler, and no GET stream, "
-        "where a request not tied to a call of ours arrives)"
-    ),
     "sse-retry": "resuming an SSE stream (retry field, Last-Event-ID, GET reconnection)",
 }
 
@@ -172,55 +180,19 @@ def _placeholder(schema: Any) -> Any:
     return _PLACEHOLDERS.get(kind, "example") if isinstance(kind, str) else "example"
 
 
-async def call_answering_input(
-    client: Client, name: str, arguments: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Call a tool, answering the input requests of an `input_required` result (SEP-2322).
+async def accept_form(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    """Accept a form elicitation, as an unattended client: a value of each field's type for
+    the fields without a default (trio-mcp fills those with a default in)."""
+    from trio_mcp import Accepted  # noqa: PLC0415 - see `run_scenario`
 
-    trio-mcp's `call_tool` does not know `input_required` results yet, so this speaks the
-    multi-round-trip protocol through `Client.request`: each retry is a new request that
-    carries the answers and echoes the server's `requestState` untouched (none when it sent
-    none); a result without `resultType` is complete.
-
-    Returns:
-        The complete result object.
-    """
-    params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
-    for _ in range(MAX_INPUT_ROUNDS):
-        result = await client.request("tools/call", params)
-        if not isinstance(result, dict):
-            raise ScenarioError(f"tools/call {name!r} answered {result!r}")
-        if result.get("resultType", "complete") != "input_required":
-            return result
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict):
-            raise ScenarioError(f"input_required result without inputRequests: {result!r}")
-        params = {
-            "name": name,
-            "arguments": dict(arguments),
-            "inputResponses": {key: _answer(request) for key, request in requests.items()},
+    fields = (request.requested_schema or {}).get("properties")
+    return Accepted(
+        {
+            key: _placeholder(field)
+            for key, field in (fields if isinstance(fields, dict) else {}).items()
+            if isinstance(field, dict) and "default" not in field
         }
-        if "requestState" in result:
-            params["requestState"] = result["requestState"]
-    raise ScenarioError(f"tools/call {name!r} still wanted input after {MAX_INPUT_ROUNDS} rounds")
-
-
-def _answer(request: Any) -> dict[str, Any]:
-    # An unattended client: it accepts every form, filling each field with its default or a
-    # value of its type. (It cannot declare the elicitation capability first: open_client has
-    # no way to name client capabilities yet, so every request says {}.)
-    method = request.get("method") if isinstance(request, dict) else None
-    if method != "elicitation/create":
-        raise ScenarioError(f"cannot answer an input request of method {method!r}")
-    params = request.get("params")
-    schema = params.get("requestedSchema") if isinstance(params, dict) else None
-    fields = schema.get("properties") if isinstance(schema, dict) else None
-    content = {
-        key: field["default"] if "default" in field else _placeholder(field)
-        for key, field in (fields if isinstance(fields, dict) else {}).items()
-        if isinstance(field, dict)
-    }
-    return {"action": "accept", "content": content}
+    )
 
 
 async def _tools_by_name(client: Client, *names: str) -> dict[str, ToolInfo]:
@@ -275,10 +247,10 @@ def run_scenario(
 
     async def scenario() -> None:
         with trio.fail_after(SCENARIO_TIMEOUT):
-            connection = (
-                open_client(url) if version is None else open_client(url, protocol_version=version)
-            )
-            async with connection as client:
+            options: dict[str, Any] = {"elicitation_handler": accept_form}
+            if version is not None:
+                options["protocol_version"] = version
+            async with open_client(url, **options) as client:
                 await handler(client, context)
 
     # What trio-mcp reports (a tool left out of the list, a fallback to initialize) belongs in

@@ -693,40 +693,6 @@ async def test_url_mode_elicitation_and_its_completion_notice() -> None:
         assert "url-mode elicitation" in response["result"]["content"][0]["text"]
 
 
-async def test_url_mode_under_2026_sends_no_elicitation_id_and_no_completion_notice() -> None:
-    # 2026-07-28 removed both (its changelog, item 11): the client learns that the interaction
-    # at the URL is over by sending the call again, so `complete_elicitation` sends nothing.
-    server = Server("url", request_state_key=b"k" * 32)
-
-    @server.tool()
-    async def connect(ctx: Context) -> str:
-        """Send the user to a consent page, then say it is done."""
-        outcome = await ctx.elicit_url("Authorize the archive", "https://example.com/consent")
-        if not isinstance(outcome, Accepted):
-            return "not authorized"
-        await ctx.complete_elicitation(outcome.data)
-        return f"authorized {outcome.data}"
-
-    url_only: dict[str, Any] = {"elicitation": {"url": {}}}
-    async with open_memory_peer(server, initialize=False) as peer:
-        with trio.fail_after(TIMEOUT):
-            first = (await modern_call(peer, "connect", url_only))["result"]
-            assert first["inputRequests"]["elicitation-1"]["params"] == {
-                "mode": "url",
-                "message": "Authorize the archive",
-                "url": "https://example.com/consent",
-            }
-            done = await modern_call(
-                peer,
-                "connect",
-                url_only,
-                inputResponses={"elicitation-1": {"action": "accept"}},
-                requestState=first["requestState"],
-            )
-        assert done["result"]["content"][0]["text"].startswith("authorized ")
-        assert not any(m.get("method") == "notifications/elicitation/complete" for m in peer.log)
-
-
 async def test_a_roots_change_runs_the_handler_which_may_list_them() -> None:
     server = Server("roots")
     seen: list[list[str]] = []
@@ -797,3 +763,25 @@ async def test_a_function_that_swallows_the_signal_still_gets_input_required() -
         twice_result = (await modern_call(peer, "twice"))["result"]
         assert twice_result["isError"] is True
         assert "'same' was used twice" in twice_result["content"][0]["text"]
+
+
+async def test_url_mode_under_2026_07_28_sends_no_elicitation_id() -> None:
+    server = Server("url")
+
+    @server.tool()
+    async def connect(ctx: Context) -> str:
+        """Send the user to a consent page."""
+        outcome = await ctx.elicit_url("Authorize", "https://example.com/consent", key="consent")
+        await ctx.complete_elicitation("ignored")  # no such notification in this revision
+        return f"accepted={isinstance(outcome, Accepted)}"
+
+    async with open_memory_peer(server, initialize=False) as peer:
+        first = (await modern_call(peer, "connect"))["result"]
+        assert first["inputRequests"]["consent"]["params"] == {
+            "mode": "url",
+            "message": "Authorize",
+            "url": "https://example.com/consent",
+        }
+        done = await modern_call(peer, "connect", inputResponses={"consent": {"action": "accept"}})
+        assert done["result"]["content"][0]["text"] == "accepted=True"
+        assert not any(m.get("method") == "notifications/elicitation/complete" for m in peer.log)

@@ -125,7 +125,8 @@ class ElicitRequest:
             number, integer, boolean and enum types); None in URL mode.
         mode: "form" (answer in the client) or "url" (the user continues at `url`).
         url: URL mode: where the user goes.
-        elicitation_id: URL mode: the id that `notifications/elicitation/complete` names.
+        elicitation_id: URL mode, 2025-11-25: the id that `notifications/elicitation/complete`
+            names (2026-07-28 has none).
     """
 
     message: str
@@ -137,12 +138,10 @@ class ElicitRequest:
     def to_wire(self) -> dict[str, Any]:
         """The request's `params` (form mode leaves `mode` out, as 2025-06-18 clients expect)."""
         if self.mode == "url":
-            return {
-                "mode": "url",
-                "message": self.message,
-                "url": self.url,
-                "elicitationId": self.elicitation_id,
-            }
+            wire = {"mode": "url", "message": self.message, "url": self.url}
+            if self.elicitation_id is not None:
+                wire["elicitationId"] = self.elicitation_id
+            return wire
         return {"message": self.message, "requestedSchema": self.requested_schema or {}}
 
     @staticmethod
@@ -159,11 +158,12 @@ class ElicitRequest:
             raise WireFormatError('elicitation/create needs "message" (a string)')
         mode = params.get("mode", "form")
         if mode == "url":
+            # 2026-07-28 removed `elicitationId` (its changelog, item 11); 2025-11-25 has it.
             url, elicitation_id = params.get("url"), params.get("elicitationId")
-            if not isinstance(url, str) or not isinstance(elicitation_id, str):
-                raise WireFormatError(
-                    'a URL-mode elicitation needs "url" and "elicitationId" strings'
-                )
+            if not isinstance(url, str):
+                raise WireFormatError('a URL-mode elicitation needs "url" (a string)')
+            if elicitation_id is not None and not isinstance(elicitation_id, str):
+                raise WireFormatError('"elicitationId" must be a string')
             return ElicitRequest(message, None, "url", url, elicitation_id)
         if mode != "form":
             raise WireFormatError(f'unknown elicitation "mode" {mode!r}')

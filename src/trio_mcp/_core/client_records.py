@@ -9,7 +9,9 @@ Rule 2: decoding is lenient where the specification lets a server say less (a mi
         caller: a result or tool that is not an object of the right shape raises
         `RemoteProtocolError`.
 Rule 3: a `tools/call` result whose `resultType` is not "complete" is refused, never taken for
-        an empty success (this client declares no capability that would ask for another).
+        an empty success. (Under 2026-07-28 the runtime answers "input_required" results before
+        they reach these decoders; what comes here is the final result, or a kind this client
+        does not know.)
 """
 
 from __future__ import annotations
@@ -265,12 +267,11 @@ def tool_result(result: Any) -> ToolResult:
         raise RemoteProtocolError(f"malformed tools/call result: {str(result)[:200]}")
     kind = result.get("resultType", "complete")
     if kind != "complete":
-        # spec 2026-07-28: an absent resultType means complete. Anything else (an
-        # "input_required" round, a task) asks for what this client neither declared nor
-        # handles: never mistake it for an empty success.
+        # spec 2026-07-28: an absent resultType means complete. Anything else (a task, or an
+        # "input_required" round outside 2026-07-28) asks for what this client does not
+        # handle: never mistake it for an empty success.
         raise RemoteProtocolError(
-            f"tools/call answered with resultType {kind!r}, which this client does not "
-            "handle (it declares no client capabilities)"
+            f"tools/call answered with resultType {kind!r}, which this client does not handle"
         )
     structured = result.get("structuredContent")
     meta = result.get("_meta")

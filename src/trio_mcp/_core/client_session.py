@@ -12,6 +12,10 @@ Rule 2: under a per-request revision every request carries the revision, the cli
         server keeps no session state to hold them.
 Rule 3: what the server said of itself (info, capabilities, instructions) is kept as received,
         with malformed parts replaced by empty values rather than trusted.
+Rule 4: the client's capabilities are those given, with what it can answer (`Answerable`)
+        spelt for the revision each message speaks: `initialize` declares them for the
+        revision it asks for, and each 2026-07-28 request for that revision. `declared` is
+        what the server was last told, which is what it may ask for.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from enum import Enum
 from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
+from .answering import Answerable
 from .meta import CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO
 from .types import LOG_LEVELS
 from .versions import (
@@ -53,7 +58,8 @@ class ClientSession:
         wanted_version: The revision to speak: 2026-07-28 when the server does, else the
             handshake; a handshake-era revision starts with `initialize` at once.
         client_info: `{"name", "version", ...}` sent to the server.
-        capabilities: The client's capabilities object.
+        capabilities: The client's capabilities object, besides those of `answerable`.
+        answerable: What the client answers when the server asks (Rule 4).
 
     Raises:
         ValueError: for a revision this package does not speak.
@@ -64,6 +70,7 @@ class ClientSession:
         wanted_version: str,
         client_info: dict[str, Any],
         capabilities: dict[str, Any] | None = None,
+        answerable: Answerable | None = None,
     ) -> None:
         if wanted_version not in SUPPORTED_VERSIONS:
             raise ValueError(
@@ -73,6 +80,9 @@ class ClientSession:
         self.wanted_version = wanted_version
         self.client_info = client_info
         self.capabilities = capabilities or {}
+        self.answerable = answerable or Answerable()
+        #: The capabilities the server was last told of (Rule 4).
+        self.declared: dict[str, Any] = {}
         #: The revision in use; the wanted one until the start has settled it.
         self.protocol_version = wanted_version
         #: Whether requests carry the per-request `_meta` (Rule 2).
@@ -131,11 +141,17 @@ class ClientSession:
     def initialize_params(self) -> dict[str, Any]:
         """The params of `initialize`: the wanted revision, or the newest handshake one."""
         wanted = self.wanted_version
+        version = wanted if revision(wanted).handshake else LATEST_HANDSHAKE_VERSION
         return {
-            "protocolVersion": wanted if revision(wanted).handshake else LATEST_HANDSHAKE_VERSION,
-            "capabilities": self.capabilities,
+            "protocolVersion": version,
+            "capabilities": self.capabilities_for(version),
             "clientInfo": self.client_info,
         }
+
+    def capabilities_for(self, version: str) -> dict[str, Any]:
+        """The capabilities object to declare under `version`; remembered as `declared`."""
+        self.declared = {**self.capabilities, **self.answerable.capabilities(version)}
+        return self.declared
 
     def initialized(self, result: Any) -> None:
         """Take the `initialize` result.
@@ -171,7 +187,7 @@ class ClientSession:
         return {
             **meta,
             PROTOCOL_VERSION: self.wanted_version,
-            CAPABILITIES: self.capabilities,
+            CAPABILITIES: self.capabilities_for(self.wanted_version),
             CLIENT_INFO: self.client_info,
             LOG_LEVEL: self.log_level,
         }

@@ -54,6 +54,9 @@ class Revision:
             until 2025-11-25, -32602 (Invalid Params) from 2026-07-28 (its changelog; SEP-2164).
         batches: JSON-RPC batches (arrays of messages): 2025-03-26 only (its changelog added
             them, 2025-06-18's removed them; no other revision's schema has a batch type).
+        elicitation_modes: The modes of `elicitation/create`: none before 2025-06-18 (which
+            added elicitation, as a form), "form" and "url" from 2025-11-25 (its changelog;
+            SEP-1036). Where a revision has only forms, the capability is declared as `{}`.
     """
 
     name: str
@@ -65,6 +68,7 @@ class Revision:
     icons: bool
     resource_not_found: int
     batches: bool
+    elicitation_modes: tuple[str, ...]
 
     @property
     def handshake(self) -> bool:
@@ -76,13 +80,18 @@ class Revision:
 #: Handling); later revisions answer -32602 Invalid Params.
 RESOURCE_NOT_FOUND: Final = -32002
 
+_FORM: Final = ("form",)
+_FORM_URL: Final = ("form", "url")
+_NF: Final = RESOURCE_NOT_FOUND
+
 _TABLE: Final = (
     # name   per_request annotations audio progress_msg structured icons not_found batches
-    Revision("2026-07-28", True, True, True, True, True, True, -32602, False),
-    Revision("2025-11-25", False, True, True, True, True, True, RESOURCE_NOT_FOUND, False),
-    Revision("2025-06-18", False, True, True, True, True, False, RESOURCE_NOT_FOUND, False),
-    Revision("2025-03-26", False, True, True, True, False, False, RESOURCE_NOT_FOUND, True),
-    Revision("2024-11-05", False, False, False, False, False, False, RESOURCE_NOT_FOUND, False),
+    # elicitation_modes
+    Revision("2026-07-28", True, True, True, True, True, True, -32602, False, _FORM_URL),
+    Revision("2025-11-25", False, True, True, True, True, True, _NF, False, _FORM_URL),
+    Revision("2025-06-18", False, True, True, True, True, False, _NF, False, _FORM),
+    Revision("2025-03-26", False, True, True, True, False, False, _NF, True, ()),
+    Revision("2024-11-05", False, False, False, False, False, False, _NF, False, ()),
 )
 _BY_NAME: Final = {row.name: row for row in _TABLE}
 

@@ -263,9 +263,7 @@ class Context:
 
         For what must not pass through the client (credentials, payments, OAuth consent).
         `Accepted` means the user agreed to open it; its `data` is the elicitation id, which
-        `complete_elicitation` names once the interaction at the URL is over. 2026-07-28
-        removed the id from the request (the client learns the outcome by retrying), so it is
-        sent only in the handshake era; the tool gets it either way.
+        `complete_elicitation` names once the interaction at the URL is over.
 
         Args:
             message: Why the user should go there.
@@ -278,9 +276,10 @@ class Context:
         if elicitation_id is None:
             digest = hashlib.sha256(f"{self.tool_name}\n{url}\n{message}".encode()).hexdigest()
             elicitation_id = digest[:32]
-        params = {"mode": "url", "message": message, "url": url}
-        if not self._scope.modern:
-            params["elicitationId"] = elicitation_id
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        if self._scope.modern:
+            # 2026-07-28 removed `elicitationId` (its changelog, item 11): the id stays ours.
+            del params["elicitationId"]
         chosen = elicitation_id
 
         def read(wire: Any) -> Accepted[str] | Declined | Cancelled:
@@ -292,8 +291,8 @@ class Context:
     async def complete_elicitation(self, elicitation_id: str) -> None:
         """Tell the client a URL-mode elicitation finished (`notifications/elicitation/complete`).
 
-        Sent on this request's stream, so only while the call runs. Under 2026-07-28, which
-        removed the notification (the client learns the outcome by retrying), it sends nothing.
+        Sent on this request's stream, so only while the call runs; 2026-07-28 has no such
+        notification (the client learns it from the retried call), so there it sends nothing.
         """
         if self._scope.modern:
             return

@@ -30,18 +30,30 @@ Rule 8: a request from the server never runs on the reader (a slow handler would
         tracked in the client's `Peer`. A `notifications/cancelled` for one cancels its task,
         and a cancelled request gets no answer (spec 2025-11-25, cancellation); a handler that
         raises is answered with -32603 (`RequestError` gives its own code).
+Rule 9: what a server asks (elicitation, sampling, roots) is answered by the user's handlers
+        through `Answers` (`_runtime/answering`), whichever way it comes: as a request on the
+        connection (Rule 8; a question that cannot be answered gets its JSON-RPC error), or,
+        under 2026-07-28, as the `inputRequests` of an `input_required` result of
+        `tools/call`, `prompts/get` or `resources/read`. Then every input request is answered
+        at once, concurrently, in the caller's task, and the request is sent again with a new
+        id, the answers and the `requestState` as received (`_core/answering`), for at most
+        `max_input_rounds` rounds. There a question that cannot be answered is the server's
+        protocol error, and a handler's exception ends the call: the server is not waiting
+        for an answer that could carry it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, Final, Literal
 
 import trio
 
+from .._core.answering import ELICITATION_MODES, InputRound, input_round, retry_params
 from .._core.client_records import (
     Completion,
     LogMessage,
@@ -95,6 +107,14 @@ from .._exceptions import (
     reraise_lone,
 )
 from .._version import __version__
+from .answering import (
+    Answers,
+    ElicitationCompleteHandler,
+    ElicitationHandler,
+    Roots,
+    SamplingHandler,
+    Unanswerable,
+)
 from .link import Link
 
 __all__ = [
@@ -121,6 +141,8 @@ CANCEL_NOTICE_SECONDS: Final = 2.0
 CLOSE_REASON_SECONDS: Final = 5.0
 # Pages `list_tools` follows before deciding the server's cursors go round in circles.
 MAX_PAGES: Final = 10_000
+#: Rounds of input requests (2026-07-28) one call answers before giving up on the server.
+DEFAULT_MAX_INPUT_ROUNDS: Final = 10
 
 
 _LOG_LEVELS: Final = {
@@ -198,11 +220,30 @@ class Client:
         protocol_version: str = LATEST_HANDSHAKE_VERSION,
         log_handler: LogHandler | None = None,
         validate_output: bool = True,
+        elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        roots: Roots | None = None,
+        elicitation_modes: Collection[str] = ELICITATION_MODES,
+        on_elicitation_complete: ElicitationCompleteHandler | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
     ) -> None:
-        # ClientSession refuses a revision this package does not speak (ValueError).
+        # ClientSession refuses a revision this package does not speak (ValueError), Answers
+        # unknown elicitation modes and roots that are not file:// URIs.
+        if max_input_rounds < 0:
+            raise ValueError(f"max_input_rounds must be 0 or more, not {max_input_rounds}")
         self._link = link
+        self._answers = Answers(
+            elicitation=elicitation_handler,
+            sampling=sampling_handler,
+            roots=roots,
+            elicitation_modes=elicitation_modes,
+            on_elicitation_complete=on_elicitation_complete,
+        )
+        self._max_input_rounds = max_input_rounds
         self._session = ClientSession(
-            protocol_version, dict(client_info or {"name": "trio-mcp", "version": __version__})
+            protocol_version,
+            dict(client_info or {"name": "trio-mcp", "version": __version__}),
+            answerable=self._answers.answerable,
         )
         self._log_handler = log_handler
         self._validate_output = validate_output
@@ -211,9 +252,12 @@ class Client:
         # server's, whose handler tasks' scopes are kept beside.
         self._peer = Peer()
         self._handler_scopes: dict[RequestId, trio.CancelScope] = {}
-        #: Method -> handler of the server's requests; private until the features that use it
-        #: (roots, sampling, elicitation) make it public.
-        self._handlers: dict[str, ServerRequestHandler] = {}
+        #: Method -> handler of the server's requests (Rule 8): those the user's handlers answer
+        #: (Rule 9); tests may add others.
+        self._handlers: dict[str, ServerRequestHandler] = {
+            method: functools.partial(self._answer_request, method)
+            for method in self._answers.methods
+        }
         self._nursery: trio.Nursery | None = None  # set by `open_session`: handlers run there
         self._closed: str | None = None
         self._closed_event = trio.Event()
@@ -319,6 +363,10 @@ class Client:
             retry_safe: The call may run twice without harm: a transport may send it again
                 after a network error that leaves unknown whether it arrived.
 
+        Under 2026-07-28 a tool that needs input (an elicitation, a sample, the roots) answers
+        `input_required`; the call then answers each input request with the handlers given to
+        `open_client` and is sent again, for at most `max_input_rounds` rounds.
+
         Returns:
             The result; `is_error` tells whether the tool reported a failure.
 
@@ -327,22 +375,33 @@ class Client:
             RequestError: when the server refuses the call (unknown tool: -32602; under
                 2026-07-28, headers that do not match the arguments: -32020, after one fresh
                 `list_tools` and one retry).
-            RemoteProtocolError: when the result is malformed or breaks its output schema.
+            RemoteProtocolError: when the result is malformed or breaks its output schema;
+                under 2026-07-28, when the server asks for input this client did not declare,
+                or still asks after `max_input_rounds` rounds.
             ConnectionClosed: when the connection ends before the answer.
+            Exception: under 2026-07-28, what a handler raised while answering an input
+                request (the call ends there).
         """
         params = {"name": name, "arguments": dict(arguments or {})}
-        try:
-            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
-        except RequestError as exc:
-            if not (self._modern and exc.code == HEADER_MISMATCH):
-                raise
-            # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
-            # changed since it was listed; list again, then retry once (Rule 5: the server
-            # checks the headers before the tool runs).
-            logger.info("call of tool %r refused (%s); listing the tools again", name, exc)
-            await self.list_tools()
-            raw = await self.request("tools/call", params, progress=progress, retry_safe=retry_safe)
-        result = tool_result(raw)
+
+        async def send(body: dict[str, Any]) -> Any:
+            try:
+                return await self.request(
+                    "tools/call", body, progress=progress, retry_safe=retry_safe
+                )
+            except RequestError as exc:
+                if not (self._modern and exc.code == HEADER_MISMATCH):
+                    raise
+                # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
+                # changed since it was listed; list again, then retry once (Rule 5: the server
+                # checks the headers before the tool runs).
+                logger.info("call of tool %r refused (%s); listing the tools again", name, exc)
+                await self.list_tools()
+                return await self.request(
+                    "tools/call", body, progress=progress, retry_safe=retry_safe
+                )
+
+        result = tool_result(await self._with_input("tools/call", params, send))
         if result.is_error:
             if raise_on_error:
                 raise ToolCallError(name, result.text or "(no message)", result)
@@ -385,10 +444,12 @@ class Client:
             RequestError: when the server refuses: an unknown resource is -32002 before
                 2026-07-28 and -32602 with `data["uri"]` from 2026-07-28; a template variable
                 that fails validation is -32602 naming it.
-            RemoteProtocolError: when the result is malformed.
+            RemoteProtocolError: when the result is malformed, or its input requests are
+                (as for `call_tool`, whose input rounds a read goes through too).
             ConnectionClosed: when the connection ends before the answer.
         """
-        return resource_result(await self.request("resources/read", {"uri": uri}, retry_safe=True))
+        raw = await self._with_input("resources/read", {"uri": uri}, self._sender("resources/read"))
+        return resource_result(raw)
 
     async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
         """Ask to hear of changes to a resource (`resources/subscribe`).
@@ -474,13 +535,16 @@ class Client:
         Raises:
             RequestError: when the server refuses (unknown prompt, invalid or missing
                 arguments: -32602).
-            RemoteProtocolError: when the result is malformed.
+            RemoteProtocolError: when the result is malformed, or its input requests are
+                (as for `call_tool`, whose input rounds a prompt goes through too).
             ConnectionClosed: when the connection ends before the answer.
         """
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {key: _wire_string(value) for key, value in arguments.items()}
-        return prompt_result(await self.request("prompts/get", params, retry_safe=True))
+        return prompt_result(
+            await self._with_input("prompts/get", params, self._sender("prompts/get"))
+        )
 
     async def complete(
         self,
@@ -533,6 +597,32 @@ class Client:
         else:
             await self.request("logging/setLevel", {"level": level}, retry_safe=True)
             self._session.log_level = level
+
+    async def set_roots(self, roots: Roots) -> None:
+        """Change the roots this client exposes, and tell the server they changed.
+
+        Handshake era: sends `notifications/roots/list_changed`, after which a server asks
+        `roots/list` again. 2026-07-28 has no such notice: a server asks for the roots in each
+        call that needs them, and gets the new ones.
+
+        Args:
+            roots: A list of `Root` (each a `file://` URI), or a function (sync or async)
+                that returns one when the server asks.
+
+        Raises:
+            LocalProtocolError: when the client was opened without `roots` (it did not
+                declare the capability; open it with `roots=[]` to set them later).
+            ValueError: for a root that is not a `file://` URI.
+            ConnectionClosed: when the connection has ended.
+        """
+        if not self._answers.answerable.roots:
+            raise LocalProtocolError(
+                "this client declared no roots: open it with roots=[...] (an empty list will "
+                "do) to change them later"
+            )
+        self._answers.set_roots(roots)
+        if not self._modern:
+            await self.notify("notifications/roots/list_changed")
 
     async def request(
         self,
@@ -604,6 +694,77 @@ class Client:
         if params is not None:
             message["params"] = dict(params)
         await self._send(message, retry_safe=False)
+
+    # -- what the server asks (Rule 9) ---------------------------------------------------------
+
+    def _sender(self, method: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        async def send(body: dict[str, Any]) -> Any:
+            return await self.request(method, body, retry_safe=True)
+
+        return send
+
+    async def _with_input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        send: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        # Rule 9: send, and while the result asks for input (2026-07-28 only: the revisions of
+        # the handshake have no resultType, and their records refuse one), answer and send again.
+        result = await send(params)
+        rounds = 0
+        while self._modern:
+            round_ = input_round(result, method)
+            if round_ is None:
+                break
+            if rounds >= self._max_input_rounds:
+                raise RemoteProtocolError(
+                    f"{method} still asked for input after {rounds} round(s) of answers "
+                    f"(max_input_rounds={self._max_input_rounds})"
+                )
+            rounds += 1
+            responses = await self._answer_round(method, round_)
+            result = await send(retry_params(params, round_, responses))
+        return result
+
+    async def _answer_round(self, method: str, round_: InputRound) -> dict[str, Any]:
+        # Every input request at once; the first failure cancels the others and ends the call.
+        answers: dict[str, Any] = {}
+        failures: list[Exception] = []
+
+        async def answer(key: str, asked: str, params: dict[str, Any]) -> None:
+            try:
+                answers[key] = await self._answer_input(method, key, asked, params)
+            except Exception as exc:
+                failures.append(exc)
+                nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            for key, (asked, params) in round_.requests.items():
+                nursery.start_soon(answer, key, asked, params)
+        if failures:
+            raise failures[0]
+        return {key: answers[key] for key in round_.requests}
+
+    async def _answer_input(
+        self, method: str, key: str, asked: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        try:
+            return await self._answers.answer(asked, params, self._session.declared)
+        except Unanswerable as exc:
+            # spec 2026-07-28, multi round-trip requests: a server MUST NOT ask for what the
+            # client did not declare; nor may it ask malformed questions.
+            raise RemoteProtocolError(
+                f"{method} asked for input {key!r} ({asked}) that this client cannot give: "
+                f"{exc.message}"
+            ) from None
+
+    async def _answer_request(self, method: str, params: dict[str, Any]) -> Any:
+        # Rule 8's handler for what the user's handlers answer.
+        try:
+            return await self._answers.answer(method, params, self._session.declared)
+        except Unanswerable as exc:
+            raise RequestError(exc.message, exc.code) from None
 
     # -- lists ------------------------------------------------------------------------------
 
@@ -812,6 +973,12 @@ class Client:
             "/list_changed"
         ):
             self._announcement(message.method, params)
+        elif message.method == "notifications/elicitation/complete":
+            handler = self._answers.on_elicitation_complete
+            elicitation_id = params.get("elicitationId")
+            # Rule 4 of `answering`: only an elicitation this client was asked, and only once.
+            if self._answers.completed(elicitation_id) and handler is not None:
+                self._run_handler(handler, elicitation_id)
         elif message.method == CANCELLED:
             request_id = self._peer.receive_cancelled(message.params)
             scope = self._handler_scopes.get(request_id) if request_id is not None else None
@@ -835,7 +1002,11 @@ class Client:
         else:
             arg = method.removeprefix("notifications/").removesuffix("/list_changed")
             handler = self._list_handlers.get(arg)
-        if handler is None or self._nursery is None:
+        if handler is not None:
+            self._run_handler(handler, arg)
+
+    def _run_handler(self, handler: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
+        if self._nursery is None:
             return
         if inspect.iscoroutinefunction(handler):
             self._nursery.start_soon(_call_handler, handler, arg)
@@ -844,7 +1015,7 @@ class Client:
             try:
                 handler(arg)
             except Exception:
-                logger.exception("an update or list-change handler failed")
+                logger.exception("an update, list-change or elicitation-complete handler failed")
 
     async def _server_request(self, request: Request) -> None:
         # Rule 8. JSON-RPC requires an answer to every request: what has no handler is refused.
@@ -943,6 +1114,12 @@ async def open_session(
     protocol_version: str = LATEST_HANDSHAKE_VERSION,
     log_handler: LogHandler | None = None,
     validate_output: bool = True,
+    elicitation_handler: ElicitationHandler | None = None,
+    sampling_handler: SamplingHandler | None = None,
+    roots: Roots | None = None,
+    elicitation_modes: Collection[str] = ELICITATION_MODES,
+    on_elicitation_complete: ElicitationCompleteHandler | None = None,
+    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
 ) -> AsyncIterator[Client]:
     """Run a `Client` over `link` for the `async with` block, after the handshake.
 
@@ -952,6 +1129,12 @@ async def open_session(
         protocol_version: The revision to ask for (the server may answer with another).
         log_handler: Receives the server's log notifications.
         validate_output: Check structured results against the tools' output schemas.
+        elicitation_handler: Answers the server's elicitations (see `open_client`).
+        sampling_handler: Answers the server's sampling requests.
+        roots: The roots the client exposes (a list of `Root`, or a function giving one).
+        elicitation_modes: The elicitation modes to declare ("form", "url").
+        on_elicitation_complete: Called with the id of a URL-mode elicitation completed.
+        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
 
     Yields:
         The connected client.
@@ -962,6 +1145,12 @@ async def open_session(
         protocol_version=protocol_version,
         log_handler=log_handler,
         validate_output=validate_output,
+        elicitation_handler=elicitation_handler,
+        sampling_handler=sampling_handler,
+        roots=roots,
+        elicitation_modes=elicitation_modes,
+        on_elicitation_complete=on_elicitation_complete,
+        max_input_rounds=max_input_rounds,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 
 from .._connect import Tap, open_in_process
+from .._core.answering import ELICITATION_MODES
 from .._core.versions import LATEST_HANDSHAKE_VERSION
-from .._runtime.client import Client, LogHandler, open_session
+from .._runtime.answering import (
+    ElicitationCompleteHandler,
+    ElicitationHandler,
+    Roots,
+    SamplingHandler,
+)
+from .._runtime.client import DEFAULT_MAX_INPUT_ROUNDS, Client, LogHandler, open_session
 from .._runtime.guard import require_trio
 from .._runtime.server import Server
 
@@ -32,6 +39,12 @@ async def connect(
     client_info: Mapping[str, str] | None = None,
     log_handler: LogHandler | None = None,
     validate_output: bool = True,
+    elicitation_handler: ElicitationHandler | None = None,
+    sampling_handler: SamplingHandler | None = None,
+    roots: Roots | None = None,
+    elicitation_modes: Collection[str] = ELICITATION_MODES,
+    on_elicitation_complete: ElicitationCompleteHandler | None = None,
+    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
 ) -> AsyncIterator[Client]:
     """Serve `server` in this process and yield a connected, initialized `Client`.
 
@@ -53,6 +66,12 @@ async def connect(
         client_info: `{"name": ..., "version": ...}` sent to the server.
         log_handler: Receives each `LogMessage` the server sends.
         validate_output: Check structured results against the tools' output schemas.
+        elicitation_handler: Answers the server's elicitations (as in `open_client`).
+        sampling_handler: Answers the server's sampling requests.
+        roots: The roots the client exposes.
+        elicitation_modes: The elicitation modes to declare.
+        on_elicitation_complete: Hears of URL-mode elicitations completed.
+        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
 
     Yields:
         The connected client.
@@ -71,6 +90,12 @@ async def connect(
         protocol_version=protocol_version,
         log_handler=log_handler,
         validate_output=validate_output,
+        elicitation_handler=elicitation_handler,
+        sampling_handler=sampling_handler,
+        roots=roots,
+        elicitation_modes=elicitation_modes,
+        on_elicitation_complete=on_elicitation_complete,
+        max_input_rounds=max_input_rounds,
     )
     async with open_in_process(server, session, tap=tap) as client:
         yield client

@@ -8,6 +8,9 @@ Rule 1: a subprocess link owns its process for the `async with` block. On exit i
         seconds for it to exit, then terminates it, and kills it if that is not enough.
 Rule 2: the server's stderr is always drained (a full pipe would block the server) and its
         last lines are kept, so that "the server died" comes with the server's own words.
+Rule 3: the server runs in a session of its own (as the official SDKs start theirs), so the
+        terminal's Ctrl-C reaches the client only: the client decides what it means (a
+        question put to the user cancelled, or the end, after which Rule 1 stops the server).
 """
 
 from __future__ import annotations
@@ -223,6 +226,7 @@ async def open_process_link(
             stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
+            start_new_session=True,  # Rule 3
         )
     except OSError as exc:
         raise TransportError(f"cannot start the server {_describe(command)!r}: {exc}") from exc

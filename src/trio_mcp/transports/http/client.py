@@ -19,6 +19,13 @@ Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `en
         endpoint. When the stream ends, `incoming` ends and waiting calls fail.
 Rule 4: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
         httpx is imported only when a link is opened, so trio-mcp imports without it.
+Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests) opens
+        the session's GET stream once `notifications/initialized` is through (handshake era:
+        a server sends there what belongs to no call of ours, its own requests among them),
+        and again after a new session starts. That send returns once the stream is open (or
+        refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
+        session's first calls run is lost. A server that offers none (405) or a stream that
+        ends is let go quietly: there is no resuming yet (no Last-Event-ID, no retry).
 """
 
 from __future__ import annotations
@@ -223,6 +230,7 @@ class StreamableHttpLink:
         url: str,
         retry: RetryPolicy,
         incoming: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]],
+        listener: trio.Nursery | None = None,
     ) -> None:
         self.url = url
         self.retry = retry
@@ -230,6 +238,9 @@ class StreamableHttpLink:
         self._in_send, self._in_receive = incoming
         self._session_id: str | None = None
         self._version: str | None = None
+        # Rule 5: where the GET stream runs (None: not listening), and its scope.
+        self._listener = listener
+        self._listening: trio.CancelScope | None = None
         # Tool name -> {header name: property path}, as `mirror_params` last gave it.
         self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
 
@@ -354,6 +365,8 @@ class StreamableHttpLink:
                 await self._read_answer(response, message["id"])
             else:
                 await response.aclose()
+                if message.get("method") == "notifications/initialized":
+                    await self._listen()
 
     def _param_values(self, params: Mapping[str, Any]) -> dict[str, str]:
         # Rule 1: one header per mirrored argument that has a header form; none for an absent
@@ -398,6 +411,54 @@ class StreamableHttpLink:
                 f"content type {kind or 'none'!r}, not JSON or an event stream"
             )
 
+    async def _listen(self) -> None:
+        # Rule 5: one GET stream at a time, for the session just started, open before the
+        # session's first calls.
+        if self._listener is None:
+            return
+        self.stop_listening()
+        self._listening = trio.CancelScope()
+        opened = trio.Event()
+        self._listener.start_soon(self._get_stream, self._listening, opened)
+        with trio.move_on_after(CONNECT_TIMEOUT):
+            await opened.wait()
+
+    def stop_listening(self) -> None:
+        """Close the GET stream, if one is open."""
+        if self._listening is not None:
+            self._listening.cancel()
+            self._listening = None
+
+    async def _get_stream(self, scope: trio.CancelScope, opened: trio.Event) -> None:
+        headers = {"accept": "text/event-stream"}
+        if self._session_id is not None:
+            headers["mcp-session-id"] = self._session_id
+        if self._version is not None:
+            headers["mcp-protocol-version"] = self._version
+        with scope:
+            try:
+                async with self._http.stream("GET", self.url, headers=headers) as response:
+                    opened.set()
+                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if response.status_code != 200 or kind != "text/event-stream":
+                        logger.debug(
+                            "%s offers no GET stream (HTTP %d)", self.url, response.status_code
+                        )
+                        return
+                    decoder = SseDecoder()
+                    async for line in response.aiter_lines():
+                        event = decoder.line(line)
+                        if event is not None and event.event == "message" and event.data:
+                            await self._in_send.send(event.data.encode())
+                logger.info("%s ended its GET stream", self.url)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the link is closing
+            except Exception as exc:
+                # Optional by the specification, so never the end of the connection.
+                logger.info("the GET stream of %s ended: %s", self.url, _describe(exc))
+            finally:
+                opened.set()
+
     async def end_session(self) -> None:
         """Tell the server the session is over (DELETE); errors are ignored."""
         session_id, self._session_id = self._session_id, None
@@ -435,6 +496,7 @@ async def open_streamable_http_link(
     *,
     headers: Mapping[str, str] | None = None,
     retry: RetryPolicy | None = None,
+    listen: bool = False,
 ) -> AsyncIterator[StreamableHttpLink]:
     """Link to the Streamable HTTP endpoint at `url` for the `async with` block.
 
@@ -442,16 +504,20 @@ async def open_streamable_http_link(
         url: The endpoint, e.g. http://127.0.0.1:8000/mcp.
         headers: Sent with every request (e.g. `Authorization`).
         retry: How transient failures are retried.
+        listen: Open the session's GET stream once it is initialized (Rule 5).
 
     Yields:
         The link. On exit the session is ended with DELETE.
     """
     incoming = trio.open_memory_channel[bytes](INCOMING_BUFFER)
-    async with _http_client(headers) as http:
-        link = StreamableHttpLink(http, url, retry or RetryPolicy(), incoming)
+    async with _http_client(headers) as http, trio.open_nursery() as nursery:
+        link = StreamableHttpLink(
+            http, url, retry or RetryPolicy(), incoming, nursery if listen else None
+        )
         try:
             yield link
         finally:
+            link.stop_listening()
             incoming[0].close()
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + CLOSE_TIMEOUT
