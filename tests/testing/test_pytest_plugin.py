@@ -29,6 +29,7 @@ def mcp_server():
 TRIO_TESTS = """
 import pytest
 import trio_mcp
+from demo_tools import build_server
 
 pytestmark = pytest.mark.trio
 
@@ -41,7 +42,7 @@ async def test_calls_a_tool(mcp_client):
 @pytest.mark.parametrize("mcp_protocol_version", trio_mcp.SUPPORTED_VERSIONS)
 async def test_each_revision(mcp_client, mcp_protocol_version):
     assert mcp_client.protocol_version == mcp_protocol_version
-    assert len(await mcp_client.list_tools()) == 8
+    assert len(await mcp_client.list_tools()) == len(build_server().tools)
 """
 
 ANYIO_TESTS = """
