@@ -86,7 +86,7 @@ def _two_numbers(a: str, b: str, first: str = "a", second: str = "b") -> dict[st
     }
 
 
-DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
     "calculator.add": (_two_numbers("First number", "Second number"), WRAPPED_NUMBER),
     "calculator.subtract": (
         _two_numbers("Number to subtract from", "Number to subtract"),
@@ -203,6 +203,45 @@ DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
                 "report",
             ],
         },
+    ),
+    # The two that ask the client return text: no output schema.
+    "wh40k.wager": (
+        {
+            "type": "object",
+            "properties": {
+                "imperial_force": {
+                    "description": "Imperial force (random when empty)",
+                    "type": "string",
+                    "default": "",
+                },
+                "enemy_force": {
+                    "description": "Enemy force (random when empty)",
+                    "type": "string",
+                    "default": "",
+                },
+            },
+            "additionalProperties": False,
+        },
+        None,
+    ),
+    "wh40k.battle_report": (
+        {
+            "type": "object",
+            "properties": {
+                "imperial_force": {
+                    "description": "Imperial force",
+                    "type": "string",
+                    "default": "Ultramarines",
+                },
+                "enemy_force": {
+                    "description": "Enemy force",
+                    "type": "string",
+                    "default": "Orks of the Goff clan",
+                },
+            },
+            "additionalProperties": False,
+        },
+        None,
     ),
 }
 

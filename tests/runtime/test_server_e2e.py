@@ -13,7 +13,7 @@ import trio.testing
 
 import demo_tools
 from demo_tools import wh40k
-from tests.helpers import RawPeer, open_memory_peer
+from tests.helpers import DEMO_TOOLS, RawPeer, open_memory_peer
 from trio_mcp import (
     AudioContent,
     Context,
@@ -394,7 +394,7 @@ async def test_modern_request_without_initialize() -> None:
         )
     assert "2026-07-28" in discover["result"]["supportedVersions"]
     assert listed["result"]["resultType"] == "complete"
-    assert len(listed["result"]["tools"]) == 8
+    assert len(listed["result"]["tools"]) == len(DEMO_TOOLS)
     assert called["result"]["structuredContent"] == {"result": 42.0}
     assert called["result"]["resultType"] == "complete"
     assert old["error"]["code"] == -32600  # handshake-era request before initialize

@@ -19,7 +19,7 @@ import trio
 import trio.testing
 
 import demo_tools
-from tests.helpers import LATEST, MODERN, init_params
+from tests.helpers import DEMO_TOOLS, LATEST, MODERN, init_params
 from tests.http_helpers import (
     ACCEPT,
     POST_HEADERS,
@@ -80,7 +80,7 @@ async def test_initialize_and_call_answer_200_json() -> None:
 
         listed = await client.request("tools/list")
         assert listed.status == 200
-        assert len(listed.result["tools"]) == 8
+        assert len(listed.result["tools"]) == len(DEMO_TOOLS)
 
         added = await client.call("calculator.add", {"a": 2, "b": 3})
         assert added.status == 200
@@ -640,7 +640,7 @@ async def test_stateless_mode_issues_no_session_and_needs_no_initialize() -> Non
     assert "mcp-session-id" not in init.response.headers
     assert old_call.status == 200
     assert old_call.result["structuredContent"] == {"result": 4}
-    assert len(listed.result["tools"]) == 8
+    assert len(listed.result["tools"]) == len(DEMO_TOOLS)
     assert modern_call.result["structuredContent"] == {"result": 42}
     assert modern_call.result["resultType"] == "complete"
     assert_refused(deleted, 405)
@@ -738,7 +738,7 @@ async def test_legacy_sse_session() -> None:
         )
         missing = await served.http.post(served.base + "/messages", json=PING)
     assert init["result"]["protocolVersion"] == LATEST
-    assert len(listed["result"]["tools"]) == 8
+    assert len(listed["result"]["tools"]) == len(DEMO_TOOLS)
     assert added["result"]["structuredContent"] == {"result": 9}
     assert bad.status_code == 415
     assert status == 404
@@ -839,7 +839,7 @@ async def test_fifty_concurrent_sessions() -> None:
                 client = await session(served)
                 clients.append(client)
                 listed = await client.request("tools/list")
-                assert len(listed.result["tools"]) == 10
+                assert len(listed.result["tools"]) == len(DEMO_TOOLS) + 2  # and the probe's
                 added = await client.call("calculator.add", {"a": i, "b": 1000})
                 assert added.result["structuredContent"] == {"result": i + 1000}
                 waits.append(await client.call("test.wait"))
