@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import run_pytest
+from tests.helpers import DEMO_TOOLS, run_pytest
 from trio_mcp import SUPPORTED_VERSIONS
 
 ROOT_CONFTEST = """
@@ -29,7 +29,6 @@ def mcp_server():
 TRIO_TESTS = """
 import pytest
 import trio_mcp
-from demo_tools import build_server
 
 pytestmark = pytest.mark.trio
 
@@ -42,7 +41,7 @@ async def test_calls_a_tool(mcp_client):
 @pytest.mark.parametrize("mcp_protocol_version", trio_mcp.SUPPORTED_VERSIONS)
 async def test_each_revision(mcp_client, mcp_protocol_version):
     assert mcp_client.protocol_version == mcp_protocol_version
-    assert len(await mcp_client.list_tools()) == len(build_server().tools)
+    assert len(await mcp_client.list_tools()) == {n_tools}
 """
 
 ANYIO_TESTS = """
@@ -76,7 +75,7 @@ def test_the_plugin_in_a_users_suite(tmp_path: Path) -> None:
     served = tmp_path / "served"
     served.mkdir()
     (served / "conftest.py").write_text(SERVED_CONFTEST)
-    (served / "test_trio.py").write_text(TRIO_TESTS)
+    (served / "test_trio.py").write_text(TRIO_TESTS.replace("{n_tools}", str(len(DEMO_TOOLS))))
     (served / "test_on_anyio.py").write_text(ANYIO_TESTS)
 
     outcomes = run_pytest(tmp_path)

@@ -839,7 +839,7 @@ async def test_fifty_concurrent_sessions() -> None:
                 client = await session(served)
                 clients.append(client)
                 listed = await client.request("tools/list")
-                assert len(listed.result["tools"]) == len(DEMO_TOOLS) + 2  # and the gate's
+                assert len(listed.result["tools"]) == len(DEMO_TOOLS) + 2  # and the probe's
                 added = await client.call("calculator.add", {"a": i, "b": 1000})
                 assert added.result["structuredContent"] == {"result": i + 1000}
                 waits.append(await client.call("test.wait"))
