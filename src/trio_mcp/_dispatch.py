@@ -43,6 +43,7 @@ from ._core.types import CacheHint
 from ._core.versions import Revision, revision
 from ._exceptions import (
     ClientCapabilityError,
+    ClientTimeoutError,
     RemoteProtocolError,
     ResourceNotFoundError,
     ToolError,
@@ -454,7 +455,7 @@ class Dispatcher:
     ) -> RemoteProtocolError:
         """The JSON-RPC error for an exception raised by a resource or prompt (Rule 5)."""
         data = {"uri": name} if kind == "resource" else {"name": name}
-        if isinstance(exc, (ClientCapabilityError, AnswerInvalidError)):
+        if isinstance(exc, (ClientCapabilityError, AnswerInvalidError, ClientTimeoutError)):
             return _asking_failed(exc, scope, data)
         if isinstance(exc, ResourceNotFoundError) and kind == "resource":
             return self._not_found(scope, name)
@@ -723,7 +724,9 @@ class Dispatcher:
             value = await self._run(tool, kwargs, book)
         except ToolTimedOut:
             return _error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s")
-        except (ClientCapabilityError, AnswerInvalidError) as exc:
+        except (ClientCapabilityError, AnswerInvalidError, ClientTimeoutError) as exc:
+            # The tool's question could not be asked or answered: a plain error result (no
+            # traceback, no masking), or the protocol error 2026-07-28 has for it.
             if scope.modern:
                 raise _asking_failed(exc, scope, None) from None
             return _error_result(str(exc))
@@ -891,7 +894,7 @@ def _named(
 
 
 def _asking_failed(
-    exc: ClientCapabilityError | AnswerInvalidError,
+    exc: ClientCapabilityError | AnswerInvalidError | ClientTimeoutError,
     scope: RequestScope,
     data: dict[str, Any] | None,
 ) -> RemoteProtocolError:
@@ -902,7 +905,7 @@ def _asking_failed(
     """
     if isinstance(exc, AnswerInvalidError):
         return exc
-    if not scope.modern:
+    if not scope.modern or isinstance(exc, ClientTimeoutError):
         return RemoteProtocolError(str(exc), INTERNAL_ERROR, data)
     name = exc.capability.split(".")[0]
     needed: dict[str, Any] = {name: {}}

@@ -785,3 +785,23 @@ async def test_url_mode_under_2026_07_28_sends_no_elicitation_id() -> None:
         done = await modern_call(peer, "connect", inputResponses={"consent": {"action": "accept"}})
         assert done["result"]["content"][0]["text"] == "accepted=True"
         assert not any(m.get("method") == "notifications/elicitation/complete" for m in peer.log)
+
+
+async def test_a_timeout_is_a_plain_error_even_with_masked_details(
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = asking_server()
+    server.dispatcher.ask_timeout = 1.0
+    server.dispatcher.mask_error_details = True
+    async with open_memory_peer(server, initialize=False) as peer:
+        await initialized(peer, EVERYTHING)
+        with trio.fail_after(TIMEOUT):
+            call = await peer.start_request("tools/call", {"name": "greet", "arguments": {}})
+            while True:
+                message = await peer.receive()
+                if message.get("id") == call and "method" not in message:
+                    break
+    text = message["result"]["content"][0]["text"]
+    assert text == "the client did not answer elicitation/create within 1 s"
+    assert "Traceback" not in caplog.text
+    assert "raised" not in caplog.text
