@@ -326,10 +326,8 @@ async def connect(
 
 
 def assert_no_unexpected_traceback(stderr: str) -> None:
-    """No traceback on the server's side, but the one an uncaught `ClientTimeoutError` logs."""
-    tracebacks = stderr.count("Traceback")
-    timeouts = len(re.findall(r"^trio_mcp\._exceptions\.ClientTimeoutError: ", stderr, re.M))
-    assert tracebacks == timeouts, stderr
+    """No traceback on the server's side (a question that times out is a plain error too)."""
+    assert "Traceback" not in stderr, stderr
 
 
 async def journal(client: Client, entries: int) -> list[str]:
@@ -598,7 +596,7 @@ async def test_a_question_the_client_does_not_answer_times_out_and_is_cancelled(
             await released(answerer)
             entries = await journal(connection.client, 1)
     assert result.is_error
-    assert only_text(result) == f"ClientTimeoutError: {TIMED_OUT}"
+    assert only_text(result) == TIMED_OUT
     assert entries == [f"timeout: {TIMED_OUT}"]
     wire = connection.wire
     (asked,) = wire.server_requests()
