@@ -15,6 +15,9 @@ Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -
         subscriptions, static resources, fixed completions, and calls of `inline=True` tools,
         resources and prompts that take no Context) are answered by `respond_now` on the
         reader's own task, without spawning one; everything else goes through `respond`.
+        `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is the one route
+        that never answers by itself: the runtime's `listen` serves the stream until the
+        request is cancelled.
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -34,11 +37,13 @@ from ._core.jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     Request,
+    RequestId,
     error_response,
     result_response,
 )
 from ._core.request_state import StateSeal, StateTooLarge, binding
 from ._core.server_session import RequestScope, ServerSession
+from ._core.subscriptions import LISTEN, SubscriptionFilter
 from ._core.types import CacheHint
 from ._core.versions import Revision, revision
 from ._exceptions import (
@@ -77,6 +82,9 @@ AnswerLater = Callable[
     [ServerSession, RequestScope, Request, NotificationSender, "Requester | None"],
     Awaitable[dict[str, Any]],
 ]
+#: Serves one `subscriptions/listen` stream until it is cancelled: (its request's id, what the
+#: server grants, where the stream's messages go).
+Listen = Callable[[RequestId, SubscriptionFilter, NotificationSender], Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +223,11 @@ class Dispatcher:
             "prompts/list": Route(self._prompts_list),
             "prompts/get": Route(None, self._get_prompt_quick, self._get_prompt),
             "completion/complete": Route(None, self._complete_quick, self._complete),
+            LISTEN: Route(None, self._listen_quick, self._listen),
         }
+        #: Serves `subscriptions/listen` (2026-07-28): the runtime's, since a stream waits;
+        #: None answers it -32601.
+        self.listen: Listen | None = None
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -480,6 +492,35 @@ class Dispatcher:
     ) -> dict[str, Any]:
         session.subscriptions.discard(self._uri_of(params))
         return session.complete(scope, {})
+
+    # -- subscriptions/listen (2026-07-28) ---------------------------------------------------
+
+    def _listen_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        # Refused at once when it cannot be served: a handshake-era request (that revision
+        # has no such method, its sessions subscribe with resources/subscribe) or a bad filter.
+        if not scope.modern or self.listen is None:
+            raise RemoteProtocolError(
+                f"Method not found: {LISTEN} (protocol version {scope.version} has no such method)",
+                METHOD_NOT_FOUND,
+                {"method": LISTEN},
+            )
+        SubscriptionFilter.parse(request.params)
+        return None
+
+    async def _listen(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        assert self.listen is not None  # `_listen_quick` refused it otherwise
+        asked = SubscriptionFilter.parse(request.params)
+        await self.listen(request.id, asked.granted(session.discover_capabilities), notify)
+        raise AssertionError("a listen stream ends only by cancellation")  # pragma: no cover
 
     # -- prompts ----------------------------------------------------------------------------------
 
