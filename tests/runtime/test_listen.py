@@ -146,6 +146,21 @@ async def test_cancelling_ends_the_listen_unanswered_and_frees_it() -> None:
             assert [m.get("method") for m in peer.log[1:-1]] == []
 
 
+async def test_listens_count_against_the_in_flight_limit() -> None:
+    server = build_server(max_in_flight=1)
+    with trio.fail_after(TIMEOUT):
+        async with open_memory_peer(server, initialize=False) as peer:
+            first, _ = await listen(peer, toolsListChanged=True)
+            params = {"_meta": META, "notifications": {"toolsListChanged": True}}
+            held = await peer.start_request("subscriptions/listen", params)  # waits its turn
+            busy = await peer.request("subscriptions/listen", params)
+            assert busy["error"]["message"].startswith("Server busy"), busy
+            await peer.notify("notifications/cancelled", {"requestId": first})
+            ack = await peer.receive()  # the held listen runs once the first one is gone
+            assert ack["params"]["_meta"] == {SUBSCRIPTION_ID: held}
+            assert len(server.listening) == 1
+
+
 async def test_end_of_input_closes_the_listen_with_a_plain_result() -> None:
     server = build_server(shutdown_grace=60)
     client, server_end = memory_channel_pair()

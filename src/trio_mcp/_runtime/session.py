@@ -2,7 +2,10 @@
 
 Rule 1: every request that must wait runs inside a cancel scope of its own, made before its
         task starts (so a `notifications/cancelled` read right after the request finds it); a
-        cancelled request gets no response.
+        cancelled request gets no response. A `subscriptions/listen` stream (2026-07-28) is
+        such a request that never finishes: the client cancels it, or it ends when the input
+        does (`close`) or the server shuts down, and then gets a plain result (spec 2026-07-28,
+        Subscriptions: Graceful Closure) instead of "server shutting down".
 Rule 2: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
         the request an id of the server's own, and the answer is routed to the waiting task by
         that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
