@@ -15,9 +15,9 @@ Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -
         subscriptions, static resources, fixed completions, and calls of `inline=True` tools,
         resources and prompts that take no Context) are answered by `respond_now` on the
         reader's own task, without spawning one; everything else goes through `respond`.
-        `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is the one route
-        that never answers by itself: the runtime's `listen` serves the stream until the
-        request is cancelled.
+        `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is served by the
+        runtime's `listen` until the request is cancelled, or answered with a plain result
+        when the server closes the stream.
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -41,6 +41,7 @@ from ._core.jsonrpc import (
     error_response,
     result_response,
 )
+from ._core.meta import SUBSCRIPTION_ID
 from ._core.request_state import StateSeal, StateTooLarge, binding
 from ._core.server_session import RequestScope, ServerSession
 from ._core.subscriptions import LISTEN, SubscriptionFilter
@@ -82,9 +83,9 @@ AnswerLater = Callable[
     [ServerSession, RequestScope, Request, NotificationSender, "Requester | None"],
     Awaitable[dict[str, Any]],
 ]
-#: Serves one `subscriptions/listen` stream until it is cancelled: (its request's id, what the
-#: server grants, where the stream's messages go).
-Listen = Callable[[RequestId, SubscriptionFilter, NotificationSender], Awaitable[Any]]
+#: Serves one `subscriptions/listen` stream until it is cancelled, or returns when the server
+#: closes it: (its request's id, what the server grants, where the stream's messages go).
+Listen = Callable[[RequestId, SubscriptionFilter, NotificationSender], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,7 +521,8 @@ class Dispatcher:
         assert self.listen is not None  # `_listen_quick` refused it otherwise
         asked = SubscriptionFilter.parse(request.params)
         await self.listen(request.id, asked.granted(session.discover_capabilities), notify)
-        raise AssertionError("a listen stream ends only by cancellation")  # pragma: no cover
+        # The server closed the stream (spec 2026-07-28, Subscriptions: Graceful Closure).
+        return session.complete(scope, {"_meta": {SUBSCRIPTION_ID: request.id}})
 
     # -- prompts ----------------------------------------------------------------------------------
 

@@ -152,11 +152,17 @@ async def test_a_handshake_era_session_has_no_listen() -> None:
 
 async def test_the_server_shutting_down_closes_the_listen_with_a_plain_result() -> None:
     server = build_server()
-    server.shutdown_grace = 0.2
+    server.shutdown_grace = 60  # the listen does not wait for it: it has nothing to finish
     with trio.fail_after(TIMEOUT):
-        async with serve(server) as served, listening(served, 3, toolsListChanged=True) as stream:
+        async with (
+            serve(server) as served,
+            listening(served, 3, resourceSubscriptions=["test://watched"]) as stream,
+        ):
             await stream.next()
+            assert await server.resource_updated("test://watched") == 1
             served.stop.set()
+            # What was queued goes out first, then the plain result.
+            assert (await stream.next())["method"] == "notifications/resources/updated"
             closed = await stream.next()
             assert closed == {
                 "jsonrpc": "2.0",

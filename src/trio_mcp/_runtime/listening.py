@@ -7,10 +7,11 @@ Rule 1: a listen is a request that stays in flight: it runs in its request's tas
         subscription's id. It sends `notifications/subscriptions/acknowledged` first, naming
         what the server granted (`SubscriptionFilter.granted`), and after it only the
         notifications that filter asks for.
-Rule 2: it ends when its request is cancelled: the client's `notifications/cancelled`, its HTTP
-        stream closed, the end of its connection's input or the server's shutdown (the last
-        two answer it with a plain result, spec 2026-07-28: Graceful Closure). However it ends,
-        it leaves `Listening`, and nothing more is queued for it.
+Rule 2: the client ends it by cancelling its request: `notifications/cancelled`, or closing its
+        HTTP stream; it is then answered nothing. The server ends it when its connection's
+        input ends (a cancellation too), or when it shuts down (`Listening.close`: what is
+        queued goes out first); those two answer it with a plain result (spec 2026-07-28,
+        Subscriptions: Graceful Closure). However it ends, it leaves `Listening`.
 Rule 3: nothing waits on a listener that does not read. List changes come from the hub's list
         watcher (`SessionHub.watch_lists`, one per listener) and resource updates from
         `Listening.resource_updated`; both only queue. A notification already queued and not
@@ -69,6 +70,7 @@ class Listener:
         #: Notifications dropped unsent since the stream opened.
         self.dropped = 0
         self._dropping = False  # in an episode of drops: warned already
+        self._finished = False  # the server closes it once what is queued has gone out
         self._ready = trio.Event()
 
     @property
@@ -118,10 +120,20 @@ class Listener:
         self._ready.set()
         return True
 
-    async def deliver(self, send: NotificationSender) -> NoReturn:
-        """Send what is queued, oldest first, as the client reads it; until cancelled."""
+    def finish(self) -> None:
+        """Let the stream end once what is queued has gone out (the server closes it)."""
+        self._finished = True
+        self._ready.set()
+
+    async def deliver(self, send: NotificationSender) -> None:
+        """Send what is queued, oldest first, as the client reads it.
+
+        Until cancelled, or until nothing is left once `finish` was called.
+        """
         while True:
             if not self._queue:
+                if self._finished:
+                    return
                 self._dropping = False  # the client caught up
                 self._ready = trio.Event()
                 await self._ready.wait()
@@ -153,8 +165,10 @@ class Listening:
 
     async def listen(
         self, subscription_id: RequestId, granted: SubscriptionFilter, send: NotificationSender
-    ) -> NoReturn:
-        """Serve one listen stream until its request is cancelled (Rules 1, 2).
+    ) -> None:
+        """Serve one listen stream until its request is cancelled or `close` ends it.
+
+        It returns only in the second case, and the request is then answered (Rules 1, 2).
 
         Args:
             subscription_id: The id of the `subscriptions/listen` request.
@@ -174,8 +188,22 @@ class Listening:
                     tagged({"notifications": granted.wire()}, subscription_id),
                 )
                 await listener.deliver(send)
+                nursery.cancel_scope.cancel()  # the list watcher
         finally:
             del self._live[listener]
+
+    def close(self) -> int:
+        """End every stream open now, once what it has queued has gone out (Rule 2).
+
+        For the server's shutdown; streams opened afterwards are not affected.
+
+        Returns:
+            How many streams were told to end.
+        """
+        listeners = list(self._live)
+        for listener in listeners:
+            listener.finish()
+        return len(listeners)
 
     async def _watch(
         self, listener: Listener, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
