@@ -252,6 +252,11 @@ async def test_a_listener_that_does_not_read_holds_a_bounded_queue(
             await trio.sleep(0.05)
             assert listener.dropped > 0
             assert "not reading" in caplog.text
+            assert listener.subscribed(uris[-1])
+            assert not listener.subscribed("test://watched")
+            queued = listener.queued_bytes
+            assert await server.resource_updated(uris[-1]) == 1  # queued already: not again
+            assert listener.queued_bytes == queued
             # The newest updates are what is left; they arrive once the client reads.
             heard: list[str] = []
             while not heard or heard[-1] != uris[-1]:
@@ -260,3 +265,6 @@ async def test_a_listener_that_does_not_read_holds_a_bounded_queue(
                 heard.append(message["params"]["uri"])
             assert len(heard) < len(uris)
             assert listener.queued_bytes == 0
+            # Nothing else was queued: the next message is the next update.
+            assert await server.resource_updated(uris[0]) == 1
+            assert (await peer.receive())["params"]["uri"] == uris[0]
