@@ -172,3 +172,17 @@ async def test_the_server_shutting_down_closes_the_listen_with_a_plain_result() 
             validate_server_message(closed, MODERN, "subscriptions/listen")
             assert await stream.rest() == []
         assert len(server.listening) == 0
+
+
+async def test_a_quiet_listen_outlives_the_keep_alive_timeout() -> None:
+    server = build_server()
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve(server, keep_alive_timeout=0.3) as served,
+            listening(served, 4, toolsListChanged=True) as stream,
+        ):
+            await stream.next()
+            await trio.sleep(1.2)  # four keep-alive timeouts with nothing on the stream
+            server.add_tool(_nothing, name="second", inline=True)
+            changed = await stream.next()
+            assert changed["method"] == "notifications/tools/list_changed"
