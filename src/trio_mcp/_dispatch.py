@@ -15,6 +15,9 @@ Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -
         subscriptions, static resources, fixed completions, and calls of `inline=True` tools,
         resources and prompts that take no Context) are answered by `respond_now` on the
         reader's own task, without spawning one; everything else goes through `respond`.
+        `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is served by the
+        runtime's `listen` until the request is cancelled, or answered with a plain result
+        when the server closes the stream.
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -34,11 +37,14 @@ from ._core.jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     Request,
+    RequestId,
     error_response,
     result_response,
 )
+from ._core.meta import SUBSCRIPTION_ID
 from ._core.request_state import StateSeal, StateTooLarge, binding
 from ._core.server_session import RequestScope, ServerSession
+from ._core.subscriptions import LISTEN, SubscriptionFilter
 from ._core.types import CacheHint
 from ._core.versions import Revision, revision
 from ._exceptions import (
@@ -78,6 +84,9 @@ AnswerLater = Callable[
     [ServerSession, RequestScope, Request, NotificationSender, "Requester | None"],
     Awaitable[dict[str, Any]],
 ]
+#: Serves one `subscriptions/listen` stream until it is cancelled, or returns when the server
+#: closes it: (its request's id, what the server grants, where the stream's messages go).
+Listen = Callable[[RequestId, SubscriptionFilter, NotificationSender], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +225,11 @@ class Dispatcher:
             "prompts/list": Route(self._prompts_list),
             "prompts/get": Route(None, self._get_prompt_quick, self._get_prompt),
             "completion/complete": Route(None, self._complete_quick, self._complete),
+            LISTEN: Route(None, self._listen_quick, self._listen),
         }
+        #: Serves `subscriptions/listen` (2026-07-28): the runtime's, since a stream waits;
+        #: None answers it -32601.
+        self.listen: Listen | None = None
 
     # -- entry points ---------------------------------------------------------------------------
 
@@ -481,6 +494,36 @@ class Dispatcher:
     ) -> dict[str, Any]:
         session.subscriptions.discard(self._uri_of(params))
         return session.complete(scope, {})
+
+    # -- subscriptions/listen (2026-07-28) ---------------------------------------------------
+
+    def _listen_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        # Refused at once when it cannot be served: a handshake-era request (that revision
+        # has no such method, its sessions subscribe with resources/subscribe) or a bad filter.
+        if not scope.modern or self.listen is None:
+            raise RemoteProtocolError(
+                f"Method not found: {LISTEN} (protocol version {scope.version} has no such method)",
+                METHOD_NOT_FOUND,
+                {"method": LISTEN},
+            )
+        SubscriptionFilter.parse(request.params)
+        return None
+
+    async def _listen(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        assert self.listen is not None  # `_listen_quick` refused it otherwise
+        asked = SubscriptionFilter.parse(request.params)
+        await self.listen(request.id, asked.granted(session.discover_capabilities), notify)
+        # The server closed the stream (spec 2026-07-28, Subscriptions: Graceful Closure).
+        return session.complete(scope, {"_meta": {SUBSCRIPTION_ID: request.id}})
 
     # -- prompts ----------------------------------------------------------------------------------
 

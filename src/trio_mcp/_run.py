@@ -157,9 +157,7 @@ async def serve_http(
         await nursery.start(app.run)
         trigger = None
         if shutdown_trigger is not None:
-            trigger = functools.partial(
-                _shut_down_app, shutdown_trigger, app, server.shutdown_grace, nursery
-            )
+            trigger = functools.partial(_shut_down_app, shutdown_trigger, app, server, nursery)
 
         async def serve_then_stop(task_status: trio.TaskStatus[list[str]]) -> None:
             await serve_app(
@@ -180,10 +178,13 @@ async def serve_http(
 
 
 async def _shut_down_app(
-    trigger: Callable[[], Awaitable[None]], app: McpHttpApp, grace: float, nursery: trio.Nursery
+    trigger: Callable[[], Awaitable[None]], app: McpHttpApp, server: Server, nursery: trio.Nursery
 ) -> None:
     await trigger()
-    nursery.start_soon(_cut_short_after, app, grace)
+    nursery.start_soon(_cut_short_after, app, server.shutdown_grace)
+    # subscriptions/listen streams (2026-07-28) have no work to finish: they end now, each
+    # with its plain result, instead of holding the shutdown for the grace period.
+    server.listening.close()
     # Legacy SSE streams never end by themselves: without this, Hypercorn would hold them (and
     # so the shutdown) open until its graceful_timeout.
     app.begin_shutdown()

@@ -422,6 +422,34 @@ async def missing_capability(ctx: Context) -> str:
     return (await ctx.sample("Say something", max_tokens=10)).text
 
 
+# -- list changes on a subscriptions/listen stream (server-stateless) ------------------------------
+
+DYNAMIC_TOOL = "test_dynamic_tool"
+DYNAMIC_PROMPT = "test_dynamic_prompt"
+
+
+def _dynamic() -> str:
+    return "here for now"
+
+
+@server.tool("test_trigger_tool_change", "Adds or removes test_dynamic_tool", inline=True)
+def trigger_tool_change() -> str:
+    if any(tool.name == DYNAMIC_TOOL for tool in server.tools):
+        server.remove_tool(DYNAMIC_TOOL)
+        return f"removed {DYNAMIC_TOOL}"
+    server.add_tool(_dynamic, name=DYNAMIC_TOOL, description="Comes and goes", inline=True)
+    return f"added {DYNAMIC_TOOL}"
+
+
+@server.tool("test_trigger_prompt_change", "Adds or removes test_dynamic_prompt", inline=True)
+def trigger_prompt_change() -> str:
+    if any(prompt.name == DYNAMIC_PROMPT for prompt in server.prompts):
+        server.remove_prompt(DYNAMIC_PROMPT)
+        return f"removed {DYNAMIC_PROMPT}"
+    server.add_prompt(_dynamic, name=DYNAMIC_PROMPT, description="Comes and goes", inline=True)
+    return f"added {DYNAMIC_PROMPT}"
+
+
 class PromptContext(BaseModel):
     context: str
 

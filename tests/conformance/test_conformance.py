@@ -98,6 +98,17 @@ async def test_progress_tool_reports_0_50_100(autojump_clock: object) -> None:
     assert [(p.progress, p.total) for p in progress] == [(0, 100), (50, 100), (100, 100)]
 
 
+async def test_trigger_tools_add_then_remove_a_tool_and_a_prompt() -> None:
+    async with open_client(everything_server.server, protocol_version=MODERN) as client:
+        for present in (True, False):
+            await client.call_tool("test_trigger_tool_change", {})
+            await client.call_tool("test_trigger_prompt_change", {})
+            tools = {tool.name for tool in await client.list_tools()}
+            prompts = {prompt.name for prompt in await client.list_prompts()}
+            assert (everything_server.DYNAMIC_TOOL in tools) is present
+            assert (everything_server.DYNAMIC_PROMPT in prompts) is present
+
+
 async def test_json_schema_tool_keeps_2020_12_keywords() -> None:
     async with open_client(everything_server.server, protocol_version=MODERN) as client:
         tools = {tool.name: tool for tool in await client.list_tools()}

@@ -430,9 +430,9 @@ async def test_capabilities_follow_what_is_registered() -> None:
             "completions": {},
             "logging": {},
         }
-        # 2026-07-28 hears of changes only through subscriptions/listen, not served yet.
+        # 2026-07-28 hears of the same changes on subscriptions/listen streams.
         discovered = await ask(peer, "server/discover", {}, MODERN)
-        assert discovered["result"]["capabilities"]["resources"] == {}
+        assert discovered["result"]["capabilities"] == init
 
 
 async def test_updates_reach_only_subscribed_sessions() -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "PROGRESS_TOKEN",
     "PROTOCOL_VERSION",
     "SERVER_INFO",
+    "SUBSCRIPTION_ID",
     "is_request_id",
     "progress_token",
 ]
@@ -32,6 +33,8 @@ LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 #: In a `server/discover` result's `_meta`: who the server is (spec PR #3002).
 SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 PROGRESS_TOKEN: Final = "progressToken"
+#: On every message of a `subscriptions/listen` stream: the id of the request that opened it.
+SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 
 def progress_token(params: dict[str, Any] | None) -> int | str | None:

@@ -7,8 +7,9 @@ Rule 1: a `Server` holds what is the same for every client: its options, the reg
 Rule 2: it starts no task of its own: `serve_connection` runs one connection's tasks and returns
         when they have ended; HTTP serving is composed in `_run`.
 Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource or prompt while
-        serving tells every live session (the hub's list watchers); the capabilities a session
-        is given are derived from what is registered when it starts.
+        serving tells every live session (the hub's list watchers) and every open
+        `subscriptions/listen` stream that asked (`listening`); the capabilities a session is
+        given are derived from what is registered when it starts.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .connection import Frames, serve_frames
 from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
+from .listening import Listening
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
 
@@ -163,6 +165,9 @@ class Server:
                 "prompts": self.prompt_registry,
             },
         )
+        #: The `subscriptions/listen` streams open now (not public API).
+        self.listening = Listening(self.hub)
+        self.dispatcher.listen = self.listening.listen
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -432,12 +437,14 @@ class Server:
         """Tell the clients subscribed to `uri` that it changed (`notifications/resources/updated`).
 
         Call it from a tool, a background task or wherever the change is made; clients that
-        did not subscribe to `uri` hear nothing.
+        did not subscribe to `uri` hear nothing. A handshake-era client subscribes with
+        `resources/subscribe`, a 2026-07-28 one with the `resourceSubscriptions` of a
+        `subscriptions/listen` stream.
 
         Returns:
-            How many sessions were told.
+            How many sessions and listen streams were told.
         """
-        return await self.hub.resource_updated(uri)
+        return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
     # -- prompts ----------------------------------------------------------------------------------
 
@@ -592,10 +599,9 @@ class Server:
         """The capabilities a new session announces: what is registered now (Rule 3).
 
         Args:
-            notifications: Whether list changes and resource updates reach the client. They
-                do in the handshake era; 2026-07-28 delivers them only on a
-                `subscriptions/listen` stream, which this server does not serve yet, so
-                `server/discover` announces neither `listChanged` nor `subscribe`.
+            notifications: Whether list changes and resource updates reach the client
+                (`listChanged`, `subscribe`). They do in both eras: in the handshake era on the
+                session, in 2026-07-28 on a `subscriptions/listen` stream.
         """
         capabilities: dict[str, Any] = {}
         if len(self.registry):
@@ -618,7 +624,8 @@ class Server:
             capabilities=self.capabilities(),
             instructions=self.instructions,
             versions=self.versions,
-            discover_capabilities=self.capabilities(notifications=False),
+            # 2026-07-28 hears of changes on subscriptions/listen streams: the same announcement.
+            discover_capabilities=self.capabilities(),
         )
 
     # -- serving --------------------------------------------------------------------------------

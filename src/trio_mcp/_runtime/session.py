@@ -2,7 +2,10 @@
 
 Rule 1: every request that must wait runs inside a cancel scope of its own, made before its
         task starts (so a `notifications/cancelled` read right after the request finds it); a
-        cancelled request gets no response.
+        cancelled request gets no response. A `subscriptions/listen` stream (2026-07-28) is
+        such a request that never finishes: the client cancels it, or it ends when the input
+        does (`close`) or the server shuts down, and then gets a plain result (spec 2026-07-28,
+        Subscriptions: Graceful Closure) instead of "server shutting down".
 Rule 2: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
         the request an id of the server's own, and the answer is routed to the waiting task by
         that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
@@ -40,9 +43,12 @@ from .._core.jsonrpc import (
     RequestId,
     Response,
     error_response,
+    result_response,
 )
+from .._core.meta import SUBSCRIPTION_ID
 from .._core.peer import Outcome
 from .._core.server_session import ServerSession, requested_version
+from .._core.subscriptions import LISTEN
 from .._dispatch import Dispatcher
 from .._exceptions import (
     ClientTimeoutError,
@@ -129,6 +135,8 @@ class SessionRuntime:
         self._waiters: dict[RequestId, _Waiter] = {}
         # Requests `shut_down` cut short: they are answered "server shutting down", not dropped.
         self._cut: set[RequestId] = set()
+        # The `subscriptions/listen` requests in flight: the end of the input ends them.
+        self._listens: set[RequestId] = set()
         self._shutting_down = False
         #: Starts a task that lives as long as the connection (set by `connection`); None over
         #: Streamable HTTP, where a session has no task of its own between requests.
@@ -205,10 +213,13 @@ class SessionRuntime:
         answered by `answer_now` never get one: they cannot be cancelled, being done at once.)
         """
         self._scopes[request.id] = trio.CancelScope()
+        if request.method == LISTEN:
+            self._listens.add(request.id)
 
     def release(self, request_id: RequestId) -> None:
         """Forget a request admitted by `admit`; its id may be used again."""
         self._scopes.pop(request_id, None)
+        self._listens.discard(request_id)
         self.session.end(request_id)
 
     def answer_now(self, request: Request) -> dict[str, Any] | None:
@@ -378,6 +389,13 @@ class SessionRuntime:
         """
         for request_id in self.peer.close(reason):
             self._waiters[request_id].done.set()  # no outcome: the waiter raises
+        # A listen stream waits for nothing but the client, which can send nothing more: it
+        # ends now, answered as a stream the server closed (`shutting_down`).
+        for request_id in self._listens:
+            scope = self._scopes.get(request_id)
+            if scope is not None and not scope.cancel_called:
+                self._cut.add(request_id)
+                scope.cancel()
 
     def handle_now(self, request: Request) -> dict[str, Any] | None:
         """Answer a request completely if that needs no waiting; None if it must go to `handle`.
@@ -593,7 +611,15 @@ async def _refuse_modern(
 
 
 def shutting_down(request: Request) -> dict[str, Any]:
-    """The answer of a request the server stopped before it finished (it is shutting down)."""
+    """The answer of a request the server stopped before it finished (it is shutting down).
+
+    A `subscriptions/listen` stream has no other end: it gets the plain result that tells the
+    client the server closed it (spec 2026-07-28, Subscriptions: Graceful Closure).
+    """
+    if request.method == LISTEN:
+        return result_response(
+            request.id, {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: request.id}}
+        )
     return error_response(
         request.id,
         SERVER_UNAVAILABLE,

@@ -86,6 +86,7 @@ RESULTS: Final[Mapping[str, str]] = {
     "prompts/list": "ListPromptsResult",
     "prompts/get": "GetPromptResult",
     "completion/complete": "CompleteResult",
+    "subscriptions/listen": "SubscriptionsListenResult",
 }
 
 #: A server request's method -> the definition of the client's result.

@@ -1,0 +1,110 @@
+"""What a `subscriptions/listen` request (2026-07-28) asks for, and what the server grants, sans-IO.
+
+Rule 1: a filter is read strictly (spec 2026-07-28, Subscriptions): `params.notifications` is an
+        object whose fields are all optional; the three list fields are booleans and
+        `resourceSubscriptions` is a list of strings. Anything else is -32602.
+Rule 2: the server grants only what it announces (`granted`): a list kind whose capability has
+        `listChanged`, resource URIs when the resources capability has `subscribe`. The
+        acknowledgement names what was granted, and nothing else is ever sent on the stream.
+Rule 3: every message of a stream carries the id of the request that opened it in
+        `params._meta` under `SUBSCRIPTION_ID` (`tagged`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .._exceptions import RemoteProtocolError
+from .jsonrpc import INVALID_PARAMS, RequestId
+from .meta import SUBSCRIPTION_ID
+
+__all__ = ["ACKNOWLEDGED", "LISTEN", "RESOURCE_UPDATED", "SubscriptionFilter", "tagged"]
+
+LISTEN: Final = "subscriptions/listen"
+ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+RESOURCE_UPDATED: Final = "notifications/resources/updated"
+
+# The filter's list fields, by the kind of list (the capability and notification it names).
+_LIST_FIELDS: Final = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+_URIS: Final = "resourceSubscriptions"
+
+
+def _invalid(what: str) -> RemoteProtocolError:
+    return RemoteProtocolError(f"Invalid params: {what}", INVALID_PARAMS)
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionFilter:
+    """The notifications one listen stream carries.
+
+    Attributes:
+        lists: The kinds of list ("tools", "prompts", "resources") whose changes it carries.
+        uris: The resource URIs whose updates it carries, in the order asked, each once.
+    """
+
+    lists: frozenset[str] = frozenset()
+    uris: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any] | None) -> SubscriptionFilter:
+        """The filter a request's params ask for (Rule 1).
+
+        Raises:
+            RemoteProtocolError: -32602 naming what is malformed.
+        """
+        notifications = params.get("notifications") if params else None
+        if not isinstance(notifications, dict):
+            raise _invalid('subscriptions/listen needs "notifications" (an object)')
+        lists = set()
+        for kind, name in _LIST_FIELDS.items():
+            value = notifications.get(name, False)
+            if not isinstance(value, bool):
+                raise _invalid(f'"notifications.{name}" must be a boolean')
+            if value:
+                lists.add(kind)
+        uris = notifications.get(_URIS, [])
+        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
+            raise _invalid(f'"notifications.{_URIS}" must be a list of strings')
+        return cls(frozenset(lists), tuple(dict.fromkeys(uris)))
+
+    def granted(self, capabilities: Mapping[str, Any]) -> SubscriptionFilter:
+        """The part of this filter a server with these capabilities honours (Rule 2)."""
+
+        def announces(kind: str, flag: str) -> bool:
+            capability = capabilities.get(kind)
+            return isinstance(capability, dict) and capability.get(flag) is True
+
+        lists = frozenset(kind for kind in self.lists if announces(kind, "listChanged"))
+        uris = self.uris if announces("resources", "subscribe") else ()
+        return SubscriptionFilter(lists, uris)
+
+    def wire(self) -> dict[str, Any]:
+        """The filter as the acknowledgement's `notifications` names it: granted fields only."""
+        wire: dict[str, Any] = {
+            name: True for kind, name in _LIST_FIELDS.items() if kind in self.lists
+        }
+        if self.uris:
+            wire[_URIS] = list(self.uris)
+        return wire
+
+    def wants(self, method: str, params: Mapping[str, Any] | None = None) -> bool:
+        """Whether a notification belongs on the stream (nothing else may go there)."""
+        if method == RESOURCE_UPDATED:
+            uri = params.get("uri") if params else None
+            return uri in self.uris
+        kind = method.removeprefix("notifications/").removesuffix("/list_changed")
+        return method == f"notifications/{kind}/list_changed" and kind in self.lists
+
+
+def tagged(params: Mapping[str, Any] | None, subscription_id: RequestId) -> dict[str, Any]:
+    """`params` with the stream's id in `_meta` (Rule 3); other `_meta` keys are kept."""
+    out = dict(params or {})
+    meta = out.get("_meta")
+    out["_meta"] = {**(meta if isinstance(meta, dict) else {}), SUBSCRIPTION_ID: subscription_id}
+    return out

@@ -1,0 +1,221 @@
+"""`subscriptions/listen` (2026-07-28): the server's open notification streams.
+
+Rule 1: a listen is a request that stays in flight: it runs in its request's task and cancel
+        scope like any other (so it counts against the in-flight limits of its transport), and
+        its answer's stream is the subscription: over Streamable HTTP the POST's SSE stream,
+        over a channel (stdio, memory) the connection, each message tagged with the
+        subscription's id. It sends `notifications/subscriptions/acknowledged` first, naming
+        what the server granted (`SubscriptionFilter.granted`), and after it only the
+        notifications that filter asks for.
+Rule 2: the client ends it by cancelling its request: `notifications/cancelled`, or closing its
+        HTTP stream; it is then answered nothing. The server ends it when its connection's
+        input ends (a cancellation too), or when it shuts down (`Listening.close`: what is
+        queued goes out first); those two answer it with a plain result (spec 2026-07-28,
+        Subscriptions: Graceful Closure). However it ends, it leaves `Listening`.
+Rule 3: nothing waits on a listener that does not read. List changes come from the hub's list
+        watcher (`SessionHub.watch_lists`, one per listener) and resource updates from
+        `Listening.resource_updated`; both only queue. A notification already queued and not
+        yet sent is not queued twice (a list changed, one URI updated: the client re-reads
+        either way). The queue is bounded in bytes (`max_bytes`): past it the oldest
+        notifications are dropped and the server logs a warning, once per episode (the stream
+        itself may carry only what the client asked for, so it cannot be told there).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, Final, NoReturn
+
+import trio
+
+from .._core.jsonrpc import RequestId
+from .._core.subscriptions import ACKNOWLEDGED, RESOURCE_UPDATED, SubscriptionFilter, tagged
+from .._features.context import NotificationSender
+from .hub import SessionHub
+
+__all__ = ["LISTEN_QUEUE_BYTES", "Listener", "Listening"]
+
+logger = logging.getLogger("trio_mcp")
+
+#: Bytes of notifications one listener may have queued and unsent (Rule 3).
+LISTEN_QUEUE_BYTES: Final = 1 << 20
+
+
+class Listener:
+    """One open listen stream: its filter and its bounded queue (Rule 3).
+
+    It is a `LiveSession` as the hub's list watcher sees one: it can always be told, and
+    telling it only queues what its filter wants.
+
+    Args:
+        subscription_id: The id of the request that opened it.
+        notifications: What the server granted.
+        max_bytes: The bound of its queue, in bytes of JSON.
+    """
+
+    def __init__(
+        self, subscription_id: RequestId, notifications: SubscriptionFilter, max_bytes: int
+    ) -> None:
+        self.subscription_id = subscription_id
+        self.notifications = notifications
+        self.max_bytes = max_bytes
+        # (key, size, method, params), oldest first; `_keys` are the keys queued.
+        self._queue: deque[tuple[tuple[str, str | None], int, str, dict[str, Any]]] = deque()
+        self._keys: set[tuple[str, str | None]] = set()
+        #: Bytes queued now.
+        self.queued_bytes = 0
+        #: Notifications dropped unsent since the stream opened.
+        self.dropped = 0
+        self._dropping = False  # in an episode of drops: warned already
+        self._finished = False  # the server closes it once what is queued has gone out
+        self._ready = trio.Event()
+
+    @property
+    def can_notify(self) -> bool:
+        """Always: a notification is only queued."""
+        return True
+
+    @property
+    def wants_list_changes(self) -> bool:
+        """Always: the filter says which kinds."""
+        return True
+
+    def subscribed(self, uri: str) -> bool:
+        """Whether updates of `uri` go on this stream."""
+        return uri in self.notifications.uris
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Queue a notification if the filter wants it (for the hub's list watcher)."""
+        self.offer(method, params)
+
+    def offer(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Queue a notification if the filter wants it; whether it does (Rule 3)."""
+        if not self.notifications.wants(method, params):
+            return False
+        uri = params.get("uri") if params else None
+        key = (method, uri if isinstance(uri, str) else None)
+        if key in self._keys:
+            return True  # the one queued says the same
+        message = tagged(params, self.subscription_id)
+        size = len(method) + len(json.dumps(message, separators=(",", ":")))
+        self._queue.append((key, size, method, message))
+        self._keys.add(key)
+        self.queued_bytes += size
+        while self.queued_bytes > self.max_bytes and len(self._queue) > 1:
+            old_key, old_size, _, _ = self._queue.popleft()
+            self._keys.discard(old_key)
+            self.queued_bytes -= old_size
+            self.dropped += 1
+            if not self._dropping:
+                self._dropping = True
+                logger.warning(
+                    "subscriptions/listen %r: the client is not reading; dropping the oldest "
+                    "notifications past %d bytes",
+                    self.subscription_id,
+                    self.max_bytes,
+                )
+        self._ready.set()
+        return True
+
+    def finish(self) -> None:
+        """Let the stream end once what is queued has gone out (the server closes it)."""
+        self._finished = True
+        self._ready.set()
+
+    async def deliver(self, send: NotificationSender) -> None:
+        """Send what is queued, oldest first, as the client reads it.
+
+        Until cancelled, or until nothing is left once `finish` was called.
+        """
+        while True:
+            if not self._queue:
+                if self._finished:
+                    return
+                self._dropping = False  # the client caught up
+                self._ready = trio.Event()
+                await self._ready.wait()
+                continue
+            key, size, method, message = self._queue.popleft()
+            self._keys.discard(key)
+            self.queued_bytes -= size
+            await send(method, message)
+
+
+class Listening:
+    """The listen streams of one server that are open now, in the order they opened.
+
+    Args:
+        hub: The server's hub, whose list watcher tells each listener of list changes.
+        max_bytes: The bound of each listener's queue (Rule 3).
+    """
+
+    def __init__(self, hub: SessionHub, max_bytes: int = LISTEN_QUEUE_BYTES) -> None:
+        self.hub = hub
+        self.max_bytes = max_bytes
+        self._live: dict[Listener, None] = {}
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __iter__(self) -> Iterator[Listener]:
+        return iter(list(self._live))
+
+    async def listen(
+        self, subscription_id: RequestId, granted: SubscriptionFilter, send: NotificationSender
+    ) -> None:
+        """Serve one listen stream until its request is cancelled or `close` ends it.
+
+        It returns only in the second case, and the request is then answered (Rules 1, 2).
+
+        Args:
+            subscription_id: The id of the `subscriptions/listen` request.
+            granted: What the server honours of the request's filter.
+            send: Where the stream's messages go (the request's notifications).
+        """
+        listener = Listener(subscription_id, granted, self.max_bytes)
+        self._live[listener] = None
+        try:
+            async with trio.open_nursery() as nursery:
+                if granted.lists:
+                    # Counting from here: a change made once the client holds the
+                    # acknowledgement must reach it.
+                    await nursery.start(self._watch, listener)
+                await send(
+                    ACKNOWLEDGED,
+                    tagged({"notifications": granted.wire()}, subscription_id),
+                )
+                await listener.deliver(send)
+                nursery.cancel_scope.cancel()  # the list watcher
+        finally:
+            del self._live[listener]
+
+    def close(self) -> int:
+        """End every stream open now, once what it has queued has gone out (Rule 2).
+
+        For the server's shutdown; streams opened afterwards are not affected.
+
+        Returns:
+            How many streams were told to end.
+        """
+        listeners = list(self._live)
+        for listener in listeners:
+            listener.finish()
+        return len(listeners)
+
+    async def _watch(
+        self, listener: Listener, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> NoReturn:
+        task_status.started()
+        # No checkpoint before the watcher has read the counters it compares against.
+        await self.hub.watch_lists(listener)
+
+    def resource_updated(self, uri: str) -> int:
+        """Queue `notifications/resources/updated` on every stream that asked for `uri`.
+
+        Returns:
+            How many streams it was queued on.
+        """
+        return sum(listener.offer(RESOURCE_UPDATED, {"uri": uri}) for listener in list(self._live))

@@ -1,0 +1,76 @@
+"""The filter of a `subscriptions/listen` request, sans-IO: read strictly, granted by the
+server's capabilities, and matched against each notification."""
+
+from __future__ import annotations
+
+import pytest
+
+from trio_mcp._core.subscriptions import SubscriptionFilter, tagged
+from trio_mcp._exceptions import RemoteProtocolError
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+EVERYTHING = {
+    "tools": {"listChanged": True},
+    "prompts": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+}
+
+
+def test_a_filter_reads_its_fields_and_keeps_each_uri_once() -> None:
+    asked = SubscriptionFilter.parse(
+        {
+            "notifications": {
+                "toolsListChanged": True,
+                "promptsListChanged": False,
+                "resourceSubscriptions": ["test://b", "test://a", "test://b"],
+            }
+        }
+    )
+    assert asked == SubscriptionFilter(frozenset({"tools"}), ("test://b", "test://a"))
+    assert asked.wire() == {
+        "toolsListChanged": True,
+        "resourceSubscriptions": ["test://b", "test://a"],
+    }
+    assert SubscriptionFilter.parse({"notifications": {}}).wire() == {}
+
+
+@pytest.mark.parametrize(
+    "notifications",
+    [None, [], {"resourcesListChanged": 1}, {"resourceSubscriptions": [None]}],
+)
+def test_a_malformed_filter_is_invalid_params(notifications: object) -> None:
+    with pytest.raises(RemoteProtocolError) as raised:
+        SubscriptionFilter.parse({"notifications": notifications})
+    assert raised.value.code == -32602
+
+
+def test_only_what_the_server_announces_is_granted() -> None:
+    asked = SubscriptionFilter(frozenset({"tools", "prompts", "resources"}), ("test://a",))
+    assert asked.granted(EVERYTHING) == asked
+    tools_only = asked.granted({"tools": {"listChanged": True}, "resources": {}})
+    assert tools_only == SubscriptionFilter(frozenset({"tools"}))
+    assert asked.granted({}).wire() == {}
+
+
+def test_a_stream_carries_only_what_it_asked_for() -> None:
+    granted = SubscriptionFilter(frozenset({"prompts"}), ("test://a",))
+    assert granted.wants("notifications/prompts/list_changed")
+    assert granted.wants("notifications/resources/updated", {"uri": "test://a"})
+    for method, params in [
+        ("notifications/tools/list_changed", None),
+        ("notifications/resources/list_changed", None),
+        ("notifications/resources/updated", {"uri": "test://b"}),
+        ("notifications/resources/updated", None),
+        ("notifications/message", {"level": "info", "data": "x"}),
+        ("notifications/progress", {"progressToken": 1, "progress": 1}),
+        ("prompts", None),
+    ]:
+        assert not granted.wants(method, params), method
+
+
+def test_tagging_keeps_the_params_and_other_meta() -> None:
+    assert tagged({"uri": "test://a", "_meta": {"x": 1}}, 7) == {
+        "uri": "test://a",
+        "_meta": {"x": 1, SUBSCRIPTION_ID: 7},
+    }
+    assert tagged(None, "s") == {"_meta": {SUBSCRIPTION_ID: "s"}}
