@@ -13,8 +13,9 @@ Rule 3: every change of a registry (add, remove, enable, disable) wakes the list
         each channel session runs one (`watch_lists`, in its connection's nursery) that sends
         `notifications/<kind>/list_changed` for each kind whose counter moved since it last
         looked: once per burst of changes made together, not once per item. Only an
-        initialized handshake-era session gets them (a 2026-07-28 client must ask for them with
-        subscriptions/listen, which is not served yet). A change may come from the event loop or
+        initialized handshake-era session gets them; a 2026-07-28 client asks for them on a
+        `subscriptions/listen` stream, whose listener (`_runtime/listening.py`) runs a watcher
+        of its own. A change may come from the event loop or
         from one of its worker threads (a sync tool); any other thread must not change a
         registry while the server runs.
 Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them.
