@@ -138,13 +138,13 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
     "request-metadata": request_metadata,
     "sep-2322-client-request-state": mrtr_request_state,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "sse-retry": call_every_tool,
 }
 
 #: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
 UNSUPPORTED: Final[Mapping[str, str]] = {
     "auth/": "OAuth authorization (the client cannot obtain or present tokens)",
     "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
-    "sse-retry": "resuming an SSE stream (retry field, Last-Event-ID, GET reconnection)",
 }
 
 

@@ -25,7 +25,12 @@ Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server 
         and again after a new session starts. That send returns once the stream is open (or
         refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
         session's first calls run is lost. A server that offers none (405) or a stream that
-        ends is let go quietly: there is no resuming yet (no Last-Event-ID, no retry).
+        ends is let go quietly (the GET stream itself is not resumed).
+Rule 6: a request's event stream that ends (or breaks) before its answer, having carried an
+        event id, is resumed (spec 2025-11-25, Resumability; SEP-1699 polling): after the
+        `retry` time the server gave (else `DEFAULT_RETRY`), a GET with `Last-Event-ID` reads
+        the rest, as often as it makes progress and at most `RESUME_ATTEMPTS` times. A stream
+        with no event id cannot be resumed: the request fails, as before.
 """
 
 from __future__ import annotations
@@ -74,6 +79,10 @@ INCOMING_BUFFER: Final = 256
 # Seconds to establish a connection: a transport concern (a refused or silent host is retried),
 # unlike reads, whose length is the caller's business. httpx's own default is 5 s.
 CONNECT_TIMEOUT: Final = 10.0
+#: Seconds before resuming a request's event stream when the server named no `retry` (Rule 6).
+DEFAULT_RETRY: Final = 1.0
+#: GETs with `Last-Event-ID` one request's stream may take (Rule 6).
+RESUME_ATTEMPTS: Final = 5
 # Seconds the DELETE that ends a session may take when the link closes.
 CLOSE_TIMEOUT: Final = 2.0
 # Longest Retry-After honoured, in seconds: a server asking for more is treated as down.
@@ -119,14 +128,20 @@ class SseEvent:
 class SseDecoder:
     """Turns the lines of a `text/event-stream` into events (WHATWG HTML, server-sent events).
 
-    `id` and `retry` fields are read past: this client does not resume streams.
+    Also keeps what resuming the stream needs: the last event id it carried (`last_id`) and
+    the reconnection time the server asked for (`retry_ms`).
     """
 
-    __slots__ = ("_data", "_event")
+    __slots__ = ("_data", "_event", "last_id", "retry_ms")
 
     def __init__(self) -> None:
         self._event = ""
         self._data: list[str] = []
+        #: The `id` of the last event (an event with an id and no data counts: SEP-1699's
+        #: priming event), or None while the stream has carried none.
+        self.last_id: str | None = None
+        #: The `retry` field's milliseconds, or None while the server has sent none.
+        self.retry_ms: int | None = None
 
     def line(self, line: str) -> SseEvent | None:
         """Feed one line (without its line break); returns the event a blank line completes."""
@@ -146,6 +161,10 @@ class SseDecoder:
             self._event = value
         elif name == "data":
             self._data.append(value)
+        elif name == "id" and "\0" not in value:
+            self.last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self.retry_ms = int(value)
         return None
 
 
@@ -391,16 +410,9 @@ class StreamableHttpLink:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
             decoder = SseDecoder()
-            answered = False
-            async for line in response.aiter_lines():
-                event = decoder.line(line)
-                if event is not None and event.event == "message" and event.data:
-                    answered = answered or _answers(event.data, request_id)
-                    await self._in_send.send(event.data.encode())
+            answered = await self._read_events(response, decoder, request_id, resumable=True)
             if not answered:
-                raise RemoteProtocolError(
-                    f"{self.url} ended the event stream without answering the request"
-                )
+                await self._resume(decoder, request_id)
         elif kind == "application/json":
             data = await response.aread()
             if data.strip():
@@ -410,6 +422,64 @@ class StreamableHttpLink:
                 f"{self.url} answered a request with HTTP {status} and "
                 f"content type {kind or 'none'!r}, not JSON or an event stream"
             )
+
+    async def _read_events(
+        self, response: httpx.Response, decoder: SseDecoder, request_id: Any, *, resumable: bool
+    ) -> bool:
+        """Pass a stream's messages on until it ends or answers `request_id`; whether it did.
+
+        A stream that breaks (the connection drops) counts as ended when it can be resumed
+        (it carried an event id), and raises otherwise.
+        """
+        try:
+            async for line in response.aiter_lines():
+                event = decoder.line(line)
+                if event is not None and event.event == "message" and event.data:
+                    await self._in_send.send(event.data.encode())
+                    if _answers(event.data, request_id):
+                        return True
+        except Exception as exc:
+            if not (_is_network_error(exc) and resumable and decoder.last_id is not None):
+                raise
+        return False
+
+    async def _resume(self, decoder: SseDecoder, request_id: Any) -> None:
+        """Rule 6: get the rest of a request's stream with GET and `Last-Event-ID`."""
+        for _ in range(RESUME_ATTEMPTS):
+            if decoder.last_id is None:
+                break
+            retry = decoder.retry_ms / 1000 if decoder.retry_ms is not None else DEFAULT_RETRY
+            await trio.sleep(retry)
+            headers = {"accept": "text/event-stream", "last-event-id": decoder.last_id}
+            if self._session_id is not None:
+                headers["mcp-session-id"] = self._session_id
+            if self._version is not None:
+                headers["mcp-protocol-version"] = self._version
+            seen = decoder.last_id
+            try:
+                if await self._resume_once(headers, decoder, request_id):
+                    return
+            except Exception as exc:
+                if not _is_network_error(exc):
+                    raise
+                # Try again, after the retry time, while attempts last.
+            if decoder.last_id == seen and decoder.retry_ms is None:
+                break  # nothing new and no word on when to come back
+        raise RemoteProtocolError(
+            f"{self.url} ended the event stream without answering the request"
+        )
+
+    async def _resume_once(
+        self, headers: dict[str, str], decoder: SseDecoder, request_id: Any
+    ) -> bool:
+        async with self._http.stream("GET", self.url, headers=headers) as response:
+            kind = response.headers.get("content-type", "").split(";")[0].strip()
+            if response.status_code != 200 or kind.lower() != "text/event-stream":
+                raise RemoteProtocolError(
+                    f"{self.url} could not resume the event stream of request {request_id!r} "
+                    f"(HTTP {response.status_code} to GET with Last-Event-ID)"
+                )
+            return await self._read_events(response, decoder, request_id, resumable=True)
 
     async def _listen(self) -> None:
         # Rule 5: one GET stream at a time, for the session just started, open before the

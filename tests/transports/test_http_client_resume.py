@@ -1,0 +1,120 @@
+"""The client resumes a request's event stream (spec 2025-11-25 Resumability, SEP-1699 polling).
+
+A bare HTTP/1.1 server on loopback plays the server's part exactly: the POST's stream carries a
+priming event (an id, a `retry` time, no data) and closes without the answer; the answer comes
+on the GET that names the last event id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+
+from tests.http_helpers import read_request, serve_bare
+from trio_mcp import RemoteProtocolError, open_client
+
+TIMEOUT = 20
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
+
+
+def _head(status: str, *headers: str) -> bytes:
+    return (
+        "\r\n".join([f"HTTP/1.1 {status}", *headers, "connection: close"]) + "\r\n\r\n"
+    ).encode()
+
+
+def _json(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return (
+        _head(
+            "200 OK",
+            "content-type: application/json",
+            "mcp-session-id: s1",
+            f"content-length: {len(body)}",
+        )
+        + body
+    )
+
+
+class PollingServer:
+    """Closes each call's stream after a priming event; answers on GET with Last-Event-ID."""
+
+    def __init__(self, *, priming: bytes, resume_status: str = "200 OK") -> None:
+        self.priming = priming
+        self.resume_status = resume_status
+        self.pending: Any = None
+        self.closed_at: float | None = None
+        self.resumes: list[tuple[float, str]] = []
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        request = await read_request(stream)
+        if request is None:
+            return
+        headers, body = request
+        if not body:
+            last = headers.get("last-event-id")
+            if last is None:  # the DELETE that ends the session
+                await stream.send_all(_head("204 No Content"))
+            else:
+                self.resumes.append((trio.current_time(), last))
+                if self.resume_status != "200 OK":
+                    await stream.send_all(_head(self.resume_status, "content-length: 0"))
+                else:
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": self.pending["id"],
+                        "result": {"content": [{"type": "text", "text": "resumed"}]},
+                    }
+                    await stream.send_all(
+                        _head("200 OK", "content-type: text/event-stream")
+                        + f"id: e2\ndata: {json.dumps(answer)}\n\n".encode()
+                    )
+            await stream.aclose()
+            return
+        message = json.loads(body)
+        if message.get("method") == "tools/call":
+            self.pending = message
+            await stream.send_all(
+                _head("200 OK", "content-type: text/event-stream", "mcp-session-id: s1")
+                + self.priming
+            )
+            self.closed_at = trio.current_time()
+        elif "id" in message:
+            result = INIT if message["method"] == "initialize" else {}
+            await stream.send_all(_json({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+        else:
+            await stream.send_all(_head("202 Accepted", "content-length: 0"))
+        await stream.aclose()
+
+
+async def test_a_stream_closed_before_its_answer_is_resumed_after_the_retry_time() -> None:
+    server = PollingServer(priming=b"id: e1\nretry: 300\ndata: \n\n")
+    with trio.fail_after(TIMEOUT):
+        async with serve_bare(server.handle) as url, open_client(url) as client:
+            result = await client.call_tool("slow")
+    assert result.text == "resumed"
+    assert [last for _, last in server.resumes] == ["e1"]
+    assert server.closed_at is not None
+    assert server.resumes[0][0] - server.closed_at >= 0.25  # it waited for `retry: 300`
+
+
+async def test_a_stream_without_an_event_id_cannot_be_resumed() -> None:
+    server = PollingServer(priming=b": nothing to resume from\n\n")
+    with trio.fail_after(TIMEOUT):
+        async with serve_bare(server.handle) as url, open_client(url) as client:
+            with pytest.raises(RemoteProtocolError, match="without answering"):
+                await client.call_tool("slow")
+    assert server.resumes == []
+
+
+async def test_a_server_that_refuses_the_resume_fails_the_call_clearly() -> None:
+    server = PollingServer(priming=b"id: e1\nretry: 10\ndata: \n\n", resume_status="405 Nope")
+    with trio.fail_after(TIMEOUT):
+        async with serve_bare(server.handle) as url, open_client(url) as client:
+            with pytest.raises(RemoteProtocolError, match="could not resume") as caught:
+                await client.call_tool("slow")
+    assert "HTTP 405" in str(caught.value)
+    assert len(server.resumes) == 1
