@@ -144,17 +144,18 @@ async def test_a_session_whose_client_stopped_reading_does_not_raise() -> None:
     assert len(server.hub) == 0
 
 
-async def test_streamable_http_sessions_are_counted_but_not_sent_to() -> None:
+async def test_streamable_http_sessions_are_counted_and_sent_to_until_they_end() -> None:
     server = Server("hub")
     async with serve(server) as served:
         mcp = served.client()
         await mcp.initialize()
         assert len(server.hub) == 1
-        # Over Streamable HTTP the server has nowhere to put an unprompted message yet.
-        assert await server.hub.notify_all("notifications/message", HELLO) == 0
+        # Queued for the session's GET stream (tests/transports/test_http_stream.py).
+        assert await server.hub.notify_all("notifications/message", HELLO) == 1
         response = await served.http.delete(served.url, headers=mcp.headers())
         assert response.status_code == 204
         assert len(server.hub) == 0
+        assert await server.hub.notify_all("notifications/message", HELLO) == 0
 
 
 async def test_a_sessionless_request_is_not_counted() -> None:

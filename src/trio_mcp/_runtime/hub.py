@@ -12,12 +12,13 @@ Rule 2: a broadcast goes to every session that can take an unprompted message no
 Rule 3: every change of a registry (add, remove, enable, disable) wakes the list watchers:
         each channel session runs one (`watch_lists`, in its connection's nursery) that sends
         `notifications/<kind>/list_changed` for each kind whose counter moved since it last
-        looked: once per burst of changes made together, not once per item. Only an
-        initialized handshake-era session gets them; a 2026-07-28 client asks for them on a
-        `subscriptions/listen` stream, whose listener (`_runtime/listening.py`) runs a watcher
-        of its own. A change may come from the event loop or
-        from one of its worker threads (a sync tool); any other thread must not change a
-        registry while the server runs.
+        looked: once per burst of changes made together, not once per item. A Streamable HTTP
+        session in its transport's table runs one too, in a task the transport gives it
+        (`attach_stream`). Only an initialized handshake-era session gets them; a 2026-07-28
+        client asks for them on a `subscriptions/listen` stream, whose listener
+        (`_runtime/listening.py`) runs a watcher of its own. A change may come from the event
+        loop or from one of its worker threads (a sync tool); any other thread must not change
+        a registry while the server runs.
 Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them.
 """
 
@@ -160,9 +161,9 @@ class SessionHub:
     ) -> int:
         """Send a notification to every open session that can receive one (Rule 2).
 
-        Streamable HTTP sessions are skipped: the server cannot send them anything outside the
-        answer to a request yet (there is no standalone GET stream), so there is nowhere to put
-        it. A session whose client stopped reading is sent to and the message dropped there.
+        A Streamable HTTP session takes it into the queue of its GET stream (bounded: past
+        the bound the oldest notifications are dropped there). A session whose client stopped
+        reading is sent to and the message dropped there.
 
         Args:
             method: The notification's method.

@@ -200,8 +200,8 @@ class Server:
 
         The client sends `notifications/roots/list_changed`; the handler runs in a task of its
         own for that client's session, and may `await ctx.list_roots()` to read the new roots
-        (over stdio, in-memory and HTTP+SSE connections; over Streamable HTTP it needs the
-        session's GET stream, which is not built yet, so it is not run there). Its exceptions
+        (over Streamable HTTP the request goes on the session's GET stream, or waits for it in
+        the session's bounded queue; in stateless mode the handler is not run). Its exceptions
         are logged. Usable as a decorator; one handler per server (a new one replaces it).
         """
         self.roots_changed = handler

@@ -13,11 +13,11 @@ Rule 2: the server may ask the client too (`SessionRuntime.request`): the sessio
         is dropped; when the input ends, every waiter fails with `ConnectionClosed`. A
         connection carries such requests; without one (Streamable HTTP) a request goes on the
         stream of the client's request being answered (`via`, which `answer` binds into the
-        `Requester` it hands the dispatcher), and only in a session that outlives that request
+        `Requester` it hands the dispatcher), or, outside a call, on the session's own stream
+        (`attach_stream`, the GET stream), and only in a session that outlives that request
         (Rule 3), since the client's answer comes in a message of its own. Anything else is
-        refused with `LocalProtocolError`: a per-request session (stateless mode), no stream
-        to carry it, and every request of 2026-07-28, which asks through input-required
-        results instead.
+        refused with `LocalProtocolError`: a per-request session (stateless mode), and every
+        request of 2026-07-28, which asks through input-required results instead.
 Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
         only then (a per-request session is never opened): the hub is how the server speaks to
         every live session at once.
@@ -138,12 +138,32 @@ class SessionRuntime:
         # The `subscriptions/listen` requests in flight: the end of the input ends them.
         self._listens: set[RequestId] = set()
         self._shutting_down = False
-        #: Starts a task that lives as long as the connection (set by `connection`); None over
-        #: Streamable HTTP, where a session has no task of its own between requests.
+        #: Starts a task that lives as long as the connection (set by `connection`), or as the
+        #: session over Streamable HTTP (`attach_stream`); None for a per-request session.
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         # Whether the session outlives one request (`open`): only then can a message of the
         # client's own (the answer to a request of the server's) reach it later.
         self._kept = False
+        # Streamable HTTP: the session's server-to-client stream, for messages not tied to a
+        # request being answered (`attach_stream`); None until the transport gives it one.
+        self._stream: MessageSender | None = None
+
+    def attach_stream(
+        self,
+        send: MessageSender,
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] | None,
+    ) -> None:
+        """Give a session without a connection a stream of its own (Streamable HTTP's GET).
+
+        Messages not tied to a request being answered go to `send` from now on: list changes,
+        resource updates, log messages and requests outside a call. With `spawn`, the session
+        runs its list watcher and its roots handler in tasks that end with it.
+        """
+        self._stream = send
+        self.spawn = spawn
+        if spawn is not None:
+            hub = self.server.hub
+            spawn(lambda: hub.watch_lists(self))
 
     def open(self) -> None:
         """Join the server's hub: the session lasts beyond one request (Rule 3)."""
@@ -162,10 +182,10 @@ class SessionRuntime:
     def can_notify(self) -> bool:
         """Whether a message the client did not ask for can reach it now.
 
-        Only over a connection that is still open: a per-request transport (Streamable HTTP)
-        has nowhere to put one outside the answer to a request, for now.
+        Only over a connection that is still open, or in a Streamable HTTP session with a
+        stream of its own (`attach_stream`); a per-request session has nowhere to put one.
         """
-        return self._send is not None and self.peer.closed is None
+        return (self._send is not None or self._stream is not None) and self.peer.closed is None
 
     @property
     def wants_list_changes(self) -> bool:
@@ -180,17 +200,19 @@ class SessionRuntime:
         """Send the client a notification of the server's own (see `can_notify`).
 
         Raises:
-            LocalProtocolError: over Streamable HTTP, which cannot carry it yet.
+            LocalProtocolError: in a session that has nowhere to put it (a per-request one).
+            ConnectionClosed: when its stream cannot take it (the session ended).
         """
-        if self._send is None:
+        send = self._send or self._stream
+        if send is None:
             raise LocalProtocolError(
-                f"cannot send {method!r} to the client: over Streamable HTTP the server cannot "
-                "send unprompted messages yet"
+                f"cannot send {method!r} to the client: this Streamable HTTP session lasts one "
+                "request, so nothing can carry a message outside its answer"
             )
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self._send(message)
+        await send(message)
 
     @property
     def in_flight(self) -> int:
@@ -345,6 +367,8 @@ class SessionRuntime:
                 "or HTTP+SSE, to ask the client"
             )
         if via is None:
+            if self._stream is not None:
+                return self._stream
             raise LocalProtocolError(
                 f"cannot send {method!r} to the client: over Streamable HTTP the server can ask "
                 "only on the stream of a request it is answering (from a tool, during its call)"
@@ -563,8 +587,9 @@ class SessionRuntime:
             logger.debug("notifications/roots/list_changed: the server registered no handler")
         elif self.spawn is None:
             logger.info(
-                "notifications/roots/list_changed: the handler cannot run over Streamable HTTP "
-                "yet (the session has no stream to ask the client on outside a call)"
+                "notifications/roots/list_changed: the handler cannot run in this session (no "
+                "task can outlive its request: stateless Streamable HTTP, or an application "
+                "whose `run` is not running)"
             )
         else:
             self.spawn(lambda: self._run_roots_handler(handler))

@@ -13,10 +13,11 @@ Rule 2: every check that can refuse a request runs before its body is handed on,
         shape 400, request metadata or version and session 400/404, limits 429/503:
         `streamable` Rule 1). A refused request never reaches a session: every refusal is
         raised as `Refused` and answered here, in one shape.
-Rule 3: shutting down (`begin_shutdown`) ends the legacy streams, which would never end by
-        themselves; Streamable HTTP requests end with their answers, and those still running
-        when the grace period is over are answered "server shutting down" (`cut_short`) before
-        the ASGI server's own deadline drops their connections.
+Rule 3: shutting down (`begin_shutdown`) ends the legacy streams and the Streamable HTTP GET
+        streams, which would never end by themselves; Streamable HTTP requests end with their
+        answers, and those still running when the grace period is over are answered "server
+        shutting down" (`cut_short`) before the ASGI server's own deadline drops their
+        connections.
 """
 
 from __future__ import annotations
@@ -70,14 +71,18 @@ class McpHttpApp:
         await self._sessions.expire_idle(task_status=task_status)
 
     def begin_shutdown(self) -> None:
-        """Close the input of every legacy SSE session and refuse new ones (503).
+        """End the server-to-client streams, which would never end by themselves (Rule 3).
+
+        Every Streamable HTTP GET stream ends (its session stays) and new ones are refused
+        (503). Every legacy SSE session's input is closed and new ones are refused (503).
 
         A legacy stream never ends by itself, so an ASGI server's graceful shutdown would wait
         for it until its deadline. With its input closed, each session finishes the calls it
         is running (within the server's shutdown grace), sends their answers, and its stream
-        ends. Streamable HTTP requests end with their answers and need nothing.
+        ends. Streamable HTTP POSTs end with their answers and need nothing.
         """
         self._legacy.begin_shutdown()
+        self._streamable.hang_up()
 
     def cut_short(self) -> None:
         """The grace period is over: answer every Streamable HTTP request still running.
@@ -108,10 +113,10 @@ class McpHttpApp:
         opts = self.options
         allowed: tuple[str, ...]
         if path == opts.path:
-            # No GET: the server never starts a message of its own, so it offers no
-            # server-to-client stream (spec: 405 then). No DELETE without sessions. `Allow`
-            # lists exactly what is served (RFC 9110, 15.5.6).
-            allowed = ("POST",) if opts.stateless else ("POST", "DELETE")
+            # No GET and no DELETE without sessions: a request that stands alone has no stream
+            # for the server to speak on outside its answer (spec: 405 then). `Allow` lists
+            # exactly what is served (RFC 9110, 15.5.6).
+            allowed = ("POST",) if opts.stateless else ("GET", "POST", "DELETE")
         elif opts.legacy_sse and path == "/sse":
             allowed = ("GET",)
         elif opts.legacy_sse and path == "/messages":
@@ -121,7 +126,7 @@ class McpHttpApp:
         if method not in allowed:
             reason = f"Method {method} not allowed on {path}"
             if method == "GET" and path == opts.path:
-                reason = "This server offers no server-to-client stream"
+                reason = "This server offers no server-to-client stream in stateless mode"
             raise Refused(405, reason, _allow(allowed))
         headers = header_map(scope)
         refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
@@ -134,6 +139,8 @@ class McpHttpApp:
             await self._legacy.post(scope, headers, receive, send)
         elif method == "POST":
             await self._streamable.post(scope, headers, receive, send)
+        elif method == "GET":
+            await self._streamable.get(headers, receive, send)
         else:  # DELETE
             await self._streamable.delete(headers, send)
 

@@ -39,6 +39,7 @@ __all__ = [
     "content_length",
     "encode",
     "event",
+    "event_of",
     "header_map",
     "read_body",
     "refuse",
@@ -211,7 +212,12 @@ def encode(message: Any) -> bytes:
 
 def event(message: Any) -> bytes:
     """`message` as one SSE `message` event."""
-    return b"event: message\ndata: " + encode(message) + b"\n\n"
+    return event_of(encode(message))
+
+
+def event_of(frame: bytes) -> bytes:
+    """An encoded message (one line of JSON) as one SSE `message` event."""
+    return b"event: message\ndata: " + frame + b"\n\n"
 
 
 def content_length(body: bytes) -> tuple[bytes, bytes]:

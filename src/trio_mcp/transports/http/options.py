@@ -65,6 +65,14 @@ class HttpOptions:
         send_timeout: Seconds one write to a client may wait for it to read (under
             `serve_http`); past it, the connection is closed: a client that stops reading its
             stream no longer holds the connection, its call, or a shutdown.
+        max_unsent_bytes: Streamable HTTP: bytes of messages not tied to a call (list
+            changes, resource updates, log messages, requests to the client) a session holds
+            for its GET stream while none is open or its client reads slowly; past it, the
+            oldest notifications are dropped (and the client told so in a log message), and a
+            request to the client that does not fit fails the task that asks.
+        keep_alive_interval: Seconds an open Streamable HTTP SSE stream (GET or a POST's)
+            may stay quiet before it carries an SSE comment, so that proxies and clients do
+            not take a quiet stream for a dead one.
     """
 
     path: str = "/mcp"
@@ -110,3 +118,10 @@ class HttpOptions:
     # 60 s for one write to make progress: nginx's send_timeout, also measured per write
     # rather than over the whole response.
     send_timeout: float = 60.0
+    # 1 MiB per session: hundreds of list changes or resource updates, far more than a client
+    # that comes back to its stream needs to catch up; 1,000 sessions then hold at most 1 GiB,
+    # and only sessions whose clients never listen fill theirs.
+    max_unsent_bytes: int = 1024 * 1024
+    # 15 s: sse-starlette's default ping interval (the official Python SDK's streams use it),
+    # well under the 60 s idle timeouts of common proxies (nginx's proxy_read_timeout).
+    keep_alive_interval: float = 15.0

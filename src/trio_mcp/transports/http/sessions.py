@@ -16,6 +16,11 @@ Rule 3: a session enters the table in one place, `add`, which opens it, and leav
         place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
         a legacy session's input is closed so that it finishes what it runs. A session made
         for one request (stateless, 2026-07-28) never enters the table, so is never opened.
+Rule 4: a Streamable HTTP session in the table has a server-to-client stream (`outbox`), which
+        `add` attaches to it and `end` closes: messages not tied to a call wait there for the
+        session's GET stream. A session whose GET stream is open is in use: it never expires
+        and is never ended to make room. The session's own tasks run in the nursery of `run`
+        (`expire_idle`); without it they do not run (the stream still carries what is sent).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import trio
 from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
+from .outbox import Outbox, Spawn
 
 __all__ = ["Carry", "Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
 
@@ -61,6 +67,14 @@ class HttpSession(Protocol):
 
     def open(self) -> None:
         """The session is kept (in the table) until `end`: it is live for the MCP side."""
+
+    def attach_stream(self, send: Carry, spawn: Spawn | None) -> None:
+        """Give a kept session its server-to-client stream and a way to start its own tasks.
+
+        `send` queues a message not tied to a request for the session's GET stream (raising
+        `ConnectionClosed` when it cannot); `spawn` starts a task that ends with the session
+        (None: the application runs no nursery to start it in).
+        """
 
     def end(self) -> None:
         """The session is over: cancel every request running in it, and let go of it."""
@@ -120,6 +134,13 @@ class Entry:
     # Whether a request (not only notifications) came after `initialize`: a session never used
     # goes first when the table is full (Rule 2).
     used: bool = False
+    # Streamable HTTP: the session's server-to-client stream (Rule 4), set by `add`.
+    outbox: Outbox | None = None
+
+    @property
+    def listening(self) -> bool:
+        """Whether the session's GET stream is open (it is then in use: Rule 4)."""
+        return self.outbox is not None and self.outbox.listening
 
 
 class SessionTable:
@@ -132,6 +153,8 @@ class SessionTable:
     def __init__(self, options: HttpOptions) -> None:
         self._options = options
         self._entries: dict[str, Entry] = {}
+        # Where sessions start their own tasks, while `expire_idle` runs (Rule 4).
+        self._nursery: trio.Nursery | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -147,7 +170,7 @@ class SessionTable:
         idle = [
             (entry.used, entry.last_seen, sid)
             for sid, entry in self._entries.items()
-            if entry.session is not None and not entry.session.in_flight
+            if entry.session is not None and not entry.session.in_flight and not entry.listening
         ]
         if not idle:
             raise Refused(503, "Too many sessions; try again later", [(b"retry-after", b"5")])
@@ -160,6 +183,9 @@ class SessionTable:
         self._entries[sid] = entry
         if entry.session is not None:
             entry.session.open()
+            entry.outbox = Outbox(self._options.max_unsent_bytes)
+            spawn = entry.outbox.spawner(self._nursery) if self._nursery is not None else None
+            entry.session.attach_stream(entry.outbox.put, spawn)
 
     def end(self, sid: str) -> None:
         """Close the session `sid`, if it is open (Rule 3)."""
@@ -168,6 +194,8 @@ class SessionTable:
             return
         if entry.session is not None:
             entry.session.end()
+        if entry.outbox is not None:
+            entry.outbox.close()
         if entry.legacy_inbox is not None:
             entry.legacy_inbox.close()
 
@@ -177,17 +205,32 @@ class SessionTable:
             if entry.legacy_inbox is not None:
                 self.end(sid)
 
+    def hang_up(self) -> None:
+        """End every open GET stream (the server is shutting down); the sessions stay."""
+        for entry in self._entries.values():
+            if entry.outbox is not None:
+                entry.outbox.hang_up()
+
     async def expire_idle(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Expire idle sessions until cancelled (Rule 2)."""
+        """Expire idle sessions until cancelled (Rule 2); run the sessions' tasks (Rule 4)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                await self._expire_idle(task_status)
+            finally:
+                self._nursery = None
+                nursery.cancel_scope.cancel()
+
+    async def _expire_idle(self, task_status: trio.TaskStatus[None]) -> None:
         task_status.started()
         timeout = self._options.session_idle_timeout
         while True:
             await trio.sleep(min(timeout / 4, 60))
             now = trio.current_time()
             for sid, entry in list(self._entries.items()):
-                busy = entry.session is not None and entry.session.in_flight
+                busy = entry.session is not None and (entry.session.in_flight or entry.listening)
                 if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
                     logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
                     self.end(sid)

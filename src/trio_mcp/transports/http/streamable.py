@@ -1,4 +1,4 @@
-"""Streamable HTTP: POST and DELETE at the MCP endpoint, answered in a session or alone.
+"""Streamable HTTP: POST, GET and DELETE at the MCP endpoint, answered in a session or alone.
 
 Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
         in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
@@ -28,6 +28,18 @@ Rule 5: a request is a 2026-07-28 one when its body names a version in `params._
         argument its tool mirrors (the backend says which, by tool name, so this module still
         sees no schema). Its errors then take the HTTP status that revision gives them
         (`headers.modern_status`); any other answer is 200.
+Rule 6: a GET naming a session opens that session's server-to-client stream: the messages of
+        the server's that no request being answered carries (list changes, resource updates,
+        log messages and requests to the client outside a call), which wait for it in the
+        session's bounded queue (`outbox`, `HttpOptions.max_unsent_bytes`). One stream at a
+        time: a new GET takes the place of the stream open before it, which ends (a client
+        that reconnects is often heard before the server has noticed its old connection is
+        gone; refusing it with 409, as the spec allows, would lock it out until then). It is
+        refused after Accept (406), the protocol version (400) and the session (400 missing /
+        404 unknown); in stateless mode GET is 405 (`app`).
+        The stream lasts until the client goes, the session ends (DELETE, expiry) or the
+        server shuts down. Every open SSE stream (GET or a POST's) carries an SSE comment
+        after `HttpOptions.keep_alive_interval` seconds with nothing else to send.
 """
 
 from __future__ import annotations
@@ -55,11 +67,13 @@ from .asgi import (
     content_length,
     encode,
     event,
+    event_of,
     read_body,
     send_json,
 )
 from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
+from .outbox import Outbox
 from .sessions import Entry, HttpBackend, HttpSession, SessionTable
 
 __all__ = ["StreamableHttp"]
@@ -88,6 +102,13 @@ class StreamableHttp:
         self._sessionless = 0
         # Sessions with a request being answered, and how many: what `shut_down` stops.
         self._answering: dict[int, tuple[HttpSession, int]] = {}
+        # Set by `hang_up`: the server is shutting down, GET streams are refused.
+        self._hung_up = False
+
+    def hang_up(self) -> None:
+        """End every open GET stream and refuse new ones (503): the server is shutting down."""
+        self._hung_up = True
+        self._sessions.hang_up()
 
     def shut_down(self) -> None:
         """Answer every request still running "server shutting down" now (the grace is over).
@@ -133,6 +154,64 @@ class StreamableHttp:
             await self._answer_sessionless(session, message, receive, send, modern=modern)
         else:
             await self._answer_in_session(session, message, sid, receive, send)
+
+    async def get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+        """Open the server-to-client stream of the session a GET names (Rule 6)."""
+        accept = headers.get(b"accept", b"").lower()
+        if b"text/event-stream" not in accept and b"*/*" not in accept:
+            raise Refused(406, "Accept must list text/event-stream")
+        version = headers.get(b"mcp-protocol-version")
+        if version is not None and version.decode("latin-1") not in self.backend.versions:
+            raise Refused(
+                400,
+                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+                f"supported: {', '.join(self.backend.versions)}",
+            )
+        raw = headers.get(b"mcp-session-id")
+        if raw is None:
+            raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
+        entry = self._sessions.get(raw.decode("latin-1"))
+        if entry is None or entry.outbox is None:
+            raise Refused(404, "Unknown or expired session; initialize a new one")
+        if self._hung_up:
+            raise Refused(503, "Server shutting down", [(b"retry-after", b"5")])
+        outbox = entry.outbox
+        stream = outbox.listen()
+        try:
+            await self._listen(outbox, stream, receive, send)
+        finally:
+            outbox.unlisten()
+            entry.last_seen = trio.current_time()
+
+    async def _listen(self, outbox: Outbox, number: int, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+        stream = trio.CancelScope()  # cancelled when the client goes
+        watch = trio.CancelScope()  # ends the disconnect watch before the last body (`_answer`)
+        interval = self.options.keep_alive_interval
+        with stream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
+                while True:
+                    if outbox.dropped:
+                        notice = event(_dropped_notice(outbox))
+                        outbox.dropped = 0
+                        await send(
+                            {"type": "http.response.body", "body": notice, "more_body": True}
+                        )
+                    with trio.move_on_after(interval) as quiet:
+                        frame = await outbox.next(number)
+                    if quiet.cancelled_caught:
+                        await send(
+                            {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True}
+                        )
+                        continue
+                    if frame is None:
+                        break
+                    body = event_of(frame)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                watch.cancel()
+                await send({"type": "http.response.body", "body": b""})
+                stream.cancel()
 
     async def delete(self, headers: dict[bytes, bytes], send: Send) -> None:
         """End the session a DELETE names: 204, or 400 / 404 when it names none open."""
@@ -380,9 +459,31 @@ class StreamableHttp:
                         await send(
                             {"type": "http.response.body", "body": event(item), "more_body": True}
                         )
-                        item = await _next(out_receive)
+                        item = await _next_kept_alive(
+                            out_receive, send, self.options.keep_alive_interval
+                        )
                     await finish(b"")
                 stream.cancel()
+
+
+#: The SSE comment an open stream sends when it has said nothing for a while (Rule 6).
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+def _dropped_notice(outbox: Outbox) -> dict[str, Any]:
+    # A log message (spec: logging) the client reads before what is left of the queue.
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {
+            "level": "warning",
+            "logger": "trio_mcp.http",
+            "data": (
+                f"{outbox.dropped} notification(s) of the server's were dropped while this "
+                f"session's stream was not read (the queue holds {outbox.max_bytes} bytes)"
+            ),
+        },
+    }
 
 
 async def _no_notify(method: str, params: dict[str, Any]) -> None:
@@ -395,6 +496,16 @@ async def _next(channel: trio.MemoryReceiveChannel[Any]) -> Any:
         return await channel.receive()
     except trio.EndOfChannel:
         return None
+
+
+async def _next_kept_alive(
+    channel: trio.MemoryReceiveChannel[Any], send: Send, interval: float
+) -> Any:
+    # The next item of an open stream, with a keep-alive comment after each quiet interval.
+    while True:
+        with trio.move_on_after(interval):
+            return await _next(channel)
+        await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
 
 
 def _opens_stream(item: Any) -> bool:
