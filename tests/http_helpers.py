@@ -83,16 +83,22 @@ async def serve(server: Server | None = None, **options: Any) -> AsyncIterator[S
 def parse_sse(text: str) -> list[Any]:
     """Decode an SSE body of `event: message` events, asserting the exact framing.
 
-    Each event is `event: message`, `data: <one line of JSON>` and a blank line; a block of
-    one SSE comment line (`: ...`, which clients ignore) is allowed and skipped.
+    Each event is `event: message`, an optional `id: <id>`, `data: <one line of JSON>` and a
+    blank line; a block of one SSE comment line (`: ...`, which clients ignore) is allowed and
+    skipped, and so is a priming event (`id:`, `retry:` and empty `data:`) as the first block.
     """
     assert text.endswith("\n\n"), repr(text[-100:])
     messages = []
-    for block in text[:-2].split("\n\n"):
+    for i, block in enumerate(text[:-2].split("\n\n")):
         lines = block.split("\n")
         if len(lines) == 1 and lines[0].startswith(":"):
             continue
-        assert len(lines) == 2, f"an event must be two lines: {block[:200]!r}"
+        if i == 0 and len(lines) == 3 and lines[0].startswith("id: ") and lines[2] == "data: ":
+            assert lines[1].startswith("retry: "), lines
+            continue
+        if len(lines) == 3:
+            assert lines.pop(1).startswith("id: "), block[:200]
+        assert len(lines) == 2, f"an event must be two or three lines: {block[:200]!r}"
         assert lines[0] == "event: message", lines[0]
         assert lines[1].startswith("data: "), lines[1][:100]
         messages.append(json.loads(lines[1].removeprefix("data: ")))

@@ -66,6 +66,7 @@ class Stream:
         assert response.headers["content-type"] == "text/event-stream"
         self._lines = response.aiter_lines()
         self.comments: list[str] = []
+        self.ids: list[str] = []
 
     async def next(self) -> Any:
         while True:
@@ -74,12 +75,30 @@ class Stream:
                 self.comments.append(line)
                 assert await self._lines.__anext__() == ""
                 continue
-            data, blank = [await self._lines.__anext__() for _ in range(2)]
+            lines = [line, await self._lines.__anext__()]
+            while lines[-1]:
+                lines.append(await self._lines.__anext__())
+            if line.startswith("id: "):
+                assert lines[1].startswith("retry: "), lines
+                assert lines[2:] == ["data: ", ""], lines
+                self.ids.append(line.removeprefix("id: "))
+                continue
+            assert len(lines) == 4, lines
+            assert lines[1].startswith("id: "), lines
+            self.ids.append(lines[1].removeprefix("id: "))
+            data, blank = lines[2], lines[3]
             assert (line, blank) == ("event: message", ""), (line, blank)
             assert data.startswith("data: "), data
             message = json.loads(data.removeprefix("data: "))
             validate_server_message(message, LATEST)
             return message
+
+    async def prime(self) -> None:
+        """Read the priming event a stream of a 2025-11-25 session starts with (SEP-1699)."""
+        lines = [await self._lines.__anext__() for _ in range(4)]
+        assert lines[0].startswith("id: "), lines
+        assert lines[1:] == ["retry: 1000", "data: ", ""], lines
+        self.ids.append(lines[0].removeprefix("id: "))
 
     async def rest(self) -> list[str]:
         return [line async for line in self._lines]
@@ -89,7 +108,9 @@ class Stream:
 async def listen(client: McpHttp) -> AsyncIterator[Stream]:
     headers = client.headers(accept="text/event-stream")
     async with client.http.stream("GET", client.url, headers=headers) as response:
-        yield Stream(response)
+        stream = Stream(response)
+        await stream.prime()
+        yield stream
 
 
 async def test_list_changes_and_resource_updates_go_on_the_get_stream() -> None:
@@ -233,3 +254,67 @@ async def test_a_quiet_post_stream_carries_keep_alive_comments() -> None:
     assert reply.kind == "text/event-stream"
     assert reply.result["content"][0]["text"] == "done"
     assert ": keep-alive\n\n" in reply.response.text
+
+
+# -- event ids and the priming event (SEP-1699) -------------------------------------------------
+
+
+async def test_a_post_stream_carries_no_ids_and_no_priming_event() -> None:
+    # Nothing could resume it: a call whose stream broke is cancelled (streamable, Rule 7).
+    async with serve(small_server()) as served:
+        client = await session(served)
+        with trio.fail_after(TIMEOUT):
+            reply = await client.call("slow")
+    assert reply.kind == "text/event-stream"
+    assert reply.response.text.startswith("event: message\ndata: ")
+    assert "id: " not in reply.response.text
+    assert reply.result["content"][0]["text"] == "done"
+
+
+async def test_the_get_stream_is_primed_and_its_ids_go_on_across_reconnections() -> None:
+    server = small_server()
+    async with serve(server) as served:
+        client = await session(served)
+        params = {"level": "info", "data": "hello"}
+        with trio.fail_after(TIMEOUT):
+            async with listen(client) as stream:
+                assert await server.hub.notify_all("notifications/message", params) == 1
+                await stream.next()
+            async with listen(client) as again:
+                assert await server.hub.notify_all("notifications/message", params) == 1
+                await again.next()
+    assert stream.ids == ["0-1", "0-2"]
+    assert again.ids == ["0-3", "0-4"]
+
+
+async def test_a_last_event_id_of_the_get_stream_reopens_it_one_of_a_call_is_refused() -> None:
+    async with serve(small_server()) as served:
+        client = await session(served)
+        get = client.headers(accept="text/event-stream")
+        with trio.fail_after(TIMEOUT):
+            async with served.http.stream(
+                "GET", served.url, headers={**get, "last-event-id": "0-1"}
+            ) as response:
+                reopened = Stream(response)
+                await reopened.prime()
+            of_a_call = await served.http.get(served.url, headers={**get, "last-event-id": "1-2"})
+    assert reopened.ids == ["0-1"]
+    assert of_a_call.status_code == 400
+    assert "Cannot resume that stream" in of_a_call.json()["error"]["message"]
+
+
+async def test_the_get_stream_of_an_older_revision_has_no_priming_event_and_no_ids() -> None:
+    server = small_server()
+    async with serve(server) as served:
+        client = served.client("2025-06-18")
+        assert (await client.initialize()).status == 200
+        get = client.headers(accept="text/event-stream")
+        with trio.fail_after(TIMEOUT):
+            async with served.http.stream("GET", served.url, headers=get) as response:
+                params = {"level": "info", "data": "hello"}
+                assert await server.hub.notify_all("notifications/message", params) == 1
+                lines = response.aiter_lines()
+                first = [await lines.__anext__() for _ in range(3)]
+    assert first[0] == "event: message"
+    assert json.loads(first[1].removeprefix("data: "))["params"] == params
+    assert first[2] == ""

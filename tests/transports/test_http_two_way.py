@@ -108,8 +108,14 @@ class Events:
         self.read: list[Any] = []
 
     async def next(self) -> Any:
-        event, data, blank = [await self._lines.__anext__() for _ in range(3)]
+        lines = [await self._lines.__anext__()]
+        while lines[-1]:
+            lines.append(await self._lines.__anext__())
+        if lines[0].startswith("id: ") and lines[-2] == "data: ":  # the priming event
+            return await self.next()
+        event, data, blank = lines[0], lines[-2], lines[-1]
         assert (event, blank) == ("event: message", ""), (event, blank)
+        assert len(lines) == 3 or lines[1].startswith("id: "), lines
         assert data.startswith("data: "), data
         message = json.loads(data.removeprefix("data: "))
         validate_server_message(message, self._version)

@@ -188,6 +188,11 @@ class SessionRuntime:
         return (self._send is not None or self._stream is not None) and self.peer.closed is None
 
     @property
+    def protocol_version(self) -> str | None:
+        """The revision the session speaks: None until `initialize` (or `adopt`)."""
+        return self.session.protocol_version
+
+    @property
     def wants_list_changes(self) -> bool:
         """Whether the client hears of list changes: an initialized handshake-era session."""
         return self.session.protocol_version is not None

@@ -41,6 +41,7 @@ __all__ = [
     "event",
     "event_of",
     "header_map",
+    "priming",
     "read_body",
     "refuse",
     "send_json",
@@ -215,9 +216,16 @@ def event(message: Any) -> bytes:
     return event_of(encode(message))
 
 
-def event_of(frame: bytes) -> bytes:
-    """An encoded message (one line of JSON) as one SSE `message` event."""
-    return b"event: message\ndata: " + frame + b"\n\n"
+def event_of(frame: bytes, event_id: bytes | None = None) -> bytes:
+    """An encoded message (one line of JSON) as one SSE `message` event, with its id if given."""
+    if event_id is None:
+        return b"event: message\ndata: " + frame + b"\n\n"
+    return b"event: message\nid: " + event_id + b"\ndata: " + frame + b"\n\n"
+
+
+def priming(event_id: bytes, retry_seconds: float) -> bytes:
+    """The SSE event that starts a resumable stream: an id, a `retry:` field and empty data."""
+    return b"id: %s\nretry: %d\ndata: \n\n" % (event_id, round(retry_seconds * 1000))
 
 
 def content_length(body: bytes) -> tuple[bytes, bytes]:

@@ -70,6 +70,9 @@ class HttpOptions:
             for its GET stream while none is open or its client reads slowly; past it, the
             oldest notifications are dropped (and the client told so in a log message), and a
             request to the client that does not fit fails the task that asks.
+        retry_interval: Seconds a client should wait before it reconnects a broken
+            Streamable HTTP GET stream: the `retry:` field of the priming event that starts
+            it in a session under 2025-11-25 or later.
         keep_alive_interval: Seconds an open Streamable HTTP SSE stream (GET or a POST's)
             may stay quiet before it carries an SSE comment, so that proxies and clients do
             not take a quiet stream for a dead one.
@@ -125,3 +128,6 @@ class HttpOptions:
     # 15 s: sse-starlette's default ping interval (the official Python SDK's streams use it),
     # well under the 60 s idle timeouts of common proxies (nginx's proxy_read_timeout).
     keep_alive_interval: float = 15.0
+    # 1 s: the initial reconnection delay of the official TypeScript client, which it uses
+    # when the server names none.
+    retry_interval: float = 1.0

@@ -55,6 +55,10 @@ class HttpSession(Protocol):
     def in_flight(self) -> int:
         """Requests running in this session."""
 
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision the session speaks, once initialized (or adopted)."""
+
     def handle_now(self, request: Request) -> Any:
         """Answer a request at once if it needs no waiting; None if it must go to `handle`."""
 

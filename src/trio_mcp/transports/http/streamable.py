@@ -40,6 +40,16 @@ Rule 6: a GET naming a session opens that session's server-to-client stream: the
         The stream lasts until the client goes, the session ends (DELETE, expiry) or the
         server shuts down. Every open SSE stream (GET or a POST's) carries an SSE comment
         after `HttpOptions.keep_alive_interval` seconds with nothing else to send.
+Rule 7: in a session under 2025-11-25 or later (SEP-1699), the GET stream starts with a
+        priming event (an id, `retry:` from `HttpOptions.retry_interval`, empty data) and each
+        of its events carries an id, `0-<n>`, counted on however often the stream is reopened;
+        a GET whose `Last-Event-ID` names one of them opens the stream again (nothing is kept
+        to replay: what was lost with the old connection stays lost). Any other Last-Event-ID
+        is refused with 400. A POST's stream carries no ids and no priming event: no call's
+        events are kept, and a call whose stream broke is cancelled (Rule 3), so a client
+        primed to resume it would only wait in vain (the official SDKs' clients resume every
+        primed stream that ends without its answer, a cancelled call's too). Older revisions'
+        streams carry no ids (their clients may not expect empty events).
 """
 
 from __future__ import annotations
@@ -68,6 +78,7 @@ from .asgi import (
     encode,
     event,
     event_of,
+    priming,
     read_body,
     send_json,
 )
@@ -175,16 +186,29 @@ class StreamableHttp:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         if self._hung_up:
             raise Refused(503, "Server shutting down", [(b"retry-after", b"5")])
+        last = headers.get(b"last-event-id")
+        if last is not None and not last.startswith(b"0-"):
+            raise Refused(
+                400,
+                "Cannot resume that stream: this server keeps no events to replay, and a call "
+                "whose stream broke was cancelled with it",
+            )
         outbox = entry.outbox
         stream = outbox.listen()
         try:
-            await self._listen(outbox, stream, receive, send)
+            await self._listen(outbox, stream, receive, send, primed=_primes(entry.session))
         finally:
             outbox.unlisten()
             entry.last_seen = trio.current_time()
 
-    async def _listen(self, outbox: Outbox, number: int, receive: Receive, send: Send) -> None:
+    async def _listen(
+        self, outbox: Outbox, number: int, receive: Receive, send: Send, *, primed: bool
+    ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+        ids = outbox.listen_ids if primed else None
+        if ids is not None:  # Rule 7
+            primer = priming(ids.next(), self.options.retry_interval)
+            await send({"type": "http.response.body", "body": primer, "more_body": True})
         stream = trio.CancelScope()  # cancelled when the client goes
         watch = trio.CancelScope()  # ends the disconnect watch before the last body (`_answer`)
         interval = self.options.keep_alive_interval
@@ -193,7 +217,9 @@ class StreamableHttp:
                 nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
                 while True:
                     if outbox.dropped:
-                        notice = event(_dropped_notice(outbox))
+                        notice = event_of(
+                            encode(_dropped_notice(outbox)), None if ids is None else ids.next()
+                        )
                         outbox.dropped = 0
                         await send(
                             {"type": "http.response.body", "body": notice, "more_body": True}
@@ -207,7 +233,7 @@ class StreamableHttp:
                         continue
                     if frame is None:
                         break
-                    body = event_of(frame)
+                    body = event_of(frame, None if ids is None else ids.next())
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                 watch.cancel()
                 await send({"type": "http.response.body", "body": b""})
@@ -464,6 +490,15 @@ class StreamableHttp:
                         )
                     await finish(b"")
                 stream.cancel()
+
+
+#: The first revision whose GET stream starts with a priming event and carries ids (Rule 7).
+PRIMED_FROM = "2025-11-25"
+
+
+def _primes(session: HttpSession | None) -> bool:
+    version = None if session is None else session.protocol_version
+    return version is not None and version >= PRIMED_FROM  # ISO dates order as strings
 
 
 #: The SSE comment an open stream sends when it has said nothing for a while (Rule 6).
