@@ -462,8 +462,9 @@ class Client:
 
         Handshake era only: 2026-07-28 replaced `resources/subscribe` with a
         `subscriptions/listen` stream, which this client does not open yet. Over Streamable
-        HTTP the updates come on a stream this client does not open yet either; use stdio,
-        in-process or legacy SSE connections for subscriptions.
+        HTTP the updates come on the session's GET stream, which this client opens only when
+        it was given a handler (elicitation, sampling or roots); stdio, in-process and legacy
+        SSE connections always carry them.
 
         Raises:
             LocalProtocolError: under 2026-07-28.
