@@ -159,9 +159,14 @@ def _error_result(text: str) -> dict[str, Any]:
 DEFAULT_ASK_TIMEOUT: Final = 600.0
 #: spec 2026-07-28: MissingRequiredClientCapabilityError (HTTP 400).
 MISSING_CLIENT_CAPABILITY: Final = -32021
-#: Methods whose answer may be `input_required` (spec 2026-07-28, MRTR: Supported Requests).
-_ASKING_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-_OPEN: Final = object()  # an attempt that ended at an unanswered question
+
+
+@dataclass(frozen=True, slots=True)
+class _InputRound:
+    """What `_run` returns for an attempt that ended at unanswered questions: its result."""
+
+    result: dict[str, Any]
+
 
 #: The lists a client pages through, by method: what `cache_hints` is keyed by.
 LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
@@ -422,7 +427,7 @@ class Dispatcher:
     ) -> dict[str, Any]:
         uri = self._uri_of(request.params)
         target, kwargs = self._resolve_resource(scope, uri)
-        book, bound = self._book(scope, request, uri, None)
+        book = self._book(scope, request, uri, None)
         self._inject(
             target.context_param, kwargs, name=uri, request=request, scope=scope, notify=notify,
             requester=requester, book=book,
@@ -435,9 +440,8 @@ class Dispatcher:
             ) from None
         except Exception as exc:
             raise self._failed("resource", uri, exc, scope) from None
-        if value is _OPEN:
-            assert book is not None
-            return self._input_required(book, bound)
+        if isinstance(value, _InputRound):
+            return value.result
         return self._read_result(session, scope, target, value, uri)
 
     def _read_result(
@@ -564,16 +568,15 @@ class Dispatcher:
     ) -> dict[str, Any]:
         found, kwargs = self._resolve_prompt(request.params)
         arguments = (request.params or {}).get("arguments")
-        book, bound = self._book(scope, request, found.name, arguments)
+        book = self._book(scope, request, found.name, arguments)
         self._inject(
             found.context_param, kwargs, name=found.name, request=request, scope=scope,
             notify=notify, requester=requester, book=book,
         )  # fmt: skip
         try:
             value = await self._run(found, kwargs, book)
-            if value is _OPEN:
-                assert book is not None
-                return self._input_required(book, bound)
+            if isinstance(value, _InputRound):
+                return value.result
         except ToolTimedOut:
             raise RemoteProtocolError(
                 f"Prompt {found.name} timed out after {found.timeout:g} s",
@@ -758,7 +761,7 @@ class Dispatcher:
             kwargs = tool.validate(arguments)
         except ArgumentsInvalid as exc:
             return self._invalid(tool, exc)
-        book, bound = self._book(scope, request, tool.name, arguments)
+        book = self._book(scope, request, tool.name, arguments)
         self._inject(
             tool.context_param, kwargs, name=tool.name, request=request, scope=scope,
             notify=notify, requester=requester, book=book,
@@ -775,16 +778,15 @@ class Dispatcher:
             return _error_result(str(exc))
         except Exception as exc:
             return self._tool_failed(tool, exc)
-        if value is _OPEN:
-            assert book is not None
-            return self._input_required(book, bound)
+        if isinstance(value, _InputRound):
+            return value.result
         return self._result(tool, value)
 
     # -- asking the client (see _features/asking) -------------------------------------------
 
     def _book(
         self, scope: RequestScope, request: Request, target: str, arguments: Any
-    ) -> tuple[AskBook | None, str]:
+    ) -> AskBook | None:
         """Under 2026-07-28, the answers this attempt starts with; None in the handshake era.
 
         Raises:
@@ -792,7 +794,7 @@ class Dispatcher:
                 `requestState` that fails its checks (`StateSeal.open`).
         """
         if not scope.modern:
-            return None, ""
+            return None
         params = request.params or {}
         bound = binding(request.method, target, arguments if isinstance(arguments, dict) else None)
         responses = params.get("inputResponses")
@@ -805,32 +807,34 @@ class Dispatcher:
         if "requestState" in params:
             answers = self.state_seal.open(params["requestState"], bound, time.time())
         answers.update(responses or {})
-        return AskBook(answers), bound
+        return AskBook(answers, bound)
 
-    def _input_required(self, book: AskBook, bound: str) -> dict[str, Any]:
+    def _input_required(self, book: AskBook) -> _InputRound:
         """The `input_required` result of an attempt that ended at unanswered questions."""
         try:
-            state = self.state_seal.seal(bound, book.used, time.time())
+            state = self.state_seal.seal(book.bound, book.used, time.time())
         except StateTooLarge as exc:
             raise RemoteProtocolError(f"Internal error: {exc}", INTERNAL_ERROR) from None
-        return {
-            "resultType": "input_required",
-            "inputRequests": book.pending,
-            "requestState": state,
-        }
+        return _InputRound(
+            {"resultType": "input_required", "inputRequests": book.pending, "requestState": state}
+        )
 
     async def _run(self, callee: Callee, kwargs: dict[str, Any], book: AskBook | None) -> Any:
-        """Invoke `callee`; its value, or `_OPEN` when a 2026-07-28 attempt needs answers."""
+        """Invoke `callee`; its value, or an `_InputRound` when a 2026-07-28 attempt needs answers.
+
+        A function that caught `InputRequired` and went on still left its questions unanswered.
+        """
         try:
             value = await self.invoker.invoke(callee, kwargs)
         except InputRequired:
-            return _OPEN
+            assert book is not None  # only a book raises it
+            return self._input_required(book)
         except BaseExceptionGroup as group:  # asked from a task of a nursery of its own
             if book is not None and book.pending and group.subgroup(InputRequired) is not None:
-                return _OPEN
+                return self._input_required(book)
             raise
         if book is not None and book.pending:
-            return _OPEN  # the function caught `InputRequired` and went on: still unanswered
+            return self._input_required(book)
         return value
 
     def _inject(

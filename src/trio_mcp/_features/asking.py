@@ -296,10 +296,13 @@ class AskBook:
 
     Args:
         answers: Answers by key: earlier rounds' (from the state), then this round's.
+        bound: The digest of the request the attempt answers (`request_state.binding`): what
+            the next round's state is sealed to.
     """
 
-    def __init__(self, answers: Mapping[str, Any]) -> None:
+    def __init__(self, answers: Mapping[str, Any], bound: str = "") -> None:
         self.answers = dict(answers)
+        self.bound = bound
         #: Answers this attempt used: what the next round's state carries.
         self.used: dict[str, Any] = {}
         #: Questions still open: what the `input_required` result asks.
