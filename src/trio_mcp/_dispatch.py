@@ -46,7 +46,7 @@ from ._core.request_state import StateSeal, StateTooLarge, binding
 from ._core.server_session import RequestScope, ServerSession
 from ._core.subscriptions import LISTEN, SubscriptionFilter
 from ._core.types import CacheHint
-from ._core.versions import Revision, revision
+from ._core.versions import MISSING_CLIENT_CAPABILITY, Revision, revision
 from ._exceptions import (
     ClientCapabilityError,
     ClientTimeoutError,
@@ -65,7 +65,6 @@ from ._features.tools import Tool, ToolRegistry
 
 __all__ = [
     "DEFAULT_ASK_TIMEOUT",
-    "MISSING_CLIENT_CAPABILITY",
     "Callee",
     "Dispatcher",
     "Invoker",
@@ -157,8 +156,6 @@ def _error_result(text: str) -> dict[str, Any]:
 #: Seconds a tool waits for the client's answer to one question (handshake era), unless the
 #: ask says otherwise: a person may be reading a form.
 DEFAULT_ASK_TIMEOUT: Final = 600.0
-#: spec 2026-07-28: MissingRequiredClientCapabilityError (HTTP 400).
-MISSING_CLIENT_CAPABILITY: Final = -32021
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ __all__ = [
     "HEADER_MISMATCH",
     "HTTP_DEFAULT_VERSION",
     "LATEST_HANDSHAKE_VERSION",
+    "MISSING_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
     "RESOURCE_NOT_FOUND",
     "SUPPORTED_VERSIONS",
@@ -118,6 +119,8 @@ HANDSHAKE_ONLY_METHODS: Final = frozenset(
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 #: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
 HEADER_MISMATCH: Final = -32020
+#: spec 2026-07-28, basic: MissingRequiredClientCapabilityError (HTTP 400).
+MISSING_CLIENT_CAPABILITY: Final = -32021
 
 
 def revision(name: str) -> Revision:

@@ -36,7 +36,11 @@ from typing import Any, Final, NoReturn
 from ..._core.jsonrpc import METHOD_NOT_FOUND, Request
 from ..._core.param_headers import HEADER_PREFIX, argument_at, header_text, matches
 from ..._core.server_session import check_request_meta, requested_version
-from ..._core.versions import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION
+from ..._core.versions import (
+    HEADER_MISMATCH,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from ..._exceptions import RemoteProtocolError
 
 __all__ = [
@@ -140,7 +144,7 @@ def request_headers(message: Mapping[str, Any], version: str) -> dict[str, str]:
 # (Rule 4); -32021 is MissingRequiredClientCapabilityError (basic, _meta).
 _MODERN_ERROR_STATUS: Final = {
     HEADER_MISMATCH: 400,
-    -32021: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
