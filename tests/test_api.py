@@ -87,6 +87,8 @@ def _members(cls: type) -> list[tuple[str, Any]]:
     for attr, member in vars(cls).items():
         if isinstance(member, staticmethod | classmethod):
             out.append((attr, member.__func__))
+        elif inspect.isfunction(member) and member.__module__ == "typing":
+            continue  # put there by typing.Protocol (its `__init__`), not written here
         elif inspect.isfunction(member) or isinstance(member, property):
             out.append((attr, member))
     return out

@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
+    from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
 # API only (tool, Param, ToolError, content blocks), so a module that merely defines tools imports
@@ -134,6 +135,8 @@ _LAZY = {
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
     "RetryPolicy": ".transports.http.client",
+    "EventStore": ".transports.http.replay",
+    "MemoryEventStore": ".transports.http.replay",
 }
 
 
@@ -171,11 +174,13 @@ __all__ = [
     "ElicitOutcome",
     "ElicitRequest",
     "EmbeddedResource",
+    "EventStore",
     "HttpOptions",
     "Icon",
     "ImageContent",
     "LocalProtocolError",
     "LogMessage",
+    "MemoryEventStore",
     "Param",
     "Progress",
     "Prompt",

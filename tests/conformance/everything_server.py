@@ -117,6 +117,16 @@ async def tool_with_progress(ctx: Context) -> str:
     return "Tool with progress executed successfully"
 
 
+@server.tool("test_reconnection", "Closes its SSE stream mid-call; the answer comes on resumption")
+async def reconnection(ctx: Context) -> str:
+    # SEP-1699 polling (server-sse-polling): the client reconnects with Last-Event-ID and the
+    # answer is replayed from the event store. Where nothing could resume the stream (another
+    # transport, 2026-07-28), the call simply answers on the stream it has.
+    await ctx.close_sse_stream()
+    await trio.sleep(0.1)
+    return "Reconnection test completed successfully"
+
+
 @server.tool("test_custom_headers", "Echoes a region that travels in the Mcp-Param-Region header")
 def custom_headers(
     region: Annotated[str, Param("Where to route the request", header="Region")],

@@ -30,6 +30,7 @@ from .._core.asking import (
 )
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
+from .._core.stream_control import current_stream
 from .._core.types import LogLevel
 from .._core.versions import revision
 from .._exceptions import ClientCapabilityError, LocalProtocolError
@@ -180,6 +181,23 @@ class Context:
     async def error(self, message: str) -> None:
         """Log at error level."""
         await self.log("error", message)
+
+    async def close_sse_stream(self) -> bool:
+        """End the SSE stream this call's answer goes out on, while the call runs on.
+
+        SEP-1699 polling, for a long call over Streamable HTTP: the connection is freed, and
+        the client reconnects (`GET` with `Last-Event-ID`, after the `retry:` interval the
+        stream gave it) to get what the call sends afterwards, its result included, from the
+        server's event store (`HttpOptions.event_store`).
+
+        Returns:
+            True when the stream was closed (or already was); False, doing nothing, where the
+            answer could not be fetched again: stdio, in memory, legacy SSE, stateless HTTP, a
+            session under a revision before 2025-11-25, a server without an event store, and
+            2026-07-28 (whose clients take a closed stream as the request's cancellation).
+        """
+        stream = current_stream.get()
+        return False if stream is None else await stream.close()
 
     # -- asking the client (elicitation, sampling, roots): see `_features/asking` ----------------
 
