@@ -94,3 +94,36 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@contextlib.asynccontextmanager
+async def balancer(command: list[str], port: int) -> AsyncIterator[trio.Process]:
+    """Run a load balancer for the block, once it accepts connections on `port`."""
+    process = await trio.lowlevel.open_process(command, stdin=subprocess.DEVNULL)
+    try:
+        with trio.fail_after(TIMEOUT):
+            while True:
+                assert process.returncode is None, f"{command[0]} exited {process.returncode}"
+                try:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                except OSError:
+                    await trio.sleep(0.05)
+                else:
+                    await stream.aclose()
+                    break
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        with trio.move_on_after(TIMEOUT):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+
+
+def render(config: Path, front: int, workers: list[int], *, head: str = "") -> str:
+    """A shipped configuration with its ports (8000 in front, 8001... behind) replaced."""
+    text = config.read_text()
+    for number, port in enumerate(workers, start=1):
+        text = text.replace(f"127.0.0.1:{8000 + number}", f"127.0.0.1:{port}")
+    return head + text.replace("127.0.0.1:8000", f"127.0.0.1:{front}")
