@@ -83,6 +83,7 @@ from ._features.context import Context
 from ._features.prompts import Prompt, prompt
 from ._features.resources import Resource, ResourceTemplate, resource
 from ._features.signature import Param
+from ._features.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
 
@@ -181,6 +182,7 @@ __all__ = [
     "LocalProtocolError",
     "LogMessage",
     "MemoryEventStore",
+    "MemoryTaskStore",
     "Param",
     "Progress",
     "Prompt",
@@ -206,6 +208,8 @@ __all__ = [
     "SamplingResult",
     "Server",
     "SessionExpiredError",
+    "TaskRecord",
+    "TaskSupport",
     "TextContent",
     "Tool",
     "ToolAnnotations",

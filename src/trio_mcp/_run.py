@@ -177,6 +177,7 @@ async def _serve_http(
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
+        await nursery.start(server.task_runtime.host)  # calls that become tasks run there
         trigger = None
         if shutdown_trigger is not None:
             trigger = functools.partial(_shut_down_app, shutdown_trigger, app, server, nursery)

@@ -42,6 +42,7 @@ from .._features.resources import (
     discover_resources,
     make_resource,
 )
+from .._features.tasks import TASKS_EXTENSION, TaskStore, TaskSupport
 from .._features.tools import (
     RawHandler,
     Tool,
@@ -57,6 +58,7 @@ from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 from .listening import Listening
+from .tasks import TaskRuntime
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
 
@@ -104,6 +106,7 @@ class Server:
             began; default: a random key of this process.
         request_state_ttl: Seconds a `requestState` stays valid.
         request_state_max_bytes: The longest `requestState` made or accepted.
+        task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded).
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class Server:
         request_state_key: bytes | str | None = None,
         request_state_ttl: float = DEFAULT_STATE_TTL,
         request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        task_store: TaskStore | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
@@ -168,6 +172,9 @@ class Server:
         #: The `subscriptions/listen` streams open now (not public API).
         self.listening = Listening(self.hub)
         self.dispatcher.listen = self.listening.listen
+        #: Runs the calls that become tasks, and keeps the tasks (not public API).
+        self.task_runtime = TaskRuntime(task_store)
+        self.dispatcher.tasks = self.task_runtime
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -181,8 +188,11 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Tool:
         """Register one function as a tool; arguments override its `@tool` metadata.
+
+        `task` says whether a call may become a task (see `@tool`).
 
         Returns:
             The registered tool.
@@ -190,7 +200,7 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
-        options = ToolOptions(name, description, title, annotations, inline, timeout)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
         new = make_tool(fn, options)
         self.registry.add(new)
         return new
@@ -219,6 +229,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -229,6 +240,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Any:
         """Decorator registering a function as a tool on this server right away.
 
@@ -244,6 +256,7 @@ class Server:
             annotations: Behaviour hints (read-only, destructive, ...).
             inline: Run a sync function on the event loop instead of in a worker thread.
             timeout: Seconds after which a call is cancelled and reported as an error.
+            task: Whether a call may become a task (see `@tool`).
 
         Returns:
             The function (bare use), or a decorator that registers one and returns it.
@@ -255,7 +268,7 @@ class Server:
             # Bare `@server.tool`: the function came in the name's place. Without this it was
             # taken for a name, and the decorator returned in place of the function.
             return self.tool()(name)
-        options = ToolOptions(name, description, title, annotations, inline, timeout)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
 
         def register(fn: F) -> F:
             self.registry.add(make_tool(fn, options))
@@ -296,6 +309,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool = False,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Tool:
         """Register a tool from a hand-written JSON Schema and a handler `(arguments) -> result`.
 
@@ -305,7 +319,7 @@ class Server:
         Raises:
             ToolDefinitionError: for a bad name, a non-object schema or a taken name.
         """
-        options = ToolOptions(None, description, title, annotations, inline, timeout)
+        options = ToolOptions(None, description, title, annotations, inline, timeout, task)
         new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
         self.registry.add(new)
         return new
@@ -615,6 +629,8 @@ class Server:
         if len(self.prompt_registry) or len(self.resource_registry.templates):
             capabilities["completions"] = {}
         capabilities["logging"] = {}
+        if any(tool.task is not None for tool in self.registry):
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
     def new_session(self) -> ServerSession:
@@ -650,4 +666,8 @@ class Server:
             TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
         """
         require_trio("Server.serve_connection")
-        await serve_frames(self, receive, send, task_status=task_status)
+        # The connection's calls that become tasks run here, and end with the connection.
+        async with trio.open_nursery() as tasks:
+            with self.task_runtime.lend(tasks):
+                await serve_frames(self, receive, send, task_status=task_status)
+            tasks.cancel_scope.cancel()
