@@ -103,6 +103,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from ._run import http_app, run, serve_http, serve_stdio
+    from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
@@ -114,6 +115,8 @@ if TYPE_CHECKING:
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
     "Server": "._runtime.server",
+    "Broker": "._runtime.broker",
+    "InProcessBroker": "._runtime.broker",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
@@ -157,6 +160,7 @@ __all__ = [
     "Accepted",
     "Annotations",
     "AudioContent",
+    "Broker",
     "CacheHint",
     "CallToolResult",
     "Cancelled",
@@ -174,6 +178,7 @@ __all__ = [
     "HttpOptions",
     "Icon",
     "ImageContent",
+    "InProcessBroker",
     "LocalProtocolError",
     "LogMessage",
     "Param",
