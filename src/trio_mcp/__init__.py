@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
+    from ._runtime.redis_broker import RedisBroker
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
@@ -117,6 +118,7 @@ _LAZY = {
     "Server": "._runtime.server",
     "Broker": "._runtime.broker",
     "InProcessBroker": "._runtime.broker",
+    "RedisBroker": "._runtime.redis_broker",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
@@ -189,6 +191,7 @@ __all__ = [
     "PromptMessage",
     "PromptResult",
     "ProtocolError",
+    "RedisBroker",
     "RemoteProtocolError",
     "RequestError",
     "Resource",
