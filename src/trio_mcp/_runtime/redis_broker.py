@@ -11,10 +11,12 @@ Rule 2: one channel carries every topic: `<channel_prefix>notifications`, each m
         publisher id is random per broker object, so a worker drops what it published itself
         (broker Rule 2). A message that is not such an object is logged and dropped.
 Rule 3: Redis unreachable: a publish waits at most `timeout` seconds, logs a warning (once per
-        outage, and once more when Redis answers again) and returns; the subscription thread
-        logs the same way and reconnects with exponential backoff (`min_backoff` doubling up to
-        `max_backoff`). Redis pub/sub keeps nothing: what was published while a worker was not
-        subscribed never reaches it.
+        outage, and once more when Redis answers again) and returns; the publishes that follow
+        within the backoff (`min_backoff` doubling up to `max_backoff`) are dropped without
+        trying, so a tool that publishes does not wait a timeout per call through an outage.
+        The subscription thread logs the same way and reconnects with the same backoff. Redis
+        pub/sub keeps nothing: what was published while Redis or a worker's subscription was
+        down never reaches that worker.
 Rule 4: cancelling `serve` (the server shuts down) stops the subscription thread and waits for
         it: it looks for the stop every `POLL_SECONDS`, or as soon as a connection attempt
         that is under way ends, so no thread outlives the server to hold up the process's exit.
@@ -106,6 +108,8 @@ class RedisBroker:
         self._client_lock = threading.Lock()
         self._publish_limiter = trio.CapacityLimiter(PUBLISH_THREADS)
         self._publish_failing = False
+        self._publish_delay = min_backoff
+        self._publish_retry_at = 0.0  # trio.current_time() before which a publish is dropped
         self._dropping = False
 
     def __repr__(self) -> str:
@@ -115,6 +119,8 @@ class RedisBroker:
 
     async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
         """Publish to the other workers; log, never raise, when Redis cannot be reached."""
+        if self._publish_failing and trio.current_time() < self._publish_retry_at:
+            return  # down a moment ago: not worth a timeout of this caller's (Rule 3)
         data = json.dumps(
             {"v": 1, "from": self.origin, "topic": topic, "payload": dict(payload)},
             separators=(",", ":"),
@@ -123,6 +129,11 @@ class RedisBroker:
             self._publish_blocking, data, limiter=self._publish_limiter
         )
         if error is not None:
+            if self._publish_failing:
+                self._publish_delay = min(self._publish_delay * 2, self.max_backoff)
+            else:
+                self._publish_delay = self.min_backoff
+            self._publish_retry_at = trio.current_time() + self._publish_delay
             if not self._publish_failing:
                 self._publish_failing = True
                 logger.warning(
