@@ -104,7 +104,9 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from ._run import http_app, run, serve_http, serve_stdio
+    from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
+    from ._runtime.redis_broker import RedisBroker
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
@@ -116,6 +118,9 @@ if TYPE_CHECKING:
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
     "Server": "._runtime.server",
+    "Broker": "._runtime.broker",
+    "InProcessBroker": "._runtime.broker",
+    "RedisBroker": "._runtime.redis_broker",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
@@ -161,6 +166,7 @@ __all__ = [
     "Accepted",
     "Annotations",
     "AudioContent",
+    "Broker",
     "CacheHint",
     "CallToolResult",
     "Cancelled",
@@ -179,6 +185,7 @@ __all__ = [
     "HttpOptions",
     "Icon",
     "ImageContent",
+    "InProcessBroker",
     "LocalProtocolError",
     "LogMessage",
     "MemoryEventStore",
@@ -191,6 +198,7 @@ __all__ = [
     "PromptMessage",
     "PromptResult",
     "ProtocolError",
+    "RedisBroker",
     "RemoteProtocolError",
     "RequestError",
     "Resource",

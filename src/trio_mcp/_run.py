@@ -55,7 +55,8 @@ async def serve_stdio(
     """Serve one client over this process's stdin and stdout until stdin ends.
 
     While it runs, fd 1 and `sys.stdout` point at stderr so that nothing but protocol lines
-    reaches the client (`print()` in a tool goes to stderr).
+    reaches the client (`print()` in a tool goes to stderr). The server's broker relays what
+    other workers publish meanwhile (`Server.relay`).
 
     Args:
         server: The server to serve.
@@ -68,12 +69,18 @@ async def serve_stdio(
     with _blocking_restored(0, 1), stdout_guard() as out_fd:
         reader = trio.lowlevel.FdStream(os.dup(0))
         writer = trio.lowlevel.FdStream(out_fd)
-        async with (
-            reader,
-            writer,
-            open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
-        ):
-            await server.serve_connection(frames.receive, frames.send, task_status=task_status)
+        try:
+            async with (
+                reader,
+                writer,
+                open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
+                trio.open_nursery() as nursery,
+            ):
+                await nursery.start(server.relay)
+                await server.serve_connection(frames.receive, frames.send, task_status=task_status)
+                nursery.cancel_scope.cancel()  # served to the end: stop relaying
+        except BaseExceptionGroup as group:  # a lone failure comes out as itself
+            reraise_lone(group)
 
 
 class _HttpBackend:
@@ -129,7 +136,8 @@ async def serve_http(
     Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
     accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
     past the bound. On shutdown, the server stops accepting connections and gives requests in
-    flight `server.shutdown_grace` seconds to finish.
+    flight `server.shutdown_grace` seconds to finish. The server's broker relays what other
+    workers publish while it serves (`Server.relay`).
 
     Args:
         server: The server to serve.
@@ -178,6 +186,7 @@ async def _serve_http(
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
         await nursery.start(server.task_runtime.host)  # calls that become tasks run there
+        await nursery.start(server.relay)  # what the fleet's other workers publish
         trigger = None
         if shutdown_trigger is not None:
             trigger = functools.partial(_shut_down_app, shutdown_trigger, app, server, nursery)
