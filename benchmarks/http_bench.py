@@ -235,7 +235,8 @@ def _messages(response: RawResponse) -> list[Any]:
             if line.startswith("data:"):
                 data.append(line[5:].removeprefix(" "))
             elif not line and data:
-                out.append(json.loads("\n".join(data)))
+                if any(data):  # an event with empty data (a priming event) carries no message
+                    out.append(json.loads("\n".join(data)))
                 data = []
         return out
     raise BenchError(f"unexpected content-type {kind!r}: {response.body[:300]!r}")
@@ -278,7 +279,7 @@ def _dump(message: dict[str, Any]) -> bytes:
 class Session:
     """An initialized MCP session on its own keep-alive connection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, version: str = PROTOCOL_VERSION) -> None:
         self.url = url
         self.http = HttpConnection(url, HEADERS, IO_TIMEOUT)
         init = {
@@ -286,7 +287,7 @@ class Session:
             "id": 0,
             "method": "initialize",
             "params": {
-                "protocolVersion": PROTOCOL_VERSION,
+                "protocolVersion": version,
                 "capabilities": {},
                 "clientInfo": {"name": "http_bench", "version": "0"},
             },
