@@ -24,18 +24,28 @@ Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server 
         a server sends there what belongs to no call of ours, its own requests among them),
         and again after a new session starts. That send returns once the stream is open (or
         refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
-        session's first calls run is lost. A server that offers none (405) or a stream that
-        ends is let go quietly (the GET stream itself is not resumed).
+        session's first calls run is lost. A server that offers none (405) is let go quietly,
+        and so is a session the server no longer knows (404: the next POST learns it and the
+        new session opens its own stream); a stream that ends or breaks is reopened (Rule 7).
 Rule 6: a request's event stream that ends (or breaks) before its answer, having carried an
         event id, is resumed (spec 2025-11-25, Resumability; SEP-1699 polling): after the
         `retry` time the server gave (else `DEFAULT_RETRY`), a GET with `Last-Event-ID` reads
         the rest, as often as it makes progress and at most `RESUME_ATTEMPTS` times. A stream
         with no event id cannot be resumed: the request fails, as before.
+Rule 7: the session's GET stream that ends or breaks is opened again after the `retry` time
+        the server gave (else `DEFAULT_RETRY`; never less than `MIN_RETRY`), with
+        `Last-Event-ID` naming the last event id it carried (spec 2025-11-25, Resumability;
+        SEP-1699 polling). A reopening that carries a message or a new event id is progress
+        and starts the count again; after `GET_ATTEMPTS` in a row without, failing ones also
+        waiting out `RetryPolicy`'s growing delay, the stream is let go with a warning. It
+        stops at 404 or 405, when a new session takes its place, and when the link closes;
+        nothing of it is ever raised into the client.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import random
 from collections.abc import AsyncIterator, Mapping
@@ -83,6 +93,11 @@ CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_RETRY: Final = 1.0
 #: GETs with `Last-Event-ID` one request's stream may take (Rule 6).
 RESUME_ATTEMPTS: Final = 5
+#: Reopenings of the session's GET stream in a row that bring nothing before it is let go
+#: (Rule 7): each waits `retry` (else `DEFAULT_RETRY`), and longer as they fail.
+GET_ATTEMPTS: Final = 5
+#: The shortest wait before the GET stream is reopened, whatever `retry` the server named.
+MIN_RETRY: Final = 0.1
 # Seconds the DELETE that ends a session may take when the link closes.
 CLOSE_TIMEOUT: Final = 2.0
 # Longest Retry-After honoured, in seconds: a server asking for more is treated as down.
@@ -231,6 +246,14 @@ def _http_client(headers: Mapping[str, str] | None) -> httpx.AsyncClient:
         # the cap would queue behind long ones.
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
     )
+
+
+class _GetOutcome(enum.Enum):
+    """How one GET of the session's stream ended (Rule 7)."""
+
+    STOP = "stop"  # not to be reopened: no GET stream here (405), or no session (404)
+    PROGRESS = "progress"  # it carried messages
+    FAILED = "failed"  # refused, broken, or ended having carried nothing
 
 
 class _Busy(Exception):  # noqa: N818 - control flow: the server asked us to come back later
@@ -500,34 +523,90 @@ class StreamableHttpLink:
             self._listening = None
 
     async def _get_stream(self, scope: trio.CancelScope, opened: trio.Event) -> None:
-        headers = {"accept": "text/event-stream"}
-        if self._session_id is not None:
-            headers["mcp-session-id"] = self._session_id
-        if self._version is not None:
-            headers["mcp-protocol-version"] = self._version
+        # Rule 5: the session's GET stream, reopened while it makes progress (Rule 7).
+        session_id = self._session_id
+        resume = SseDecoder()  # what a reconnection needs: the last event id and `retry`
+        failures = 0
         with scope:
             try:
-                async with self._http.stream("GET", self.url, headers=headers) as response:
-                    opened.set()
-                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                    if response.status_code != 200 or kind != "text/event-stream":
-                        logger.debug(
-                            "%s offers no GET stream (HTTP %d)", self.url, response.status_code
+                while True:
+                    seen = resume.last_id
+                    outcome = await self._get_once(session_id, resume, opened)
+                    if outcome is _GetOutcome.STOP:
+                        return
+                    progress = outcome is _GetOutcome.PROGRESS or resume.last_id != seen
+                    failures = 0 if progress else failures + 1
+                    if failures >= GET_ATTEMPTS:
+                        logger.warning(
+                            "gave up on the GET stream of %s after %d attempt(s) without "
+                            "progress; messages the server sends outside calls are not heard",
+                            self.url,
+                            failures,
                         )
                         return
-                    decoder = SseDecoder()
+                    retry = resume.retry_ms / 1000 if resume.retry_ms is not None else DEFAULT_RETRY
+                    wait = max(retry, MIN_RETRY, self.retry.delay(failures) if failures else 0.0)
+                    logger.debug(
+                        "reopening the GET stream of %s in %.2f s (Last-Event-ID %s)",
+                        self.url,
+                        wait,
+                        resume.last_id,
+                    )
+                    await trio.sleep(wait)
+                    if self._session_id != session_id:
+                        return  # the session ended; a new one opens its own stream
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the link is closing
+            finally:
+                opened.set()
+
+    async def _get_once(
+        self, session_id: str | None, resume: SseDecoder, opened: trio.Event
+    ) -> _GetOutcome:
+        """One GET of the session's stream, read to its end (Rule 7)."""
+        headers = {"accept": "text/event-stream"}
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if self._version is not None:
+            headers["mcp-protocol-version"] = self._version
+        if resume.last_id is not None:
+            headers["last-event-id"] = resume.last_id
+        progress = False
+        try:
+            async with self._http.stream("GET", self.url, headers=headers) as response:
+                opened.set()
+                status = response.status_code
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if status == 405:
+                    logger.debug("%s offers no GET stream (HTTP 405)", self.url)
+                    return _GetOutcome.STOP
+                if status == 404:
+                    logger.info(
+                        "%s no longer knows the session of its GET stream (HTTP 404)", self.url
+                    )
+                    return _GetOutcome.STOP
+                if status != 200 or kind != "text/event-stream":
+                    logger.info(
+                        "%s refused its GET stream (HTTP %d, %s)", self.url, status, kind or "-"
+                    )
+                    return _GetOutcome.FAILED
+                decoder = SseDecoder()
+                decoder.last_id, decoder.retry_ms = resume.last_id, resume.retry_ms
+                try:
                     async for line in response.aiter_lines():
                         event = decoder.line(line)
                         if event is not None and event.event == "message" and event.data:
                             await self._in_send.send(event.data.encode())
-                logger.info("%s ended its GET stream", self.url)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the link is closing
-            except Exception as exc:
-                # Optional by the specification, so never the end of the connection.
-                logger.info("the GET stream of %s ended: %s", self.url, _describe(exc))
-            finally:
-                opened.set()
+                            progress = True
+                finally:
+                    resume.last_id, resume.retry_ms = decoder.last_id, decoder.retry_ms
+            logger.debug("%s ended its GET stream", self.url)
+        except Exception as exc:
+            if not _is_network_error(exc):
+                raise
+            # Optional by the specification, so never the end of the connection.
+            logger.info("the GET stream of %s broke: %s", self.url, _describe(exc))
+        return _GetOutcome.PROGRESS if progress else _GetOutcome.FAILED
 
     async def end_session(self) -> None:
         """Tell the server the session is over (DELETE); errors are ignored."""
