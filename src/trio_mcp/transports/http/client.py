@@ -19,8 +19,9 @@ Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `en
         endpoint. When the stream ends, `incoming` ends and waiting calls fail.
 Rule 4: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
         httpx is imported only when a link is opened, so trio-mcp imports without it.
-Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests) opens
-        the session's GET stream once `notifications/initialized` is through (handshake era:
+Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests), or
+        told to `listen` later (a client with list-change or update callbacks), opens the
+        session's GET stream once `notifications/initialized` is through (handshake era:
         a server sends there what belongs to no call of ours, its own requests among them),
         and again after a new session starts. That send returns once the stream is open (or
         refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
@@ -273,6 +274,8 @@ class StreamableHttpLink:
         retry: RetryPolicy,
         incoming: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]],
         listener: trio.Nursery | None = None,
+        *,
+        listen: bool = False,
     ) -> None:
         self.url = url
         self.retry = retry
@@ -280,8 +283,9 @@ class StreamableHttpLink:
         self._in_send, self._in_receive = incoming
         self._session_id: str | None = None
         self._version: str | None = None
-        # Rule 5: where the GET stream runs (None: not listening), and its scope.
+        # Rule 5: where the GET stream runs, whether it is wanted, and its scope.
         self._listener = listener
+        self._wants_listen = listen
         self._listening: trio.CancelScope | None = None
         # Tool name -> {header name: property path}, as `mirror_params` last gave it.
         self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -507,7 +511,7 @@ class StreamableHttpLink:
     async def _listen(self) -> None:
         # Rule 5: one GET stream at a time, for the session just started, open before the
         # session's first calls.
-        if self._listener is None:
+        if self._listener is None or not self._wants_listen:
             return
         self.stop_listening()
         self._listening = trio.CancelScope()
@@ -515,6 +519,17 @@ class StreamableHttpLink:
         self._listener.start_soon(self._get_stream, self._listening, opened)
         with trio.move_on_after(CONNECT_TIMEOUT):
             await opened.wait()
+
+    async def listen(self) -> None:
+        """Open the session's GET stream, from now on (Rule 5), unless it is wanted already.
+
+        Before the session is initialized it opens once it is; 2026-07-28 has none.
+        """
+        if self._wants_listen:
+            return
+        self._wants_listen = True
+        if self._version is not None and self._version not in MODERN_VERSIONS:
+            await self._listen()
 
     def stop_listening(self) -> None:
         """Close the GET stream, if one is open."""
@@ -653,7 +668,8 @@ async def open_streamable_http_link(
         url: The endpoint, e.g. http://127.0.0.1:8000/mcp.
         headers: Sent with every request (e.g. `Authorization`).
         retry: How transient failures are retried.
-        listen: Open the session's GET stream once it is initialized (Rule 5).
+        listen: Open the session's GET stream once it is initialized (Rule 5); `listen()`
+            asks for it later.
 
     Yields:
         The link. On exit the session is ended with DELETE.
@@ -661,7 +677,7 @@ async def open_streamable_http_link(
     incoming = trio.open_memory_channel[bytes](INCOMING_BUFFER)
     async with _http_client(headers) as http, trio.open_nursery() as nursery:
         link = StreamableHttpLink(
-            http, url, retry or RetryPolicy(), incoming, nursery if listen else None
+            http, url, retry or RetryPolicy(), incoming, nursery, listen=listen
         )
         try:
             yield link
@@ -707,6 +723,9 @@ class SseLink:
     def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
         """Nothing to do: the legacy transport carries no parameter headers."""
         return False
+
+    async def listen(self) -> None:
+        """Nothing to do: every message from the server comes on the event stream."""
 
     async def close_reason(self) -> str:
         """Why the event stream ended."""
