@@ -145,23 +145,37 @@ class SseDecoder:
     """Turns the lines of a `text/event-stream` into events (WHATWG HTML, server-sent events).
 
     Also keeps what resuming the stream needs: the last event id it carried (`last_id`) and
-    the reconnection time the server asked for (`retry_ms`).
+    the reconnection time the server asked for (`retry_ms`). An event's id counts once the
+    event is whole (its blank line came): one cut short by a broken connection was not
+    received, and resuming asks for it again.
+
+    Args:
+        last_id: The last event id of the stream this one resumes, if any.
+        retry_ms: The `retry` time that stream named, if any.
     """
 
-    __slots__ = ("_data", "_event", "last_id", "retry_ms")
+    __slots__ = ("_data", "_event", "_id", "last_id", "retry_ms")
 
-    def __init__(self) -> None:
+    def __init__(self, last_id: str | None = None, retry_ms: int | None = None) -> None:
         self._event = ""
         self._data: list[str] = []
-        #: The `id` of the last event (an event with an id and no data counts: SEP-1699's
+        self._id = last_id  # the last event id buffer (WHATWG): committed at the blank line
+        #: The `id` of the last whole event (an event with an id and no data counts: SEP-1699's
         #: priming event), or None while the stream has carried none.
-        self.last_id: str | None = None
+        self.last_id: str | None = last_id
         #: The `retry` field's milliseconds, or None while the server has sent none.
-        self.retry_ms: int | None = None
+        self.retry_ms: int | None = retry_ms
+
+    def reconnected(self) -> None:
+        """Forget the event a broken connection cut short: a new connection starts afresh."""
+        self._event = ""
+        self._data = []
+        self._id = self.last_id
 
     def line(self, line: str) -> SseEvent | None:
         """Feed one line (without its line break); returns the event a blank line completes."""
         if not line:
+            self.last_id = self._id
             if not self._data:
                 self._event = ""
                 return None
@@ -178,7 +192,7 @@ class SseDecoder:
         elif name == "data":
             self._data.append(value)
         elif name == "id" and "\0" not in value:
-            self.last_id = value
+            self._id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             self.retry_ms = int(value)
         return None
@@ -506,6 +520,7 @@ class StreamableHttpLink:
                     f"{self.url} could not resume the event stream of request {request_id!r} "
                     f"(HTTP {response.status_code} to GET with Last-Event-ID)"
                 )
+            decoder.reconnected()
             return await self._read_events(response, decoder, request_id, resumable=True)
 
     async def _listen(self) -> None:
@@ -605,8 +620,7 @@ class StreamableHttpLink:
                         "%s refused its GET stream (HTTP %d, %s)", self.url, status, kind or "-"
                     )
                     return _GetOutcome.FAILED
-                decoder = SseDecoder()
-                decoder.last_id, decoder.retry_ms = resume.last_id, resume.retry_ms
+                decoder = SseDecoder(resume.last_id, resume.retry_ms)
                 try:
                     async for line in response.aiter_lines():
                         event = decoder.line(line)
