@@ -605,21 +605,9 @@ class StreamableHttpLink:
         try:
             async with self._http.stream("GET", self.url, headers=headers) as response:
                 opened.set()
-                status = response.status_code
-                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                if status == 405:
-                    logger.debug("%s offers no GET stream (HTTP 405)", self.url)
-                    return _GetOutcome.STOP
-                if status == 404:
-                    logger.info(
-                        "%s no longer knows the session of its GET stream (HTTP 404)", self.url
-                    )
-                    return _GetOutcome.STOP
-                if status != 200 or kind != "text/event-stream":
-                    logger.info(
-                        "%s refused its GET stream (HTTP %d, %s)", self.url, status, kind or "-"
-                    )
-                    return _GetOutcome.FAILED
+                refused = self._get_refused(response)
+                if refused is not None:
+                    return refused
                 decoder = SseDecoder(resume.last_id, resume.retry_ms)
                 try:
                     async for line in response.aiter_lines():
@@ -630,12 +618,30 @@ class StreamableHttpLink:
                 finally:
                     resume.last_id, resume.retry_ms = decoder.last_id, decoder.retry_ms
             logger.debug("%s ended its GET stream", self.url)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise  # the link is closing
         except Exception as exc:
-            if not _is_network_error(exc):
-                raise
-            # Optional by the specification, so never the end of the connection.
-            logger.info("the GET stream of %s broke: %s", self.url, _describe(exc))
+            # Optional by the specification, so never the end of the connection (Rule 7).
+            if _is_network_error(exc):
+                logger.info("the GET stream of %s broke: %s", self.url, _describe(exc))
+            else:
+                logger.warning("the GET stream of %s failed", self.url, exc_info=True)
         return _GetOutcome.PROGRESS if progress else _GetOutcome.FAILED
+
+    def _get_refused(self, response: httpx.Response) -> _GetOutcome | None:
+        # What follows a GET of the session's stream that opened no event stream (Rule 7).
+        status = response.status_code
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status == 405:
+            logger.debug("%s offers no GET stream (HTTP 405)", self.url)
+            return _GetOutcome.STOP
+        if status == 404:
+            logger.info("%s no longer knows the session of its GET stream (HTTP 404)", self.url)
+            return _GetOutcome.STOP
+        if status != 200 or kind != "text/event-stream":
+            logger.info("%s refused its GET stream (HTTP %d, %s)", self.url, status, kind or "-")
+            return _GetOutcome.FAILED
+        return None
 
     async def end_session(self) -> None:
         """Tell the server the session is over (DELETE); errors are ignored."""
