@@ -228,3 +228,15 @@ async def test_trio_mcp_s_own_server_hears_the_client_come_back() -> None:
             # Only the client's stream can carry it now, once the client is back.
             server.add_tool(lambda: "new", name="new", description="New")
             await heard.wait()
+
+
+async def test_a_client_without_handlers_listens_once_it_registers_a_callback() -> None:
+    # Handshake era: the list-change callback opens the GET stream; what the server said
+    # meanwhile waited in the session's queue.
+    server = small_server()
+    heard = trio.Event()
+    with trio.fail_after(TIMEOUT):
+        async with serve(server) as served, open_client(served.url) as client:
+            client.on_list_changed("tools", lambda kind: heard.set())
+            server.add_tool(lambda: "new", name="new", description="New")
+            await heard.wait()
