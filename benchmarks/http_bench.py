@@ -11,7 +11,11 @@ A B A B so that machine noise hits both alike):
   the SDK's defaults (stateful sessions, SSE responses; its sync tool runs in a worker thread);
 - bare Hypercorn: `benchmarks/servers/hypercorn_baseline.py`, a canned-answer ASGI app under
   the same Hypercorn configuration as trio-mcp's: the limit of any MCP server on Hypercorn's
-  trio worker here. trio-mcp/bare Hypercorn shows how much of trio-mcp's time is its own.
+  trio worker here. trio-mcp/bare Hypercorn shows how much of trio-mcp's time is its own;
+- trio-mcp stateless, and trio-mcp 2 workers: the same target with `--stateless`, in one
+  process and with `--workers 2` (two processes sharing the socket). "2 workers/stateless"
+  is what a second process adds, measured in the same run; with as many cores as processes
+  and a driver that is not the limit (see "CPU drv") it can approach 2.
 
 The driver is the same for both: raw HTTP/1.1 over blocking keep-alive sockets
 (`rawhttp.py`: prepared request bytes, TCP_NODELAY, no HTTP or MCP client library), so that its
@@ -96,6 +100,44 @@ PEERS: Final = [
         ],
         "serving MCP on ",
     ),
+    Peer(
+        "trio-mcp stateless",
+        [
+            sys.executable,
+            "-m",
+            "trio_mcp",
+            "run",
+            str(HERE / "servers" / "trio_mcp_http.py"),
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--stateless",
+        ],
+        "serving MCP on ",
+    ),
+    Peer(
+        "trio-mcp 2 workers",
+        [
+            sys.executable,
+            "-m",
+            "trio_mcp",
+            "run",
+            str(HERE / "servers" / "trio_mcp_http.py"),
+            "--transport",
+            "http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--stateless",
+            "--workers",
+            "2",
+        ],
+        "serving MCP on ",
+    ),
     Peer("SDK", [sys.executable, str(HERE / "servers" / "sdk_http.py")], "listening on "),
     Peer(
         "bare Hypercorn",
@@ -104,7 +146,11 @@ PEERS: Final = [
     ),
 ]
 # Ratio columns: (numerator, denominator) peer names, medians divided.
-RATIOS: Final = [("trio-mcp", "SDK"), ("trio-mcp", "bare Hypercorn")]
+RATIOS: Final = [
+    ("trio-mcp", "SDK"),
+    ("trio-mcp", "bare Hypercorn"),
+    ("trio-mcp 2 workers", "trio-mcp stateless"),
+]
 
 
 class Server:
@@ -131,7 +177,7 @@ class Server:
             line = raw.decode("utf-8", "replace").rstrip()
             self._tail = [*self._tail[-40:], line]
             if self._url is None and self.peer.marker in line:
-                self._url = line.split(self.peer.marker, 1)[1].split(",")[0].strip()
+                self._url = line.split(self.peer.marker, 1)[1].split(",")[0].split()[0]
                 self._ready.set()
         self._ready.set()  # ended: wake the waiter either way
 
@@ -140,13 +186,9 @@ class Server:
         return BenchError(f"{self.peer.name}: {why}\n--- server stderr (tail) ---\n{tail}")
 
     def cpu_seconds(self) -> float | None:
-        """User + system CPU of the server process so far (Linux only)."""
-        try:
-            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
-        except OSError:
-            return None
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU of the server process so far, its worker processes' included
+        (Linux only)."""
+        return _cpu_seconds(self.proc.pid)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -157,6 +199,24 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self._reader.join(5)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    # The process and, for `--workers`, its children (the workers), each from /proc.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    children = []  # each thread's (a worker may be started from any thread)
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        # A kernel without CONFIG_PROC_CHILDREN has no such file: the process alone counts.
+        with contextlib.suppress(OSError):
+            children += (task / "children").read_text().split()
+    fields = stat.rsplit(")", 1)[1].split()
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for child in children:
+        total += _cpu_seconds(int(child)) or 0.0
+    return total
 
 
 # --- one MCP session over raw HTTP ---------------------------------------------------------

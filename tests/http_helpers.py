@@ -235,6 +235,7 @@ class Gate:
         self.entered = 0
         self.inside = 0
         self.flooded = 0
+        self.flood_ended = trio.Event()
 
     def server(self, **server_options: Any) -> Server:
         """The demo tools plus `test.wait` and `test.flood`."""
@@ -269,6 +270,7 @@ class Gate:
             except trio.Cancelled:
                 gate.cancelled.set()
                 raise
+            gate.flood_ended.set()
             return gate.flooded
 
         return server

@@ -85,8 +85,12 @@ def _members(cls: type) -> list[tuple[str, Any]]:
     """What a class itself defines, with static and class methods unwrapped to functions."""
     out: list[tuple[str, Any]] = []
     for attr, member in vars(cls).items():
+        if getattr(member, "__module__", None) == "typing":
+            continue  # what typing puts in a class (a Protocol's placeholder __init__)
         if isinstance(member, staticmethod | classmethod):
             out.append((attr, member.__func__))
+        elif inspect.isfunction(member) and member.__module__ == "typing":
+            continue  # put there by typing.Protocol (its `__init__`), not written here
         elif inspect.isfunction(member) or isinstance(member, property):
             out.append((attr, member))
     return out

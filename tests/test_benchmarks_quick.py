@@ -135,7 +135,13 @@ def test_quick_http_run_reports_every_server(tmp_path: Path) -> None:
     out = tmp_path / "http.json"
     done, result = _run_quick(HTTP_BENCH, "--json", str(out), out=out)
     assert result["quick"] is True
-    assert {"trio-mcp", "SDK", "bare Hypercorn"} == result["medians"].keys()
+    assert {
+        "trio-mcp",
+        "trio-mcp stateless",
+        "trio-mcp 2 workers",
+        "SDK",
+        "bare Hypercorn",
+    } == result["medians"].keys()
     for server, medians in result["medians"].items():
         assert medians.keys() >= HTTP_METRICS, server
         assert medians["seq_calls_per_s"] > 0, server

@@ -83,6 +83,7 @@ from ._features.context import Context
 from ._features.prompts import Prompt, prompt
 from ._features.resources import Resource, ResourceTemplate, resource
 from ._features.signature import Param
+from ._features.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
 
@@ -103,10 +104,13 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from ._run import http_app, run, serve_http, serve_stdio
+    from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
+    from ._runtime.redis_broker import RedisBroker
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
+    from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
 # API only (tool, Param, ToolError, content blocks), so a module that merely defines tools imports
@@ -114,6 +118,9 @@ if TYPE_CHECKING:
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
     "Server": "._runtime.server",
+    "Broker": "._runtime.broker",
+    "InProcessBroker": "._runtime.broker",
+    "RedisBroker": "._runtime.redis_broker",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
@@ -134,6 +141,8 @@ _LAZY = {
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
     "RetryPolicy": ".transports.http.client",
+    "EventStore": ".transports.http.replay",
+    "MemoryEventStore": ".transports.http.replay",
 }
 
 
@@ -157,6 +166,7 @@ __all__ = [
     "Accepted",
     "Annotations",
     "AudioContent",
+    "Broker",
     "CacheHint",
     "CallToolResult",
     "Cancelled",
@@ -171,11 +181,15 @@ __all__ = [
     "ElicitOutcome",
     "ElicitRequest",
     "EmbeddedResource",
+    "EventStore",
     "HttpOptions",
     "Icon",
     "ImageContent",
+    "InProcessBroker",
     "LocalProtocolError",
     "LogMessage",
+    "MemoryEventStore",
+    "MemoryTaskStore",
     "Param",
     "Progress",
     "Prompt",
@@ -184,6 +198,7 @@ __all__ = [
     "PromptMessage",
     "PromptResult",
     "ProtocolError",
+    "RedisBroker",
     "RemoteProtocolError",
     "RequestError",
     "Resource",
@@ -201,6 +216,8 @@ __all__ = [
     "SamplingResult",
     "Server",
     "SessionExpiredError",
+    "TaskRecord",
+    "TaskSupport",
     "TextContent",
     "Tool",
     "ToolAnnotations",

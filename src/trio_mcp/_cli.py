@@ -1,8 +1,8 @@
 """The `trio-mcp` command line.
 
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
-                        [--allow-origin ORIGIN]... [--allow-host HOST]... [--no-legacy-sse]
-                        [--log-level LEVEL]
+                        [--workers N] [--allow-origin ORIGIN]... [--allow-host HOST]...
+                        [--no-legacy-sse] [--log-level LEVEL]
     trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
     trio-mcp resources SERVER [--json] | trio-mcp read SERVER URI [--out FILE] [--json]
     trio-mcp prompts SERVER [--json] | trio-mcp prompt SERVER NAME [NAME=VALUE]... [--json]
@@ -13,7 +13,8 @@ The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, 
 `demo`) live in `_client_cli`; SERVER there is a TARGET, an http(s) URL, or a command after
 `--`.
 
-Over HTTP, a bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
+Over HTTP, `--workers N` serves one socket from N worker processes (`_workers`), in stateless
+mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
 
 TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
 attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
@@ -37,10 +38,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from . import _workers
 from ._client_cli import add_client_commands, run_client_command, split_server_command
 from ._exceptions import ToolDefinitionError
 from ._features.tools import discover_tools
-from ._run import run, run_stdio
+from ._run import run, run_stdio, run_worker
 from ._runtime.server import Server
 from ._version import __version__
 from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
@@ -156,6 +158,15 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: no sessions, every request stands alone (for several workers)",
     )
     run_cmd.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP: serve from N worker processes sharing the socket (needs --stateless)",
+    )
+    # Internal: how `--workers` starts each worker (its inherited listening socket and link).
+    run_cmd.add_argument("--worker-fds", help=argparse.SUPPRESS)
+    run_cmd.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -247,6 +258,15 @@ def _main(argv: list[str] | None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    if args.transport != "http" and args.workers != 1:
+        parser.error("--workers serves HTTP: add --transport http")
+    refused = _workers.refusal(args.workers, args.stateless)
+    if refused is not None:
+        print(f"trio-mcp: {refused}", file=sys.stderr)
+        return 2
+    options = _http_options(args) if args.transport == "http" else None
+    if options is not None and args.workers > 1 and args.worker_fds is None:
+        return _serve_workers(args, argv, options)
     try:
         server, warnings = load_server(args.target)
     except (ValueError, ToolDefinitionError) as exc:
@@ -254,18 +274,13 @@ def _main(argv: list[str] | None) -> int:
         return 2
     for warning in warnings:
         print(f"trio-mcp: warning: {warning}", file=sys.stderr)
-    options = None
-    if args.transport == "http":
-        options = HttpOptions(
-            allowed_origins=(*DEFAULT_ALLOWED_ORIGINS, *args.allow_origin),
-            allowed_hosts=tuple(args.allow_host),
-            # A token on the command line would show in `ps`; it comes from the environment.
-            bearer_token=os.environ.get("TRIO_MCP_BEARER_TOKEN") or None,
-            stateless=args.stateless,
-            legacy_sse=not args.no_legacy_sse,
-        )
     try:
-        if args.transport == "stdio":
+        if options is not None and args.worker_fds is not None:
+            listen_fd, link_fd = (int(fd) for fd in args.worker_fds.split(","))
+            run_worker(
+                server, host=args.host, listen_fd=listen_fd, link_fd=link_fd, options=options
+            )
+        elif args.transport == "stdio":
             run_stdio(server, try_with=f"trio-mcp tools {shlex.quote(args.target)}")
         else:
             run(server, transport=args.transport, host=args.host, port=args.port, options=options)
@@ -273,3 +288,36 @@ def _main(argv: list[str] | None) -> int:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _http_options(args: argparse.Namespace) -> HttpOptions:
+    return HttpOptions(
+        allowed_origins=(*DEFAULT_ALLOWED_ORIGINS, *args.allow_origin),
+        allowed_hosts=tuple(args.allow_host),
+        # A token on the command line would show in `ps`; it comes from the environment.
+        bearer_token=os.environ.get("TRIO_MCP_BEARER_TOKEN") or None,
+        stateless=args.stateless,
+        legacy_sse=not args.no_legacy_sse,
+    )
+
+
+def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:
+    """Bind once, then run `args.workers` processes of this same command on the socket."""
+    try:
+        from .transports.http.serving import (  # noqa: PLC0415 - HTTP code loads only when used
+            bind_listener,
+            listener_url,
+        )
+    except ImportError:
+        print('trio-mcp: HTTP serving needs Hypercorn: pip install "trio-mcp[http]"',
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        listener = bind_listener(args.host, args.port, options)
+    except (OSError, ValueError) as exc:  # port taken, 0.0.0.0 without --allow-host ...
+        print(f"trio-mcp: {exc}", file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", "trio_mcp", *argv]
+    return _workers.supervise(
+        command, listener, args.workers, listener_url(listener) + options.path
+    )

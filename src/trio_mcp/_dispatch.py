@@ -18,6 +18,13 @@ Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -
         `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is served by the
         runtime's `listen` until the request is cancelled, or answered with a plain result
         when the server closes the stream.
+Rule 6: a tool registered with `task=` may become a task (`_features/tasks`) for a client that
+        declared the extension: its call runs through the runtime's `TaskEngine` (`tasks`),
+        which answers either the call's own result or a `CreateTaskResult`; `tasks/get`,
+        `tasks/update` and `tasks/cancel` are refused (-32021) for a request that did not
+        declare the extension, and an unknown task id is -32602. A `required` task tool refuses
+        such a client's call (-32021) before its function runs. A task-capable tool that raises
+        `RemoteProtocolError` reports a protocol error (a JSON-RPC error, or a `failed` task).
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -61,6 +68,7 @@ from ._features.prompts import Prompt, PromptRegistry, messages_of
 from ._features.registry import Registry
 from ._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from ._features.schema import ArgumentsInvalid, ResultInvalid
+from ._features.tasks import TASKS_EXTENSION, TaskEngine, declares_tasks
 from ._features.tools import Tool, ToolRegistry
 
 __all__ = [
@@ -228,7 +236,13 @@ class Dispatcher:
             "prompts/get": Route(None, self._get_prompt_quick, self._get_prompt),
             "completion/complete": Route(None, self._complete_quick, self._complete),
             LISTEN: Route(None, self._listen_quick, self._listen),
+            "tasks/get": Route(None, self._tasks_quick, self._tasks),
+            "tasks/update": Route(None, self._tasks_quick, self._tasks),
+            "tasks/cancel": Route(None, self._tasks_quick, self._tasks),
         }
+        #: Runs calls that may become tasks, and keeps the tasks (Rule 6): the runtime's;
+        #: None runs every call to its end and answers the `tasks/*` methods -32601.
+        self.tasks: TaskEngine | None = None
         #: Serves `subscriptions/listen` (2026-07-28): the runtime's, since a stream waits;
         #: None answers it -32601.
         self.listen: Listen | None = None
@@ -715,10 +729,97 @@ class Dispatcher:
         requester: Requester | None,
     ) -> dict[str, Any]:
         tool, arguments = self._resolve_call(request.params)
+        if tool.task is not None:
+            declared = declares_tasks(scope, request.params)
+            if declared and self.tasks is not None:
+                return await self._task_call(
+                    session, scope, tool, arguments, request=request, notify=notify,
+                    requester=requester,
+                )  # fmt: skip
+            if tool.task.required:
+                raise _missing_tasks(f"tool {tool.name} runs only as a task")
         result = await self._call(tool, arguments, request, scope, notify, requester=requester)
         if result.get("resultType") == "input_required":
             return result
         return self._finish(session, scope, result)
+
+    async def _task_call(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        tool: Tool,
+        arguments: dict[str, Any],
+        *,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        """A call that may become a task (Rule 6): its result, or the task's handle."""
+        assert self.tasks is not None
+        assert tool.task is not None
+        try:
+            kwargs = tool.validate(arguments)
+        except ArgumentsInvalid as exc:
+            return self._finish(session, scope, self._invalid(tool, exc))
+        book = self._book(scope, request, tool.name, arguments)
+        context = self._inject(
+            tool.context_param, kwargs, name=tool.name, request=request, scope=scope,
+            notify=notify, requester=requester, book=book,
+        )  # fmt: skip
+
+        async def body() -> dict[str, Any]:
+            result = await self._outcome(tool, kwargs, book, scope, protocol_errors=True)
+            if result.get("resultType") == "input_required":
+                return result
+            return self._finish(session, scope, result)
+
+        return await self.tasks.run(tool.task, body, context)
+
+    # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------
+
+    def _tasks_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        if self.tasks is None:
+            raise RemoteProtocolError(
+                f"Method not found: {request.method} (this server runs no tasks)",
+                METHOD_NOT_FOUND,
+                {"method": request.method},
+            )
+        if not declares_tasks(scope, request.params):
+            raise _missing_tasks(f"{request.method} is part of the tasks extension")
+        _task_id(request.params)
+        return None
+
+    async def _tasks(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        assert self.tasks is not None  # `_tasks_quick` refused it otherwise
+        task_id = _task_id(request.params)
+        if request.method == "tasks/get":
+            record = await self.tasks.get(task_id)
+            if record is None:
+                raise _unknown_task(task_id)
+            return record.detailed_wire()
+        if request.method == "tasks/update":
+            responses = (request.params or {}).get("inputResponses")
+            if not isinstance(responses, dict):
+                raise RemoteProtocolError(
+                    'Invalid params: tasks/update needs "inputResponses" (an object of answers '
+                    "by key)",
+                    INVALID_PARAMS,
+                )
+            found = await self.tasks.update(task_id, responses)
+        else:
+            found = await self.tasks.cancel(task_id)
+        if not found:
+            raise _unknown_task(task_id)
+        return {"resultType": "complete"}
 
     def _resolve_call(self, params: dict[str, Any] | None) -> tuple[Tool, dict[str, Any]]:
         return _named(params, "tools/call", "tool", self.registry.get)
@@ -763,6 +864,27 @@ class Dispatcher:
             tool.context_param, kwargs, name=tool.name, request=request, scope=scope,
             notify=notify, requester=requester, book=book,
         )  # fmt: skip
+        return await self._outcome(tool, kwargs, book, scope)
+
+    async def _outcome(
+        self,
+        tool: Tool,
+        kwargs: dict[str, Any],
+        book: AskBook | None,
+        scope: RequestScope,
+        *,
+        protocol_errors: bool = False,
+    ) -> dict[str, Any]:
+        """Run a validated call: its `CallToolResult` or input-required round's result.
+
+        Args:
+            tool: The tool.
+            kwargs: Its validated arguments (with its `Context`, if it takes one).
+            book: The 2026-07-28 attempt's answers, or None.
+            scope: The request's scope.
+            protocol_errors: Let a `RemoteProtocolError` the tool raised through, as the
+                protocol error it names (task-capable tools, Rule 6).
+        """
         try:
             value = await self._run(tool, kwargs, book)
         except ToolTimedOut:
@@ -773,6 +895,10 @@ class Dispatcher:
             if scope.modern:
                 raise _asking_failed(exc, scope, None) from None
             return _error_result(str(exc))
+        except RemoteProtocolError as exc:
+            if protocol_errors:
+                raise
+            return self._tool_failed(tool, exc)
         except Exception as exc:
             return self._tool_failed(tool, exc)
         if isinstance(value, _InputRound):
@@ -845,21 +971,26 @@ class Dispatcher:
         notify: NotificationSender,
         requester: Requester | None,
         book: AskBook | None,
-    ) -> None:
+    ) -> Context | None:
         """Put the call's `Context` in `kwargs` under `param`, for a function that declares one.
 
         `name` is what the context reports as the callee (a tool's or prompt's name, or a URI).
+
+        Returns:
+            The context, or None when the function takes none.
         """
-        if param is not None:
-            kwargs[param] = Context(
-                request_id=request.id,
-                tool_name=name,
-                scope=scope,
-                send=notify,
-                requester=None if book is not None else requester,
-                book=book,
-                ask_timeout=self.ask_timeout,
-            )
+        if param is None:
+            return None
+        kwargs[param] = context = Context(
+            request_id=request.id,
+            tool_name=name,
+            scope=scope,
+            send=notify,
+            requester=None if book is not None else requester,
+            book=book,
+            ask_timeout=self.ask_timeout,
+        )
+        return context
 
     def _invalid(self, tool: Tool, exc: ArgumentsInvalid) -> dict[str, Any]:
         lines = "\n".join(f"- {line}" for line in exc.lines)
@@ -935,6 +1066,26 @@ def _named(
     elif not isinstance(arguments, dict):
         raise RemoteProtocolError('Invalid params: "arguments" must be an object', INVALID_PARAMS)
     return found, arguments
+
+
+def _task_id(params: dict[str, Any] | None) -> str:
+    task_id = (params or {}).get("taskId")
+    if not isinstance(task_id, str):
+        raise RemoteProtocolError('Invalid params: "taskId" must be a string', INVALID_PARAMS)
+    return task_id
+
+
+def _unknown_task(task_id: str) -> RemoteProtocolError:
+    return RemoteProtocolError(f"Unknown task: {task_id}", INVALID_PARAMS, {"taskId": task_id})
+
+
+def _missing_tasks(why: str) -> RemoteProtocolError:
+    """-32021 naming the tasks extension (SEP-2575, Missing Required Capabilities)."""
+    return RemoteProtocolError(
+        f"Missing required client capability: {why}; declare the {TASKS_EXTENSION} extension",
+        MISSING_CLIENT_CAPABILITY,
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
 
 
 def _asking_failed(

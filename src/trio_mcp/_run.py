@@ -11,6 +11,7 @@ import functools
 import os
 import shlex
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
@@ -28,7 +29,7 @@ from .transports.stdio import open_stdio_frames, stdout_guard
 if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
     from .transports.http.app import HttpOptions, McpHttpApp
 
-__all__ = ["http_app", "run", "run_stdio", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "run", "run_stdio", "run_worker", "serve_http", "serve_stdio"]
 
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
@@ -54,7 +55,8 @@ async def serve_stdio(
     """Serve one client over this process's stdin and stdout until stdin ends.
 
     While it runs, fd 1 and `sys.stdout` point at stderr so that nothing but protocol lines
-    reaches the client (`print()` in a tool goes to stderr).
+    reaches the client (`print()` in a tool goes to stderr). The server's broker relays what
+    other workers publish meanwhile (`Server.relay`).
 
     Args:
         server: The server to serve.
@@ -67,12 +69,18 @@ async def serve_stdio(
     with _blocking_restored(0, 1), stdout_guard() as out_fd:
         reader = trio.lowlevel.FdStream(os.dup(0))
         writer = trio.lowlevel.FdStream(out_fd)
-        async with (
-            reader,
-            writer,
-            open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
-        ):
-            await server.serve_connection(frames.receive, frames.send, task_status=task_status)
+        try:
+            async with (
+                reader,
+                writer,
+                open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
+                trio.open_nursery() as nursery,
+            ):
+                await nursery.start(server.relay)
+                await server.serve_connection(frames.receive, frames.send, task_status=task_status)
+                nursery.cancel_scope.cancel()  # served to the end: stop relaying
+        except BaseExceptionGroup as group:  # a lone failure comes out as itself
+            reraise_lone(group)
 
 
 class _HttpBackend:
@@ -128,7 +136,8 @@ async def serve_http(
     Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
     accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
     past the bound. On shutdown, the server stops accepting connections and gives requests in
-    flight `server.shutdown_grace` seconds to finish.
+    flight `server.shutdown_grace` seconds to finish. The server's broker relays what other
+    workers publish while it serves (`Server.relay`).
 
     Args:
         server: The server to serve.
@@ -144,6 +153,27 @@ async def serve_http(
         ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
     """
     require_trio("trio_mcp.serve_http")
+    await _serve_http(
+        server,
+        host=host,
+        port=port,
+        options=options,
+        shutdown_trigger=shutdown_trigger,
+        task_status=task_status,
+    )
+
+
+async def _serve_http(
+    server: Server,
+    *,
+    host: str,
+    port: int,
+    options: HttpOptions | None,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None,
+    listen_fd: int | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    # `serve_http`, and for a worker process (`listen_fd`) the socket it inherited.
     try:
         from .transports.http.serving import (  # noqa: PLC0415 - loads only when used
             check_bind,
@@ -155,6 +185,8 @@ async def serve_http(
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
+        await nursery.start(server.task_runtime.host)  # calls that become tasks run there
+        await nursery.start(server.relay)  # what the fleet's other workers publish
         trigger = None
         if shutdown_trigger is not None:
             trigger = functools.partial(_shut_down_app, shutdown_trigger, app, server, nursery)
@@ -170,6 +202,7 @@ async def serve_http(
                 # answers need time to go out.
                 graceful_timeout=server.shutdown_grace + FINAL_ANSWER_SECONDS,
                 shutdown_trigger=trigger,
+                listen_fd=listen_fd,
                 task_status=task_status,
             )
             nursery.cancel_scope.cancel()  # served to the end: stop the session reaper too
@@ -231,7 +264,35 @@ def run(
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
 
-async def _run_http(server: Server, *, host: str, port: int, options: HttpOptions | None) -> None:
+def run_worker(
+    server: Server, *, host: str, listen_fd: int, link_fd: int, options: HttpOptions
+) -> None:
+    """Serve `server` over HTTP as one of `trio-mcp run --workers`' processes (`_workers`).
+
+    Serves the listening socket inherited as `listen_fd` (bound to `host`, which is checked as
+    `serve_http` checks it); `link_fd` is this worker's end of a
+    socket pair with the process that started it: a line goes there once the worker serves,
+    and the end of it (the parent stopping, or gone) shuts the worker down gracefully, as
+    SIGINT or SIGTERM do.
+    """
+    serve = functools.partial(
+        _run_http, server, host=host, port=0, options=options, listen_fd=listen_fd, link_fd=link_fd
+    )
+    try:
+        trio.run(serve)
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
+
+
+async def _run_http(
+    server: Server,
+    *,
+    host: str,
+    port: int,
+    options: HttpOptions | None,
+    listen_fd: int | None = None,
+    link_fd: int | None = None,
+) -> None:
     stop = trio.Event()
     with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
@@ -245,18 +306,33 @@ async def _run_http(server: Server, *, host: str, port: int, options: HttpOption
             async with trio.open_nursery() as serving:
                 binds = await serving.start(
                     functools.partial(
-                        serve_http,
+                        _serve_http,
                         server,
                         host=host,
                         port=port,
                         options=options,
                         shutdown_trigger=stop.wait,
+                        listen_fd=listen_fd,
                     )
                 )
-                path = options.path if options is not None else _default_path()
-                urls = ", ".join(bind + path for bind in binds)
-                print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
+                if link_fd is None:
+                    path = options.path if options is not None else _default_path()
+                    urls = ", ".join(bind + path for bind in binds)
+                    print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
+                else:
+                    nursery.start_soon(_report_then_watch, link_fd, stop)
             nursery.cancel_scope.cancel()  # served to the end: stop watching for signals
+
+
+async def _report_then_watch(link_fd: int, stop: trio.Event) -> None:
+    # A worker's link to its parent: say "serving", then stop when the parent's end closes.
+    link = trio.socket.from_stdlib_socket(socket.socket(fileno=link_fd))
+    with link:
+        with contextlib.suppress(OSError):  # the parent is stopping already, or gone
+            await link.send(b"serving\n")
+            while await link.recv(64):
+                pass
+        stop.set()
 
 
 def run_stdio(server: Server, *, try_with: str | None = None) -> None:

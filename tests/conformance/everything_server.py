@@ -2,9 +2,8 @@
 
 Written with trio-mcp's public API only, the way a user would write a server: it provides each
 tool, resource and prompt the suite's server scenarios use, with the behaviour the scenario's
-"Server Implementation Requirements" describe. Where trio-mcp has no such feature yet (resumable
-SSE, tasks), the fixture is left out and its scenario is listed in `expected-failures.yml` with
-the reason.
+"Server Implementation Requirements" describe. Where trio-mcp has no such feature yet, the
+fixture is left out and its scenario is listed in `expected-failures.yml` with the reason.
 
 Run: `python tests/conformance/everything_server.py --port 3001` serves Streamable HTTP at
 http://127.0.0.1:3001/mcp until SIGINT/SIGTERM.
@@ -32,7 +31,9 @@ from trio_mcp import (
     ImageContent,
     Param,
     PromptMessage,
+    RemoteProtocolError,
     Server,
+    TaskSupport,
     TextContent,
     ToolError,
     run,
@@ -115,6 +116,16 @@ async def tool_with_progress(ctx: Context) -> str:
     await trio.sleep(0.05)
     await ctx.report_progress(100, 100)
     return "Tool with progress executed successfully"
+
+
+@server.tool("test_reconnection", "Closes its SSE stream mid-call; the answer comes on resumption")
+async def reconnection(ctx: Context) -> str:
+    # SEP-1699 polling (server-sse-polling): the client reconnects with Last-Event-ID and the
+    # answer is replayed from the event store. Where nothing could resume the stream (another
+    # transport, 2026-07-28), the call simply answers on the stream it has.
+    await ctx.close_sse_stream()
+    await trio.sleep(0.1)
+    return "Reconnection test completed successfully"
 
 
 @server.tool("test_custom_headers", "Echoes a region that travels in the Mcp-Param-Region header")
@@ -420,6 +431,76 @@ async def mrtr_capabilities(ctx: Context) -> str:
 @server.tool("test_missing_capability", "Needs sampling, whatever the client declared")
 async def missing_capability(ctx: Context) -> str:
     return (await ctx.sample("Say something", max_tokens=10)).text
+
+
+# -- the tasks extension, io.modelcontextprotocol/tasks (the tasks-* scenarios) --------------------
+
+
+@server.tool("greet", "Greets someone (never a task)", inline=True)
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@server.tool("slow_compute", "Sleeps `seconds`, then answers; a task", task=True)
+async def slow_compute(seconds: float, label: str = "") -> str:
+    await trio.sleep(seconds)
+    return f"computed {label} after {seconds:g} s"
+
+
+@server.tool(
+    "failing_job",
+    "Fails with a tool error after a second; runs only as a task",
+    task=TaskSupport(required=True),
+)
+async def failing_job() -> str:
+    await trio.sleep(1)
+    raise ToolError("the job failed")
+
+
+@server.tool("protocol_error_job", "Fails with a protocol error; a task", task=True)
+async def protocol_error_job() -> str:
+    await trio.sleep(0.1)
+    raise RemoteProtocolError("Internal error: the job crashed", -32603)
+
+
+class DeleteConfirmation(BaseModel):
+    confirm: bool
+
+
+@server.tool("confirm_delete", "Asks to confirm deleting a file; a task", task=True)
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    outcome = await ctx.elicit(f"Delete {filename}?", DeleteConfirmation)
+    if isinstance(outcome, Accepted) and outcome.data.confirm:
+        return f"deleted {filename}"
+    return f"kept {filename}"
+
+
+class NamedConfirmation(BaseModel):
+    name: str = ""
+    confirm: bool = False
+
+
+@server.tool("multi_input", "Asks two questions at once; a task", task=True)
+async def multi_input(ctx: Context) -> str:
+    first, second = await ctx.gather(
+        ctx.elicit("First answer?", NamedConfirmation),
+        ctx.elicit("Second answer?", NamedConfirmation),
+    )
+    names = [o.data.name if isinstance(o, Accepted) else "-" for o in (first, second)]
+    return "answers: " + ", ".join(names)
+
+
+@server.tool(
+    "test_tool_with_task",
+    "Asks a name (input-required round), then goes on as a task",
+    task=TaskSupport(after=None, required=True),
+)
+async def tool_with_task(ctx: Context) -> str:
+    outcome = await ctx.elicit("What is your name?", PersonName, key="user_name")
+    who = outcome.data.name if isinstance(outcome, Accepted) else "stranger"
+    await ctx.become_task()
+    await trio.sleep(0.2)
+    return f"Hello, {who}! (from a task)"
 
 
 # -- list changes on a subscriptions/listen stream (server-stateless) ------------------------------

@@ -995,6 +995,37 @@ async def test_http_busy_server_is_asked_again() -> None:
                 await client.call_tool("t")
 
 
+@pytest.mark.parametrize("status", ["502 Bad Gateway", "504 Gateway Timeout"])
+async def test_http_a_proxy_that_lost_its_server_is_asked_again_only_when_safe(
+    status: str,
+) -> None:
+    """A balancer's 502 or 504 may come after the server ran the call: a call is not sent
+    again unless the caller says it is safe; one that is, is sent again (bounded)."""
+    answers = [http_response(status, b"<html>upstream failed</html>")]
+
+    def respond(message: Any) -> bytes:
+        if answers:
+            return answers.pop()
+        return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
+
+    with trio.fail_after(TIMEOUT):
+        async with (
+            bare_http(respond) as (url, server),
+            open_client(url, retry=FAST_RETRY) as client,
+        ):
+            code = status.split(maxsplit=1)[0]
+            with pytest.raises(ConnectionClosed, match=rf"HTTP {code} .*not sent again"):
+                await client.call_tool("t")
+            assert server.calls == 1
+            answers.append(http_response(status))
+            assert (await client.call_tool("t", retry_safe=True)).text == "ok"
+            assert server.calls == 3
+            server.respond = lambda message: http_response(status)
+            with pytest.raises(ConnectionClosed, match=rf"HTTP {code}"):
+                await client.call_tool("t", retry_safe=True)
+            assert server.calls == 3 + 4
+
+
 SSE_NOTICE = (
     b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
     b'"params":{"level":"info","data":"x"}}\n\n'

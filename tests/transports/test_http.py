@@ -34,7 +34,7 @@ from tests.http_helpers import (
     serve,
 )
 from tests.schema_check import validate_server_message, validate_transcript
-from trio_mcp import Server
+from trio_mcp import MemoryEventStore, Server
 from trio_mcp._run import serve_http
 
 BATTLE = "wh40k.battle_simulation"
@@ -101,12 +101,15 @@ async def test_progress_goes_on_an_sse_stream_before_the_response() -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
     assert response.headers["cache-control"].startswith("no-cache")
-    # The exact framing: `event: message`, `data: <one JSON line>`, blank line, per message.
+    # The exact framing: a priming event (an id, `retry:`, empty data: SEP-1699), then per
+    # message `event: message`, its id, `data: <one JSON line>`, blank line.
     blocks = response.text.split("\n\n")
     assert blocks[-1] == ""
-    for block in blocks[:-1]:
-        event, data = block.split("\n")
+    assert blocks[0] == "id: 1-1\nretry: 1000\ndata: "
+    for n, block in enumerate(blocks[1:-1], start=2):
+        event, event_id, data = block.split("\n")
         assert event == "event: message"
+        assert event_id == f"id: 1-{n}"
         assert data.startswith("data: {")
         assert data.endswith("}")
     messages = parse_sse(response.text)
@@ -942,9 +945,11 @@ async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -
             await served.finished.wait()
 
 
-async def test_a_client_reading_nothing_does_not_block_others() -> None:
+@pytest.mark.parametrize("kept", [True, False], ids=["event-store", "no-event-store"])
+async def test_a_client_reading_nothing_does_not_block_others(kept: bool) -> None:
     gate = Gate()
-    async with serve(gate.server()) as served:
+    store = MemoryEventStore(max_bytes=1024 * 1024)
+    async with serve(gate.server(), event_store=store if kept else None) as served:
         stuck = await session(served)
         host, port = served.base.removeprefix("http://").split(":")
         request = json.dumps(
@@ -974,9 +979,18 @@ async def test_a_client_reading_nothing_does_not_block_others() -> None:
                 battle = await others[0].call(BATTLE, {}, progressToken=1)
                 assert "result" in battle.last
             assert gate.flooded == flooded  # still stuck
-        # The reader vanished: its call is cancelled.
-        with trio.fail_after(5):
-            await gate.cancelled.wait()
+        if not kept:
+            # The reader vanished, and nothing can give it the rest: its call is cancelled.
+            with trio.fail_after(5):
+                await gate.cancelled.wait()
+            return
+        # The reader vanished, and could come back for the rest: its call runs to its end, what
+        # it sends kept in the store, within the store's bound.
+        with trio.fail_after(30):
+            await gate.flood_ended.wait()
+        assert gate.flooded == 5000
+        assert not gate.cancelled.is_set()
+        assert 0 < store.kept_bytes <= store.max_bytes
 
 
 def test_decode_rejects_bad_framing() -> None:

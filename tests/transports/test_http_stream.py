@@ -67,6 +67,7 @@ class Stream:
         self._lines = response.aiter_lines()
         self.comments: list[str] = []
         self.ids: list[str] = []
+        self.retry = False
 
     async def next(self) -> Any:
         while True:
@@ -78,6 +79,10 @@ class Stream:
             lines = [line, await self._lines.__anext__()]
             while lines[-1]:
                 lines.append(await self._lines.__anext__())
+            if line.startswith("retry: "):  # a resumed stream's reconnection delay alone
+                assert lines == ["retry: 1000", ""], lines
+                self.retry = True
+                continue
             if line.startswith("id: "):
                 assert lines[1].startswith("retry: "), lines
                 assert lines[2:] == ["data: ", ""], lines
@@ -259,9 +264,9 @@ async def test_a_quiet_post_stream_carries_keep_alive_comments() -> None:
 # -- event ids and the priming event (SEP-1699) -------------------------------------------------
 
 
-async def test_a_post_stream_carries_no_ids_and_no_priming_event() -> None:
-    # Nothing could resume it: a call whose stream broke is cancelled (streamable, Rule 7).
-    async with serve(small_server()) as served:
+async def test_without_an_event_store_a_post_stream_carries_no_ids_and_no_priming_event() -> None:
+    # Nothing could resume it: a call whose stream broke is cancelled (streamable, Rule 3).
+    async with serve(small_server(), event_store=None) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):
             reply = await client.call("slow")
@@ -287,20 +292,30 @@ async def test_the_get_stream_is_primed_and_its_ids_go_on_across_reconnections()
     assert again.ids == ["0-3", "0-4"]
 
 
-async def test_a_last_event_id_of_the_get_stream_reopens_it_one_of_a_call_is_refused() -> None:
+async def test_a_last_event_id_of_the_get_stream_reopens_it_an_unknown_one_is_refused() -> None:
     async with serve(small_server()) as served:
         client = await session(served)
         get = client.headers(accept="text/event-stream")
         with trio.fail_after(TIMEOUT):
+            async with served.http.stream("GET", served.url, headers=get) as response:
+                first = Stream(response)
+                await first.prime()
             async with served.http.stream(
                 "GET", served.url, headers={**get, "last-event-id": "0-1"}
             ) as response:
                 reopened = Stream(response)
-                await reopened.prime()
-            of_a_call = await served.http.get(served.url, headers={**get, "last-event-id": "1-2"})
-    assert reopened.ids == ["0-1"]
-    assert of_a_call.status_code == 400
-    assert "Cannot resume that stream" in of_a_call.json()["error"]["message"]
+                with trio.move_on_after(0.2):
+                    await reopened.next()  # nothing to replay, nothing new: only waits
+            refused = {
+                last: await served.http.get(served.url, headers={**get, "last-event-id": last})
+                for last in ("1-2", "0", "x-1", "0-1-2", "9" * 50)
+            }
+    assert first.ids == ["0-1"]
+    assert reopened.ids == []  # resumed: no new priming event, the client keeps its last id
+    assert reopened.retry  # but the reconnection delay again
+    for last, reply in refused.items():
+        assert reply.status_code == 400, last
+        assert "Unknown Last-Event-ID" in reply.json()["error"]["message"]
 
 
 async def test_the_get_stream_of_an_older_revision_has_no_priming_event_and_no_ids() -> None:

@@ -7,6 +7,9 @@ Rule 2: a context never does I/O itself. It hands notifications to the `send` ca
         `Requester`, so this module stays free of trio and sockets.
 Rule 3: progress is sent only when the request carried `_meta.progressToken`, and log messages
         only at or above the level the client asked for; otherwise both are quiet no-ops.
+Rule 4: a call that became a task (`_features/tasks`) has no request stream any more: its
+        questions go to the task's requester, its progress becomes the task's status message,
+        and its log messages are dropped.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .._core.asking import (
 )
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
+from .._core.stream_control import current_stream
 from .._core.types import LogLevel
 from .._core.versions import revision
 from .._exceptions import ClientCapabilityError, LocalProtocolError
@@ -44,6 +48,16 @@ C = TypeVar("C")
 
 #: `await send(method, params)` queues one notification on the request's stream.
 NotificationSender = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: One question as a task asks it: (method, params, timeout in seconds or None).
+AskWire = tuple[str, dict[str, Any], float | None]
+#: Asks a task's questions all at once: their wire answers, in order.
+AskMany = Callable[[Sequence[AskWire]], Awaitable[list[Any]]]
+#: Makes the running call a task if it can (`Context.become_task`): whether it is one now.
+TaskDetacher = Callable[[], Awaitable[bool]]
+
+
+async def _dropped(method: str, params: dict[str, Any]) -> None:
+    """Where a task's notifications go: it has no request stream (Rule 4)."""
 
 
 class Requester(Protocol):
@@ -73,12 +87,15 @@ class Context:
     """
 
     __slots__ = (
+        "_ask_many",
         "_ask_timeout",
         "_book",
+        "_detacher",
         "_no_requester",
         "_requester",
         "_scope",
         "_send",
+        "_status",
         "request_id",
         "tool_name",
     )
@@ -103,6 +120,46 @@ class Context:
         self._book = book
         self._ask_timeout = ask_timeout
         self._no_requester = no_requester
+        #: Set by the task runtime for a call that may become a task.
+        self._detacher: TaskDetacher | None = None
+        #: Set once the call is a task: where progress messages go (Rule 4).
+        self._status: Callable[[str], Awaitable[None]] | None = None
+        #: Set once the call is a task: asks several questions at once.
+        self._ask_many: AskMany | None = None
+
+    async def become_task(self) -> bool:
+        """Make this call a task now, if the tool and the client allow it.
+
+        The `tools/call` is answered at once with the task's handle and the tool goes on; the
+        client polls for its result. Questions asked before this (`elicit`, `sample`...) went
+        the usual way; those after surface as the task's `input_required`.
+
+        Returns:
+            True when the call is (now) a task; False when it cannot be one (the tool was not
+            registered with `task=`, or the client did not declare the tasks extension): the
+            call simply goes on.
+        """
+        if self._detacher is None:
+            return False
+        return await self._detacher()
+
+    @property
+    def is_task(self) -> bool:
+        """Whether this call runs as a task (its request was answered with a task handle)."""
+        return self._status is not None
+
+    def _run_as_task(
+        self, requester: Requester, status: Callable[[str], Awaitable[None]], many: AskMany
+    ) -> None:
+        """The task runtime's switch (Rule 4).
+
+        Questions go to `requester` (several at once to `many`), progress to `status`.
+        """
+        self._book = None
+        self._requester = requester
+        self._ask_many = many
+        self._send = _dropped
+        self._status = status
 
     @property
     def protocol_version(self) -> str:
@@ -134,6 +191,10 @@ class Context:
             total: The total, when known.
             message: A short human-readable status (sent to 2025-03-26 and later clients).
         """
+        if self._status is not None:
+            shown = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+            await self._status(message if message is not None else shown)
+            return
         token = self._scope.progress_token
         if token is None:
             return
@@ -180,6 +241,23 @@ class Context:
     async def error(self, message: str) -> None:
         """Log at error level."""
         await self.log("error", message)
+
+    async def close_sse_stream(self) -> bool:
+        """End the SSE stream this call's answer goes out on, while the call runs on.
+
+        SEP-1699 polling, for a long call over Streamable HTTP: the connection is freed, and
+        the client reconnects (`GET` with `Last-Event-ID`, after the `retry:` interval the
+        stream gave it) to get what the call sends afterwards, its result included, from the
+        server's event store (`HttpOptions.event_store`).
+
+        Returns:
+            True when the stream was closed (or already was); False, doing nothing, where the
+            answer could not be fetched again: stdio, in memory, legacy SSE, stateless HTTP, a
+            session under a revision before 2025-11-25, a server without an event store, and
+            2026-07-28 (whose clients take a closed stream as the request's cancellation).
+        """
+        stream = current_stream.get()
+        return False if stream is None else await stream.close()
 
     # -- asking the client (elicitation, sampling, roots): see `_features/asking` ----------------
 
@@ -383,8 +461,8 @@ class Context:
     async def gather(self, *asks: Ask[Any]) -> tuple[Any, ...]:
         """Ask several questions at once; their answers, in order.
 
-        Under 2026-07-28 they go to the client in one round (one `input_required` result);
-        in the handshake era they are asked one after another.
+        Under 2026-07-28 they go to the client in one round (one `input_required` result), and
+        a task asks them all at once; in the handshake era they are asked one after another.
 
         Raises:
             ClientCapabilityError: before anything is asked, when the client lacks the
@@ -394,6 +472,11 @@ class Context:
             self._check_capability(ask)
         if self._book is not None:
             return tuple(self._book.take(asks))
+        if self._ask_many is not None:
+            wires = await self._ask_many(
+                [(ask.method, ask.params, ask.timeout or self._ask_timeout) for ask in asks]
+            )
+            return tuple(_read(ask, wire) for ask, wire in zip(asks, wires, strict=True))
         results = []
         for ask in asks:
             if self._requester is None:
@@ -403,10 +486,7 @@ class Context:
             wire = await self._requester(
                 ask.method, ask.params, timeout=ask.timeout or self._ask_timeout
             )
-            try:
-                results.append(ask.read(wire))
-            except WireFormatError as exc:
-                raise AnswerInvalidError(ask.kind, str(exc)) from None
+            results.append(_read(ask, wire))
         return tuple(results)
 
     def _check_capability(self, ask: Ask[Any]) -> None:
@@ -445,3 +525,11 @@ class Context:
         if self._requester is None:
             raise LocalProtocolError(f"cannot send {method!r}: no way to reach the client here")
         return await self._requester(method, params)
+
+
+def _read(ask: Ask[T], wire: Any) -> T:
+    """The record `ask` makes of the client's wire answer (Rule 4 of `asking`)."""
+    try:
+        return ask.read(wire)
+    except WireFormatError as exc:
+        raise AnswerInvalidError(ask.kind, str(exc)) from None

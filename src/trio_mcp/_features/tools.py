@@ -23,6 +23,7 @@ from .reflect import discover, marker
 from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
+from .tasks import TaskSupport, task_support
 
 __all__ = [
     "NO_OPTIONS",
@@ -61,6 +62,7 @@ class ToolOptions:
     annotations: ToolAnnotations | None = None
     inline: bool | None = None
     timeout: float | None = None
+    task: bool | float | TaskSupport | None = None
 
 
 #: No options given: everything comes from the function and its `@tool` metadata.
@@ -77,6 +79,7 @@ class ToolMeta:
     annotations: ToolAnnotations | None = None
     inline: bool = False
     timeout: float | None = None
+    task: TaskSupport | None = None
 
 
 @overload
@@ -90,6 +93,7 @@ def tool(
     annotations: ToolAnnotations | None = None,
     inline: bool = False,
     timeout: float | None = None,
+    task: bool | float | TaskSupport | None = None,
 ) -> Callable[[F], F]: ...
 def tool(
     name: Any = None,
@@ -99,6 +103,7 @@ def tool(
     annotations: ToolAnnotations | None = None,
     inline: bool = False,
     timeout: float | None = None,
+    task: bool | float | TaskSupport | None = None,
 ) -> Any:
     """Mark a function as an MCP tool. It is registered later by `Server.add_tools(...)`.
 
@@ -112,6 +117,9 @@ def tool(
         inline: Declare a sync function fast and non-blocking, to run on the event loop
             instead of in a worker thread.
         timeout: Seconds after which the call is cancelled and reported as an error.
+        task: Whether a call may become a task (the tasks extension) for clients that
+            declared it: True (a task from the start), seconds (a task when the call has not
+            finished by then), or a `TaskSupport`; default: never.
 
     Returns:
         The function itself, unchanged but for the attached metadata.
@@ -119,7 +127,8 @@ def tool(
     if callable(name) and not isinstance(name, str):
         return tool()(name)
     _check_timeout(timeout, "@tool")
-    meta = ToolMeta(name, description, title, annotations, inline, timeout)
+    support = task_support(task, "@tool")
+    meta = ToolMeta(name, description, title, annotations, inline, timeout, support)
 
     def mark(fn: F) -> F:
         target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
@@ -155,6 +164,8 @@ class Tool:
     is_async: bool = False
     inline: bool = False
     timeout: float | None = None
+    #: How a call may become a task; None: never (`_features/tasks`).
+    task: TaskSupport | None = None
     #: Arguments mirrored into HTTP headers (`x-mcp-header`): header name (lower case) -> path.
     param_headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -275,6 +286,8 @@ def make_tool(fn: Callable[..., Any], options: ToolOptions = NO_OPTIONS) -> Tool
             f"{qualname} is async: inline=True is for sync functions (async tools always run "
             "on the event loop)"
         )
+    support = meta.task if options.task is None else task_support(options.task, qualname)
+    _check_task(support, is_inline, qualname)
     return Tool(
         name=tool_name,
         description=options.description or meta.description or sig.description,
@@ -292,6 +305,7 @@ def make_tool(fn: Callable[..., Any], options: ToolOptions = NO_OPTIONS) -> Tool
             if options.timeout is not None
             else meta.timeout
         ),
+        task=support,
         param_headers=_check_headers(compiled.input_schema, f"tool {tool_name!r} ({qualname})"),
     )
 
@@ -330,8 +344,18 @@ def make_raw_tool(
         is_async=inspect.iscoroutinefunction(handler),
         inline=bool(options.inline),
         timeout=_check_timeout(options.timeout, name),
+        task=_check_task(task_support(options.task, name), bool(options.inline), name),
         param_headers=_check_headers(input_schema, f"tool {name!r}"),
     )
+
+
+def _check_task(support: TaskSupport | None, inline: bool, where: str) -> TaskSupport | None:
+    if support is not None and inline:
+        raise ToolDefinitionError(
+            f"{where}: inline=True runs on the reader and cannot become a task; drop one of "
+            "inline= and task="
+        )
+    return support
 
 
 def _check_headers(input_schema: dict[str, Any], where: str) -> dict[str, tuple[str, ...]]:

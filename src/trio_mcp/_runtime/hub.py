@@ -18,7 +18,9 @@ Rule 3: every change of a registry (add, remove, enable, disable) wakes the list
         client asks for them on a `subscriptions/listen` stream, whose listener
         (`_runtime/listening.py`) runs a watcher of its own. A change may come from the event
         loop or from one of its worker threads (a sync tool); any other thread must not change
-        a registry while the server runs.
+        a registry while the server runs. `announce(kind)` counts as a change of that list
+        without one of the registry (`Server.announce_list_changed`, and the same word from
+        another worker through the broker).
 Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them.
 """
 
@@ -81,6 +83,8 @@ class SessionHub:
         # A dict, not a set: a broadcast reaches sessions in the order they opened.
         self._live: dict[LiveSession, None] = {}
         self._lists: dict[str, Counted] = dict(lists) if lists is not None else {"tools": registry}
+        # Changes announced without a registry change (Rule 3), by kind.
+        self._announced = dict.fromkeys(self._lists, 0)
         # Set (and replaced) at every change; the list watchers wait on it (Rule 3).
         self._changed = trio.Event()
         for counted in self._lists.values():
@@ -108,8 +112,22 @@ class SessionHub:
         """The tool registry's change counter (Rule 3): it moves with every add and remove."""
         return self._registry.changes
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of list whose changes are announced ("tools", ...)."""
+        return tuple(self._lists)
+
+    def announce(self, kind: str) -> None:
+        """Tell the list watchers that the list `kind` changed, though no registry did (Rule 3).
+
+        Raises:
+            KeyError: when `kind` is not one of `kinds`.
+        """
+        self._announced[kind] += 1
+        self._wake()
+
     def _counts(self) -> dict[str, int]:
-        return {kind: counted.changes for kind, counted in self._lists.items()}
+        return {kind: c.changes + self._announced[kind] for kind, c in self._lists.items()}
 
     def _wake(self) -> None:
         try:

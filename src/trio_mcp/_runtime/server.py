@@ -10,10 +10,16 @@ Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource
         serving tells every live session (the hub's list watchers) and every open
         `subscriptions/listen` stream that asked (`listening`); the capabilities a session is
         given are derived from what is registered when it starts.
+Rule 4: a fleet's workers share notifications through the server's broker (`broker`):
+        `resource_updated` and `announce_list_changed` tell this worker's clients at once and
+        publish to the others, and `relay` delivers what the others publish here. It is started
+        by whatever serves the server (`serve_http`, `serve_stdio`), once however many of them
+        run; a registry change stays on its worker (broker Rule 1).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -42,6 +48,7 @@ from .._features.resources import (
     discover_resources,
     make_resource,
 )
+from .._features.tasks import TASKS_EXTENSION, TaskStore, TaskSupport
 from .._features.tools import (
     RawHandler,
     Tool,
@@ -52,11 +59,15 @@ from .._features.tools import (
     make_tool,
 )
 from .._version import __version__
+from .broker import LIST_CHANGED, RESOURCE_UPDATED, Broker, InProcessBroker
 from .connection import Frames, serve_frames
 from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 from .listening import Listening
+from .tasks import TaskRuntime
+
+logger = logging.getLogger("trio_mcp")
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
 
@@ -104,6 +115,10 @@ class Server:
             began; default: a random key of this process.
         request_state_ttl: Seconds a `requestState` stays valid.
         request_state_max_bytes: The longest `requestState` made or accepted.
+        task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded).
+        broker: Carries resource updates and announced list changes to the other workers of
+            a fleet (`RedisBroker`); one broker object per server. Default: an
+            `InProcessBroker` of its own, which reaches nothing beyond this server.
     """
 
     def __init__(
@@ -123,6 +138,8 @@ class Server:
         request_state_key: bytes | str | None = None,
         request_state_ttl: float = DEFAULT_STATE_TTL,
         request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        task_store: TaskStore | None = None,
+        broker: Broker | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
@@ -168,6 +185,12 @@ class Server:
         #: The `subscriptions/listen` streams open now (not public API).
         self.listening = Listening(self.hub)
         self.dispatcher.listen = self.listening.listen
+        #: Runs the calls that become tasks, and keeps the tasks (not public API).
+        self.task_runtime = TaskRuntime(task_store)
+        self.dispatcher.tasks = self.task_runtime
+        #: Where notifications for the other workers go, and come from (Rule 4).
+        self.broker: Broker = broker if broker is not None else InProcessBroker()
+        self._relaying = False
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -181,8 +204,11 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Tool:
         """Register one function as a tool; arguments override its `@tool` metadata.
+
+        `task` says whether a call may become a task (see `@tool`).
 
         Returns:
             The registered tool.
@@ -190,7 +216,7 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
-        options = ToolOptions(name, description, title, annotations, inline, timeout)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
         new = make_tool(fn, options)
         self.registry.add(new)
         return new
@@ -219,6 +245,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -229,6 +256,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool | None = None,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Any:
         """Decorator registering a function as a tool on this server right away.
 
@@ -244,6 +272,7 @@ class Server:
             annotations: Behaviour hints (read-only, destructive, ...).
             inline: Run a sync function on the event loop instead of in a worker thread.
             timeout: Seconds after which a call is cancelled and reported as an error.
+            task: Whether a call may become a task (see `@tool`).
 
         Returns:
             The function (bare use), or a decorator that registers one and returns it.
@@ -255,7 +284,7 @@ class Server:
             # Bare `@server.tool`: the function came in the name's place. Without this it was
             # taken for a name, and the decorator returned in place of the function.
             return self.tool()(name)
-        options = ToolOptions(name, description, title, annotations, inline, timeout)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
 
         def register(fn: F) -> F:
             self.registry.add(make_tool(fn, options))
@@ -296,6 +325,7 @@ class Server:
         annotations: ToolAnnotations | None = None,
         inline: bool = False,
         timeout: float | None = None,
+        task: bool | float | TaskSupport | None = None,
     ) -> Tool:
         """Register a tool from a hand-written JSON Schema and a handler `(arguments) -> result`.
 
@@ -305,7 +335,7 @@ class Server:
         Raises:
             ToolDefinitionError: for a bad name, a non-object schema or a taken name.
         """
-        options = ToolOptions(None, description, title, annotations, inline, timeout)
+        options = ToolOptions(None, description, title, annotations, inline, timeout, task)
         new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
         self.registry.add(new)
         return new
@@ -439,11 +469,18 @@ class Server:
         Call it from a tool, a background task or wherever the change is made; clients that
         did not subscribe to `uri` hear nothing. A handshake-era client subscribes with
         `resources/subscribe`, a 2026-07-28 one with the `resourceSubscriptions` of a
-        `subscriptions/listen` stream.
+        `subscriptions/listen` stream. The broker carries it to the clients of the fleet's
+        other workers (Rule 4); a broker that cannot be reached logs a warning and fails
+        nothing.
 
         Returns:
-            How many sessions and listen streams were told.
+            How many sessions and listen streams of this worker were told.
         """
+        told = await self._resource_updated_here(uri)
+        await self.broker.publish(RESOURCE_UPDATED, {"uri": uri})
+        return told
+
+    async def _resource_updated_here(self, uri: str) -> int:
         return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
     # -- prompts ----------------------------------------------------------------------------------
@@ -595,6 +632,60 @@ class Server:
             return self.prompt_registry.set_enabled(key, enabled)
         return self.resource_registry.registry_of(key).set_enabled(key, enabled)
 
+    async def announce_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
+        """Tell every client of every worker that the list `kind` changed (`list_changed`).
+
+        A registry change (add, remove, enable, disable) is announced without this, to the
+        clients of the worker where it was made: the other workers' registries did not change.
+        Call this where the list changed on every worker (each applied the same change, or
+        what it lists depends on state they share): the sessions and listen streams of this
+        worker are told at once, the others' through the broker (Rule 4).
+
+        Args:
+            kind: "tools", "resources" (the resources and templates) or "prompts".
+
+        Raises:
+            ValueError: for another kind.
+        """
+        if kind not in self.hub.kinds:
+            raise ValueError(f"kind must be one of {list(self.hub.kinds)}, not {kind!r}")
+        self.hub.announce(kind)
+        await self.broker.publish(LIST_CHANGED, {"kind": kind})
+
+    async def relay(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Deliver what the fleet's other workers publish to this server's clients, until cancelled.
+
+        `serve_http` and `serve_stdio` run it; run it beside `serve_connection` or `http_app`
+        when serving them yourself. While one runs, another only waits: a message is
+        delivered once however many run (Rule 4).
+
+        Args:
+            task_status: Reports when the broker takes messages.
+        """
+        if self._relaying:
+            task_status.started()
+            await trio.sleep_forever()
+        self._relaying = True
+        try:
+            await self.broker.serve(self._delivered, task_status=task_status)
+        finally:
+            self._relaying = False
+
+    async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
+        # What another worker published (broker Rule 4): told here, never published again.
+        if topic == RESOURCE_UPDATED:
+            uri = payload.get("uri")
+            if isinstance(uri, str):
+                await self._resource_updated_here(uri)
+                return
+        elif topic == LIST_CHANGED:
+            kind = payload.get("kind")
+            if kind in self.hub.kinds:
+                self.hub.announce(kind)
+                return
+        # A newer worker's message, in a rolling upgrade: nothing this one can act on.
+        logger.debug("broker: ignoring %r %r from another worker", topic, payload)
+
     def capabilities(self, *, notifications: bool = True) -> dict[str, Any]:
         """The capabilities a new session announces: what is registered now (Rule 3).
 
@@ -615,6 +706,8 @@ class Server:
         if len(self.prompt_registry) or len(self.resource_registry.templates):
             capabilities["completions"] = {}
         capabilities["logging"] = {}
+        if any(tool.task is not None for tool in self.registry):
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
     def new_session(self) -> ServerSession:
@@ -650,4 +743,8 @@ class Server:
             TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
         """
         require_trio("Server.serve_connection")
-        await serve_frames(self, receive, send, task_status=task_status)
+        # The connection's calls that become tasks run here, and end with the connection.
+        async with trio.open_nursery() as tasks:
+            with self.task_runtime.lend(tasks):
+                await serve_frames(self, receive, send, task_status=task_status)
+            tasks.cancel_scope.cancel()

@@ -11,9 +11,12 @@ Rule 1: Streamable HTTP is per request: `send` POSTs one message and, for a requ
         `mirror_params`) into Mcp-Param-* headers.
 Rule 2: a message is sent again only when it cannot have run: the connection was never made
         (refused, connect timeout), or the server refused it before reading it (429, 503), or
-        the caller said it is safe (`retry_safe`). Waits between attempts grow exponentially
-        with full jitter and the attempts are bounded (`RetryPolicy`). A 404 naming our session
-        raises `SessionExpiredError`: the client decides to start a new session.
+        the caller said it is safe (`retry_safe`). A 502 or 504 (a proxy or load balancer
+        lost its server, or waited too long for it) may come after the server ran the message:
+        it is sent again only when the caller said it is safe, like a connection that broke.
+        Waits between attempts grow exponentially with full jitter and the attempts are
+        bounded (`RetryPolicy`). A 404 naming our session raises `SessionExpiredError`: the
+        client decides to start a new session.
 Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `endpoint` event,
         then every message from the server; each message to the server is POSTed to the
         endpoint. When the stream ends, `incoming` ends and waiting calls fail.
@@ -278,6 +281,12 @@ class _Busy(Exception):  # noqa: N818 - control flow: the server asked us to com
         self.status = status
 
 
+class _Gateway(Exception):  # noqa: N818 - control flow: a proxy in between lost the server
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
 class StreamableHttpLink:
     """A link to a Streamable HTTP endpoint; create it with `open_streamable_http_link`."""
 
@@ -363,6 +372,23 @@ class StreamableHttpLink:
                         f"{retry + 1} time(s)"
                     ) from None
                 wait = max(busy.seconds, self.retry.delay(retry + 1))
+            except _Gateway as gateway:
+                if not retry_safe or retry + 1 >= self.retry.attempts:
+                    raise ConnectionClosed(
+                        f"{self.url} answered HTTP {gateway.status} (a proxy lost its server) "
+                        f"to a {what}"
+                        + ("" if retry_safe else "; not sent again, as it may have run")
+                    ) from None
+                wait = self.retry.delay(retry + 1)
+                logger.warning(
+                    "%s to %s got HTTP %d; attempt %d of %d in %.2f s",
+                    what,
+                    self.url,
+                    gateway.status,
+                    retry + 2,
+                    self.retry.attempts,
+                    wait,
+                )
             except Exception as exc:
                 if not _is_network_error(exc):
                     raise
@@ -411,6 +437,9 @@ class StreamableHttpLink:
             if status in (429, 503):
                 await response.aclose()
                 raise _Busy(_retry_after(response, 0.0), status)
+            if status in (502, 504):
+                await response.aclose()
+                raise _Gateway(status)
             if status == 404 and session_id is not None:
                 await response.aclose()
                 raise SessionExpiredError(

@@ -63,6 +63,10 @@ NAME_PARAMS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "resources/read": "uri",
     "prompts/get": "name",
+    # The tasks extension (SEP-2663, Streamable HTTP: Routing Headers).
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 
 #: The standard request headers, lower-case (header names are case-insensitive).

@@ -10,8 +10,10 @@ Nothing here performs I/O; `app` re-exports both names, where the facade and the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
+
+from .replay import EventStore, MemoryEventStore
 
 __all__ = ["DEFAULT_ALLOWED_ORIGINS", "HttpOptions"]
 
@@ -76,6 +78,11 @@ class HttpOptions:
         keep_alive_interval: Seconds an open Streamable HTTP SSE stream (GET or a POST's)
             may stay quiet before it carries an SSE comment, so that proxies and clients do
             not take a quiet stream for a dead one.
+        event_store: Where the events of sessions' SSE streams (under 2025-11-25 or later)
+            are kept, so that a client whose stream broke gets what it missed, a call's result
+            included, by reconnecting with `Last-Event-ID`; a call whose stream broke then
+            runs on. None keeps nothing: a broken call stream cancels its call. Default: a
+            `MemoryEventStore` of this process (16 MiB, 5 minutes).
     """
 
     path: str = "/mcp"
@@ -131,3 +138,6 @@ class HttpOptions:
     # 1 s: the initial reconnection delay of the official TypeScript client, which it uses
     # when the server names none.
     retry_interval: float = 1.0
+    # In memory, bounded (transports/http/replay.py, Rule 2): resuming must work out of the
+    # box (SEP-1699 polling), and a fleet can hand in a shared store instead.
+    event_store: EventStore | None = field(default_factory=MemoryEventStore)

@@ -29,31 +29,12 @@ import trio
 from ..._exceptions import ConnectionClosed
 from .asgi import encode
 
-__all__ = ["EventIds", "Outbox", "Spawn"]
+__all__ = ["Outbox", "Spawn"]
 
 logger = logging.getLogger("trio_mcp.http")
 
 #: Starts a task that lives as long as the session (or until the application stops).
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
-
-
-class EventIds:
-    """The ids of one SSE stream's events: `<stream>-<n>`, unique within the session.
-
-    Args:
-        stream: The stream's id within the session ("0" is the GET stream's).
-    """
-
-    __slots__ = ("_count", "stream")
-
-    def __init__(self, stream: str) -> None:
-        self.stream = stream
-        self._count = 0
-
-    def next(self) -> bytes:
-        """The id of the stream's next event."""
-        self._count += 1
-        return f"{self.stream}-{self._count}".encode()
 
 
 class Outbox:
@@ -78,8 +59,6 @@ class Outbox:
         self._hung_up = False
         self._wake = trio.Event()
         self._tasks: set[trio.CancelScope] = set()
-        #: The ids of the GET stream's events: one stream however often the client reconnects.
-        self.listen_ids = EventIds("0")
 
     @property
     def listening(self) -> bool:

@@ -21,6 +21,10 @@ Rule 6: one write to a client may wait `send_timeout` seconds for it to read; pa
         connection is closed (its call is cancelled as by a disconnect).
 Rule 4: one connection's failure never ends the server: it is logged and the connection closed.
 Rule 5: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts` (`guard`, Rule 1).
+Rule 7: a process may serve a listening socket it inherited (`listen_fd`) instead of binding
+        one: several worker processes then accept from one socket, and the kernel gives each
+        new connection to one of them (`trio-mcp run --workers`). Each serves its own
+        connections to the end as above; nothing is shared between them but the socket.
 
 Why an accept loop of our own: Hypercorn's trio worker accepts with `trio.serve_listeners`,
 which bounds nothing, cannot answer an overload, and logs a full traceback every 0.1 s for as
@@ -51,7 +55,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
 from .options import HttpOptions
 
-__all__ = ["check_bind", "connection_limit", "serve_app"]
+__all__ = ["bind_listener", "check_bind", "connection_limit", "listener_url", "serve_app"]
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -123,6 +127,7 @@ async def serve_app(
     port: int,
     graceful_timeout: float,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    listen_fd: int | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve an ASGI application on `host`:`port` until `shutdown_trigger` returns.
@@ -132,6 +137,8 @@ async def serve_app(
         options: `max_connections` and `keep_alive_timeout` are read from it.
         host: Address to bind.
         port: Port to bind; 0 picks a free one.
+        listen_fd: A listening TCP socket this process inherited (Rule 7): served in place of
+            binding `host`:`port`, which are then only checked.
         graceful_timeout: Seconds open connections get to finish once shutting down.
         shutdown_trigger: Awaited; when it returns, the server shuts down (Rule 3).
         task_status: Reports the bound URLs (e.g. ["http://127.0.0.1:8000"]).
@@ -141,7 +148,10 @@ async def serve_app(
     """
     check_bind(host, options)
     config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    if listen_fd is not None:
+        config.bind = [f"fd://{listen_fd}"]  # Hypercorn adopts the socket as it is
+    else:
+        config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = graceful_timeout
     config.keep_alive_timeout = options.keep_alive_timeout
     config.accesslog = None
@@ -170,6 +180,31 @@ async def serve_app(
         deadline = trio.current_time() + graceful_timeout
         connections.cancel_scope.deadline = deadline
         connections.start_soon(acceptor.close_all_at, deadline)
+
+
+def bind_listener(host: str, port: int, options: HttpOptions) -> socket.socket:
+    """Bind and listen on `host`:`port` as `serve_app` does, for processes to inherit (Rule 7).
+
+    Returns:
+        The listening socket, inheritable, with Hypercorn's options (SO_REUSEADDR,
+        TCP_NODELAY) and backlog.
+
+    Raises:
+        ValueError: for a wildcard `host` (0.0.0.0, ::) without `options.allowed_hosts`.
+        OSError: when the address cannot be bound.
+    """
+    check_bind(host, options)
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    (sock,) = config.create_sockets().insecure_sockets
+    sock.listen(config.backlog)
+    sock.set_inheritable(True)
+    return sock
+
+
+def listener_url(sock: socket.socket) -> str:
+    """The http:// URL of a listening socket's address."""
+    return _url(sock.getsockname())
 
 
 def check_bind(host: str, options: HttpOptions) -> None:

@@ -37,6 +37,7 @@ from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
 from .outbox import Outbox, Spawn
+from .replay import SessionStreams
 
 __all__ = ["Carry", "Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
 
@@ -140,6 +141,9 @@ class Entry:
     used: bool = False
     # Streamable HTTP: the session's server-to-client stream (Rule 4), set by `add`.
     outbox: Outbox | None = None
+    # Streamable HTTP: the numbered SSE streams of the session and their event ids, set by
+    # `add` (transports/http/replay.py).
+    streams: SessionStreams | None = None
 
     @property
     def listening(self) -> bool:
@@ -188,6 +192,7 @@ class SessionTable:
         if entry.session is not None:
             entry.session.open()
             entry.outbox = Outbox(self._options.max_unsent_bytes)
+            entry.streams = SessionStreams(self._options.event_store, sid)
             spawn = entry.outbox.spawner(self._nursery) if self._nursery is not None else None
             entry.session.attach_stream(entry.outbox.put, spawn)
 

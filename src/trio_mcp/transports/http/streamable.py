@@ -13,12 +13,13 @@ Rule 2: a request's answer is `application/json` when the response is the first 
         stream of the request it serves (its session decides whether it may be sent at all:
         not in stateless mode, not under 2026-07-28); the client's answer comes as a POST of
         its own, answered 202 once the session has routed it to the waiting task.
-Rule 3: a client that disconnects while its request runs cancels that request, and with it any
-        request of the server's it waits on (whose `notifications/cancelled` then has no stream
-        to go on and is dropped). (The spec says a disconnection SHOULD NOT be read as
-        cancellation, for servers that can redeliver; this one keeps no event log to resume
-        from, so the result could never be delivered. Under 2026-07-28 closing the stream MUST
-        be taken as the cancellation.)
+Rule 3: a client that disconnects while its request runs, before its stream could be resumed
+        (Rule 8), cancels that request, and with it any request of the server's it waits on
+        (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
+        so for JSON answers not yet sent, in stateless mode, in sessions of revisions before
+        2025-11-25 and on servers without an event store (`HttpOptions(event_store=None)`):
+        the answer could never be delivered. Under 2026-07-28 closing the stream MUST be taken
+        as the cancellation, and is.
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
 Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
@@ -35,25 +36,36 @@ Rule 6: a GET naming a session opens that session's server-to-client stream: the
         time: a new GET takes the place of the stream open before it, which ends (a client
         that reconnects is often heard before the server has noticed its old connection is
         gone; refusing it with 409, as the spec allows, would lock it out until then). It is
-        refused after Accept (406), the protocol version (400) and the session (400 missing /
-        404 unknown); in stateless mode GET is 405 (`app`).
+        refused after Accept (406), the protocol version (400), the session (400 missing /
+        404 unknown) and a Last-Event-ID it cannot resume (Rule 8); in stateless mode GET is
+        405 (`app`). A GET whose Last-Event-ID names a POST's stream resumes that stream
+        instead (Rule 8), beside the GET stream.
         The stream lasts until the client goes, the session ends (DELETE, expiry) or the
         server shuts down. Every open SSE stream (GET or a POST's) carries an SSE comment
         after `HttpOptions.keep_alive_interval` seconds with nothing else to send.
-Rule 7: in a session under 2025-11-25 or later (SEP-1699), the GET stream starts with a
-        priming event (an id, `retry:` from `HttpOptions.retry_interval`, empty data) and each
-        of its events carries an id, `0-<n>`, counted on however often the stream is reopened;
-        a GET whose `Last-Event-ID` names one of them opens the stream again (nothing is kept
-        to replay: what was lost with the old connection stays lost). Any other Last-Event-ID
-        is refused with 400. A POST's stream carries no ids and no priming event: no call's
-        events are kept, and a call whose stream broke is cancelled (Rule 3), so a client
-        primed to resume it would only wait in vain (the official SDKs' clients resume every
-        primed stream that ends without its answer, a cancelled call's too). Older revisions'
-        streams carry no ids (their clients may not expect empty events).
+Rule 7: in a session under 2025-11-25 or later (SEP-1699), every SSE stream (GET or a POST's)
+        starts with a priming event (an id, `retry:` from `HttpOptions.retry_interval`, empty
+        data) and each of its events carries an id, `<stream>-<n>` (`replay`, Rule 3): the GET
+        stream is stream 0 however often it is reopened, a POST's stream gets the next number
+        when it starts. Older revisions' streams carry no ids (their clients may not expect
+        empty events), and without an event store neither do POST streams.
+Rule 8: with an event store (`HttpOptions.event_store`, in memory by default) every event of a
+        session's streams is kept before it is sent, and a POST stream that breaks (the client
+        vanished) or is closed by its tool (`ctx.close_sse_stream()`, SEP-1699 polling) leaves
+        its call running: what the call sends afterwards, its answer included, goes only to the
+        store. A GET whose `Last-Event-ID` names an event of the session replays, in order and
+        with their ids, the events of that stream that followed it (after a `retry:` field),
+        then, for a POST's stream, follows the call until its answer and ends; for the GET
+        stream, goes on as a fresh GET stream would. Refused: an id no stream of this session
+        gave out (400), events the store no longer has (410), and a finished stream with
+        nothing left to send (410: a client that resumes every stream ending without its
+        answer, a cancelled call's for one, would otherwise come back for ever). Readers that
+        resume must reach the process that runs the call (its session is there anyway).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Sequence
@@ -63,6 +75,7 @@ import trio
 
 from ..._core.jsonrpc import InvalidMessage, Request, parse
 from ..._core.server_session import requested_version
+from ..._core.stream_control import current_stream
 from ..._core.versions import HTTP_DEFAULT_VERSION
 from ..._exceptions import ConnectionClosed, RemoteProtocolError
 from .asgi import (
@@ -76,7 +89,6 @@ from .asgi import (
     check_content_type,
     content_length,
     encode,
-    event,
     event_of,
     priming,
     read_body,
@@ -85,6 +97,7 @@ from .asgi import (
 from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox
+from .replay import SessionStreams, StreamLog, parse_event_id
 from .sessions import Entry, HttpBackend, HttpSession, SessionTable
 
 __all__ = ["StreamableHttp"]
@@ -153,7 +166,7 @@ class StreamableHttp:
             sid, session = None, self._modern_session(scope, headers, message)
         else:
             is_init = isinstance(message, Request) and message.method == "initialize"
-            sid, session = self._session_for(headers, is_init, version, has_request)
+            sid, session, entry = self._session_for(headers, is_init, version, has_request)
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
@@ -161,10 +174,10 @@ class StreamableHttp:
                 return
             await send_json(send, 202, b"", _sid(sid))
             return
-        if modern or self.options.stateless:
+        if modern or self.options.stateless or entry is None:
             await self._answer_sessionless(session, message, receive, send, modern=modern)
         else:
-            await self._answer_in_session(session, message, sid, receive, send)
+            await self._answer_in_session(session, message, sid, receive, send, entry=entry)
 
     async def get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
         """Open the server-to-client stream of the session a GET names (Rule 6)."""
@@ -186,29 +199,50 @@ class StreamableHttp:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         if self._hung_up:
             raise Refused(503, "Server shutting down", [(b"retry-after", b"5")])
+        streams = entry.streams
+        primed = streams is not None and _primes(entry.session)
         last = headers.get(b"last-event-id")
-        if last is not None and not last.startswith(b"0-"):
-            raise Refused(
-                400,
-                "Cannot resume that stream: this server keeps no events to replay, and a call "
-                "whose stream broke was cancelled with it",
-            )
+        replayed: list[tuple[int, bytes]] = []
+        if last is not None:
+            where = parse_event_id(last) if primed else None
+            if where is None:
+                raise Refused(400, "Unknown Last-Event-ID: no stream of this session has it")
+            number, after = where
+            assert streams is not None
+            if number:  # a POST's stream (Rule 8)
+                await self._resume(streams, number, after, receive, send)
+                return
+            if streams.store is not None:
+                replayed = await streams.store.replay(streams.listen.key, after) or []
         outbox = entry.outbox
         stream = outbox.listen()
         try:
-            await self._listen(outbox, stream, receive, send, primed=_primes(entry.session))
+            log = streams.listen if primed and streams is not None else None
+            await self._listen(
+                outbox, stream, receive, send, log=log, replayed=replayed, resumed=bool(last)
+            )
         finally:
             outbox.unlisten()
             entry.last_seen = trio.current_time()
 
     async def _listen(
-        self, outbox: Outbox, number: int, receive: Receive, send: Send, *, primed: bool
+        self,
+        outbox: Outbox,
+        number: int,
+        receive: Receive,
+        send: Send,
+        *,
+        log: StreamLog | None,
+        replayed: list[tuple[int, bytes]],
+        resumed: bool,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-        ids = outbox.listen_ids if primed else None
-        if ids is not None:  # Rule 7
-            primer = priming(ids.next(), self.options.retry_interval)
-            await send({"type": "http.response.body", "body": primer, "more_body": True})
+        if log is not None:  # Rule 7
+            if resumed:
+                first = self._retry_field() + _replay_events(0, replayed)
+            else:
+                first = priming(await log.append(b""), self.options.retry_interval)
+            await send({"type": "http.response.body", "body": first, "more_body": True})
         stream = trio.CancelScope()  # cancelled when the client goes
         watch = trio.CancelScope()  # ends the disconnect watch before the last body (`_answer`)
         interval = self.options.keep_alive_interval
@@ -217,13 +251,10 @@ class StreamableHttp:
                 nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
                 while True:
                     if outbox.dropped:
-                        notice = event_of(
-                            encode(_dropped_notice(outbox)), None if ids is None else ids.next()
-                        )
+                        notice = encode(_dropped_notice(outbox))
                         outbox.dropped = 0
-                        await send(
-                            {"type": "http.response.body", "body": notice, "more_body": True}
-                        )
+                        body = event_of(notice, None if log is None else await log.append(notice))
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
                     with trio.move_on_after(interval) as quiet:
                         frame = await outbox.next(number)
                     if quiet.cancelled_caught:
@@ -233,11 +264,67 @@ class StreamableHttp:
                         continue
                     if frame is None:
                         break
-                    body = event_of(frame, None if ids is None else ids.next())
+                    body = event_of(frame, None if log is None else await log.append(frame))
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                 watch.cancel()
                 await send({"type": "http.response.body", "body": b""})
                 stream.cancel()
+
+    async def _resume(
+        self, streams: SessionStreams, number: int, after: int, receive: Receive, send: Send
+    ) -> None:
+        """Replay a POST's stream after event `after`, and follow it while it runs (Rule 8)."""
+        found = streams.find(number)
+        store = streams.store
+        if found is None or store is None:
+            raise Refused(400, "Unknown Last-Event-ID: no stream of this session has it")
+        key, log = found
+        finished = log is None or log.done
+        version = 0 if log is None else log.version
+        events = await store.replay(key, after)
+        if events is None:
+            raise Refused(
+                410, "Cannot resume that stream: the events after that id are no longer kept"
+            )
+        if finished and not any(frame for _, frame in events):
+            # 410, not an empty stream: a client that resumes every stream ending without its
+            # answer (a cancelled call's) would come back for ever; an error status ends that.
+            raise Refused(410, "That stream has ended: nothing follows that event")
+        await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+        body = self._retry_field()
+        stream = trio.CancelScope()  # cancelled when the client goes
+        watch = trio.CancelScope()
+        with stream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
+                while True:
+                    body += _replay_events(number, events)
+                    after = events[-1][0] if events else after
+                    if body:
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                        body = b""
+                    if finished or log is None:
+                        break
+                    with trio.move_on_after(self.options.keep_alive_interval):
+                        await log.wait_past(version)
+                    if log.version == version:
+                        body = KEEP_ALIVE
+                        events = []
+                        continue
+                    finished = log.done
+                    version = log.version
+                    replay = await store.replay(key, after)
+                    if replay is None:  # dropped meanwhile: the client asks again, and is told
+                        break
+                    events = replay
+                watch.cancel()
+                await send({"type": "http.response.body", "body": b""})
+                stream.cancel()
+
+    def _retry_field(self) -> bytes:
+        # An SSE block with only `retry:`: it sets the client's reconnection delay, and
+        # dispatches no event.
+        return b"retry: %d\n\n" % round(self.options.retry_interval * 1000)
 
     async def delete(self, headers: dict[bytes, bytes], send: Send) -> None:
         """End the session a DELETE names: 204, or 400 / 404 when it names none open."""
@@ -253,7 +340,14 @@ class StreamableHttp:
         await send({"type": "http.response.body", "body": b""})
 
     async def _answer_in_session(
-        self, session: HttpSession, message: Any, sid: str | None, receive: Receive, send: Send
+        self,
+        session: HttpSession,
+        message: Any,
+        sid: str | None,
+        receive: Receive,
+        send: Send,
+        *,
+        entry: Entry,
     ) -> None:
         key = id(session)  # the session outlives its key: removed when the count drops to 0
         handed = self._handed.get(key, 0)
@@ -269,8 +363,10 @@ class StreamableHttp:
                 await send_json(send, 200, encode(answer), _sid(sid))
                 return
         self._handed[key] = handed + 1
+        # Resumable (Rule 8) once the session speaks a revision with priming events.
+        streams = entry.streams if _primes(session) else None
         try:
-            await self._answer(session, message, sid, receive, send)
+            await self._answer(session, message, sid, receive, send, streams=streams)
         finally:
             if self._handed[key] == 1:
                 del self._handed[key]
@@ -335,7 +431,8 @@ class StreamableHttp:
 
     def _session_for(
         self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None, request: bool
-    ) -> tuple[str | None, HttpSession]:
+    ) -> tuple[str | None, HttpSession, Entry | None]:
+        """The session a handshake-era POST belongs to: (its id if new, it, its table entry)."""
         if version is not None and version.decode("latin-1") not in self.backend.versions:
             raise Refused(
                 400,
@@ -356,13 +453,14 @@ class StreamableHttp:
                     f"Protocol version {assumed} is not served here; send MCP-Protocol-Version "
                     f"with one of: {', '.join(self.backend.versions)}",
                 )
-            return None, self.backend.new_session(assumed)
+            return None, self.backend.new_session(assumed), None
         if is_init:
             self._sessions.check_room()
             sid = secrets.token_urlsafe(32)  # 256 bits; URL-safe base64 is visible ASCII
             session = self.backend.new_session()
-            self._sessions.add(sid, Entry(session, trio.current_time()))
-            return sid, session
+            new = Entry(session, trio.current_time())
+            self._sessions.add(sid, new)
+            return sid, session, new
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
@@ -371,7 +469,7 @@ class StreamableHttp:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         entry.last_seen = trio.current_time()
         entry.used = entry.used or request
-        return None, entry.session
+        return None, entry.session, entry
 
     async def _answer(
         self,
@@ -382,12 +480,15 @@ class StreamableHttp:
         send: Send,
         *,
         modern: bool = False,
+        streams: SessionStreams | None = None,
     ) -> None:
         key = id(session)
         count = self._answering.get(key, (session, 0))[1]
         self._answering[key] = (session, count + 1)
         try:
-            await self._stream_answer(session, message, new_sid, receive, send, modern=modern)
+            await self._stream_answer(
+                session, message, new_sid, receive, send, modern=modern, streams=streams
+            )
         finally:
             count = self._answering[key][1] - 1
             if count:
@@ -404,20 +505,23 @@ class StreamableHttp:
         send: Send,
         *,
         modern: bool,
+        streams: SessionStreams | None,
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
-        # The stream's scope: cancelled when the client disconnects (Rule 3), or once the answer
-        # has gone out.
+        # The response's scope: cancelled when the client disconnects (Rules 3, 8).
         stream = trio.CancelScope()
+        writer = _CallStream(send, self.options, streams, _sid(new_sid), modern=modern)
+        resumable = streams is not None and streams.resumable
 
         async def notify(method: str, params: dict[str, Any]) -> None:
             await out_send.send({"jsonrpc": "2.0", "method": method, "params": params})
 
         async def carry(outgoing: dict[str, Any]) -> None:
             # A request of the server's (or its cancellation) goes on this stream while it
-            # lasts; afterwards nothing can carry it to the client (Rules 2, 3).
-            if stream.cancel_called:
+            # lasts, or into its log once the stream is resumable (Rule 8); otherwise nothing
+            # can carry it to the client (Rules 2, 3).
+            if stream.cancel_called and writer.log is None:
                 raise ConnectionClosed("the stream of the request being answered has ended")
             try:
                 await out_send.send(outgoing)
@@ -427,6 +531,8 @@ class StreamableHttp:
                 ) from None
 
         async def run() -> None:
+            if resumable:
+                current_stream.set(_Closer(out_send))
             async with out_send:
                 answer = await session.handle(message, notify, carry)
                 await out_send.send(answer if answer is not None else done)
@@ -437,59 +543,138 @@ class StreamableHttp:
         # a cancellation would kill; an idle connection then never closed and held a graceful
         # shutdown for its whole deadline.
         watch = trio.CancelScope()
-
-        async def finish(body: bytes) -> None:
-            watch.cancel()
-            await send({"type": "http.response.body", "body": body})
-
-        with stream:
+        writer.watch = watch
+        try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
                 nursery.start_soon(run)
-                headers = _sid(new_sid)
-                first = await _next(out_receive)
-                if first is None or first is done:
-                    # Cancelled (notifications/cancelled from another POST): nothing to answer,
-                    # but a POST that carried a request must get JSON or a stream (spec
-                    # 2025-11-25, transports), so it gets an SSE stream that ends without an
-                    # event: only an SSE comment saying why.
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": 200,
-                            "headers": [*SSE_HEADERS, *headers],
-                        }
-                    )
-                    await finish(b": request cancelled; no response follows\n\n")
-                elif not _opens_stream(first):
-                    body = encode(first)
-                    status = modern_status(first) if modern else 200
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": status,
-                            "headers": [JSON_HEADER, content_length(body), *headers],
-                        }
-                    )
-                    await finish(body)
-                else:
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": 200,
-                            "headers": [*SSE_HEADERS, *headers],
-                        }
-                    )
-                    item = first
-                    while item is not None and item is not done:
-                        await send(
-                            {"type": "http.response.body", "body": event(item), "more_body": True}
-                        )
-                        item = await _next_kept_alive(
-                            out_receive, send, self.options.keep_alive_interval
-                        )
-                    await finish(b"")
-                stream.cancel()
+                nursery.start_soon(cancel_on_disconnect, receive, stream, watch)
+                with stream:
+                    await writer.write(out_receive, done)
+                watch.cancel()
+                if writer.answered:
+                    return
+                if writer.log is None:  # nothing can carry the answer any more (Rule 3)
+                    nursery.cancel_scope.cancel()
+                    return
+                # The stream broke or was closed, and can be resumed: the call runs on, what
+                # it sends is kept for the client to fetch (Rule 8).
+                while (item := await _next(out_receive)) is not None and item is not done:
+                    if item is not _CLOSE:
+                        await writer.log.append(encode(item))
+                        if not _opens_stream(item):
+                            break  # the answer
+        finally:
+            writer.end()
+
+
+class _Closer:
+    """`ctx.close_sse_stream()` for a call on a resumable stream: a mark in its channel."""
+
+    __slots__ = ("_channel",)
+
+    def __init__(self, channel: trio.MemorySendChannel[Any]) -> None:
+        self._channel = channel
+
+    async def close(self) -> bool:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._channel.send(_CLOSE)  # unless the stream has gone already
+        return True
+
+
+#: The mark `_Closer` puts in a call's channel: end its stream here.
+_CLOSE = object()
+
+
+class _CallStream:
+    """Writes one POST's answer: JSON, or an SSE stream, resumable or not (Rules 2, 7, 8)."""
+
+    def __init__(
+        self,
+        send: Send,
+        options: HttpOptions,
+        streams: SessionStreams | None,
+        headers: list[tuple[bytes, bytes]],
+        *,
+        modern: bool,
+    ) -> None:
+        self._send = send
+        self._modern = modern
+        self._options = options
+        self._streams = streams if streams is not None and streams.resumable else None
+        self._headers = headers
+        self.watch: trio.CancelScope | None = None
+        #: The stream's log, once it has started as a resumable SSE stream.
+        self.log: StreamLog | None = None
+        #: Whether the answer (or the comment that stands for a cancelled one) has gone out.
+        self.answered = False
+
+    async def write(self, channel: trio.MemoryReceiveChannel[Any], done: object) -> None:
+        """Send what the call produces until its answer, or until the stream is closed."""
+        first = await _next(channel)
+        if first is None or first is done:
+            # Cancelled (notifications/cancelled from another POST): nothing to answer, but a
+            # POST that carried a request must get JSON or a stream (spec 2025-11-25,
+            # transports), so it gets an SSE stream that ends without an event: only an SSE
+            # comment saying why.
+            await self._start_sse(primed=False)
+            await self._finish(b": request cancelled; no response follows\n\n")
+            self.answered = True
+            return
+        if first is not _CLOSE and not _opens_stream(first):
+            body = encode(first)
+            await self._send(
+                {
+                    "type": "http.response.start",
+                    "status": modern_status(first) if self._modern else 200,
+                    "headers": [JSON_HEADER, content_length(body), *self._headers],
+                }
+            )
+            await self._finish(body)
+            self.answered = True
+            return
+        await self._start_sse(primed=True)
+        item = first
+        interval = self._options.keep_alive_interval
+        while item is not None and item is not done:
+            if item is _CLOSE:
+                if self.log is not None:  # SEP-1699: the client reconnects for the rest
+                    await self._finish(b"")
+                    return
+            else:
+                frame = encode(item)
+                event_id = None if self.log is None else await self.log.append(frame)
+                await self._more(event_of(frame, event_id))
+                if not _opens_stream(item):
+                    break  # the answer
+            item = await _next_kept_alive(channel, self._send, interval)
+        await self._finish(b"")
+        self.answered = True
+
+    async def _start_sse(self, *, primed: bool) -> None:
+        await self._send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [*SSE_HEADERS, *self._headers],
+            }
+        )
+        if primed and self._streams is not None:
+            self.log = self._streams.start()
+            primer = priming(await self.log.append(b""), self._options.retry_interval)
+            await self._more(primer)
+
+    async def _more(self, body: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def _finish(self, body: bytes) -> None:
+        if self.watch is not None:
+            self.watch.cancel()
+        await self._send({"type": "http.response.body", "body": body})
+
+    def end(self) -> None:
+        """The call is over: readers that resumed its stream end once they have it all."""
+        if self.log is not None and self._streams is not None:
+            self._streams.end(self.log)
 
 
 #: The first revision whose GET stream starts with a priming event and carries ids (Rule 7).
@@ -503,6 +688,11 @@ def _primes(session: HttpSession | None) -> bool:
 
 #: The SSE comment an open stream sends when it has said nothing for a while (Rule 6).
 KEEP_ALIVE = b": keep-alive\n\n"
+
+
+def _replay_events(number: int, events: list[tuple[int, bytes]]) -> bytes:
+    # Kept events as SSE, with their ids; the empty ones were priming events.
+    return b"".join(event_of(frame, b"%d-%d" % (number, n)) for n, frame in events if frame)
 
 
 def _dropped_notice(outbox: Outbox) -> dict[str, Any]:

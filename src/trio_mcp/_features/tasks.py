@@ -1,0 +1,305 @@
+"""Tools that may run as tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663), sans-IO.
+
+Rule 1: a tool declares that it *may* become a task (`TaskSupport`); the server alone decides,
+        per call, and only for a client that declared the extension for that request (in the
+        handshake's or the request's `_meta` client capabilities, `declares_tasks`). A tool that
+        declares nothing never becomes a task; a `required` one refuses other clients (-32021).
+Rule 2: a call of a task-capable tool starts like any call (its first questions are asked as
+        usual: input-required rounds under 2026-07-28); it becomes a task when its `after`
+        delay passes, or when the tool says so (`Context.become_task`). From then on the
+        `tools/call` is answered with a `CreateTaskResult` and the work goes on, owned by the
+        server; its questions surface as `input_required` with `inputRequests`.
+Rule 3: a task's record (`TaskRecord`) is what `tasks/get` shows: the states are `working`,
+        `input_required`, `completed` (the tool's result, an error result included),
+        `cancelled` and `failed` (a protocol error, inlined as a JSON-RPC error object); the
+        last three are terminal and never change again. Durations are integer milliseconds on
+        the wire (`ttlMs`, `pollIntervalMs`), times ISO 8601 UTC; no `requestState`, ever.
+Rule 4: a store keeps records by id (`TaskStore`); ids are unguessable (128 random bits). The
+        in-memory store is bounded: a finished task is kept `ttl` seconds after it settled, then
+        dropped, and when the store is full the oldest finished task makes room; if every slot
+        holds live work, no new task is made (the call simply runs to its end). A task whose
+        worker stopped without settling it (the process serving it ended) becomes `failed`.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+
+from .._core.meta import CAPABILITIES as _META_CAPABILITIES
+from .._exceptions import ToolDefinitionError
+
+if TYPE_CHECKING:
+    from .._core.server_session import RequestScope
+    from .context import Context
+
+__all__ = [
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_POLL_INTERVAL",
+    "DEFAULT_TASK_TTL",
+    "TASKS_EXTENSION",
+    "TERMINAL",
+    "MemoryTaskStore",
+    "TaskEngine",
+    "TaskRecord",
+    "TaskStatus",
+    "TaskStore",
+    "TaskSupport",
+    "declares_tasks",
+    "new_task_id",
+    "task_support",
+]
+
+#: The extension's identifier, under `capabilities.extensions`.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+#: Seconds a finished task stays readable: an hour, as long as a person may take to come back
+#: to a long job's result (the 2025-11-25 tasks had no default; FastMCP keeps results an hour).
+DEFAULT_TASK_TTL: Final = 3600.0
+#: Seconds a client is asked to wait between polls: once a second, like a progress bar.
+DEFAULT_POLL_INTERVAL: Final = 1.0
+#: Tasks one store keeps at once: 10,000 records of a few KB each stay within tens of MB.
+DEFAULT_MAX_TASKS: Final = 10_000
+
+TaskStatus = Literal["working", "input_required", "completed", "cancelled", "failed"]
+TERMINAL: Final = frozenset({"completed", "cancelled", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSupport:
+    """How a tool may run as a task: `@tool(..., task=TaskSupport(...))` (`task=True`: defaults).
+
+    Attributes:
+        after: Seconds the call may run before it becomes a task (0: a task from the start;
+            None: only when the tool calls `Context.become_task`).
+        required: Refuse clients that did not declare the extension (-32021) instead of
+            running the call to its end for them.
+        ttl: Seconds a finished task's result stays readable.
+        poll_interval: Seconds the client is asked to wait between `tasks/get` polls.
+    """
+
+    after: float | None = 0.0
+    required: bool = False
+    ttl: float = DEFAULT_TASK_TTL
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+    def __post_init__(self) -> None:
+        if self.after is not None and not self.after >= 0:  # `not >=` also refuses NaN
+            raise ToolDefinitionError(
+                f"TaskSupport.after must be 0 or more seconds, not {self.after!r}"
+            )
+        for name in ("ttl", "poll_interval"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ToolDefinitionError(
+                    f"TaskSupport.{name} must be positive seconds, not {value!r}"
+                )
+
+
+def task_support(value: bool | float | TaskSupport | None, where: str) -> TaskSupport | None:
+    """What a tool's `task=` option means: None (never a task) or its `TaskSupport`.
+
+    `True` is a task from the start; a number is a task when the call has not finished
+    within that many seconds.
+
+    Raises:
+        ToolDefinitionError: for anything else, naming `where`.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return TaskSupport()
+    if isinstance(value, TaskSupport):
+        return value
+    if isinstance(value, int | float):
+        return TaskSupport(after=float(value))
+    raise ToolDefinitionError(
+        f"task= of {where} must be True, seconds, or a TaskSupport; got {value!r}"
+    )
+
+
+def declares_tasks(scope: RequestScope, params: Mapping[str, Any] | None) -> bool:
+    """Whether the client declared the extension for this request (Rule 1).
+
+    Under 2026-07-28 the scope's capabilities are the request's own; in the handshake era a
+    request may still add the extension for itself in `_meta` (SEP-2575 per-request opt-in).
+    """
+    if _has_tasks(scope.client_capabilities):
+        return True
+    meta = params.get("_meta") if params else None
+    return isinstance(meta, Mapping) and _has_tasks(meta.get(_META_CAPABILITIES))
+
+
+def _has_tasks(capabilities: Any) -> bool:
+    if not isinstance(capabilities, Mapping):
+        return False
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
+def new_task_id() -> str:
+    """An unguessable task id: 128 random bits, URL-safe (Rule 4)."""
+    return secrets.token_urlsafe(16)
+
+
+def _iso(when: float) -> str:
+    return (
+        datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+@dataclass(slots=True, eq=False)
+class TaskRecord:
+    """One task as a store keeps it (Rule 3); times are wall-clock seconds (`time.time()`)."""
+
+    task_id: str
+    created_at: float
+    ttl: float
+    poll_interval: float
+    status: TaskStatus = "working"
+    updated_at: float = 0.0
+    status_message: str | None = None
+    #: The tool's `CallToolResult` (completed).
+    result: dict[str, Any] | None = None
+    #: The JSON-RPC error object (failed).
+    error: dict[str, Any] | None = None
+    #: Questions waiting for the client, by the key `tasks/update` answers them under.
+    input_requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.updated_at:
+            self.updated_at = self.created_at
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has settled for good."""
+        return self.status in TERMINAL
+
+    def expired(self, now: float) -> bool:
+        """Whether a finished task has outlived its ttl (live tasks never expire)."""
+        return self.terminal and now >= self.updated_at + self.ttl
+
+    def task_wire(self) -> dict[str, Any]:
+        """The `Task` fields every task answer carries (a `CreateTaskResult` adds the type)."""
+        wire: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": _iso(self.created_at),
+            "lastUpdatedAt": _iso(self.updated_at),
+            "ttlMs": max(1, round(self.ttl * 1000)),
+            "pollIntervalMs": max(1, round(self.poll_interval * 1000)),
+        }
+        if self.status_message is not None:
+            wire["statusMessage"] = self.status_message
+        return wire
+
+    def created_wire(self) -> dict[str, Any]:
+        """The `CreateTaskResult` answering the `tools/call` that made this task."""
+        return {"resultType": "task", **self.task_wire()}
+
+    def detailed_wire(self) -> dict[str, Any]:
+        """The `DetailedTask` of `tasks/get`: the result, error or questions inlined."""
+        wire = {"resultType": "complete", **self.task_wire()}
+        if self.status == "completed" and self.result is not None:
+            wire["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            wire["error"] = self.error
+        elif self.status == "input_required":
+            wire["inputRequests"] = dict(self.input_requests)
+        return wire
+
+
+class TaskStore(Protocol):
+    """Where task records live: in memory by default; a shared store serves a fleet (Rule 4).
+
+    A store hands out records and takes them back; the worker running a task is the only
+    writer of its record, so a store needs no transactions, only `save` after each change.
+    """
+
+    async def add(self, record: TaskRecord, now: float) -> bool:
+        """Keep a new record; False when the store is full of live tasks."""
+        ...
+
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        """The record, or None for an unknown or expired id."""
+        ...
+
+    async def save(self, record: TaskRecord) -> None:
+        """Write a changed record back."""
+        ...
+
+
+class MemoryTaskStore:
+    """A bounded in-memory `TaskStore` (Rule 4).
+
+    Args:
+        max_tasks: Records kept at once.
+    """
+
+    def __init__(self, max_tasks: int = DEFAULT_MAX_TASKS) -> None:
+        if max_tasks < 1:
+            raise ValueError("max_tasks must be positive")
+        self.max_tasks = max_tasks
+        self._records: dict[str, TaskRecord] = {}  # insertion order: oldest first
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def add(self, record: TaskRecord, now: float) -> bool:
+        """Keep a new record, making room by dropping finished ones; False when full of live."""
+        if len(self._records) >= self.max_tasks:
+            self._drop_expired(now)
+        if len(self._records) >= self.max_tasks:
+            oldest = next((r for r in self._records.values() if r.terminal), None)
+            if oldest is None:
+                return False
+            del self._records[oldest.task_id]
+        self._records[record.task_id] = record
+        return True
+
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        """The record, or None for an unknown id or an expired one (then dropped)."""
+        record = self._records.get(task_id)
+        if record is not None and record.expired(now):
+            del self._records[task_id]
+            return None
+        return record
+
+    async def save(self, record: TaskRecord) -> None:
+        """Nothing to write: the store holds the record object itself (unless it was dropped)."""
+        if record.task_id in self._records:
+            self._records[record.task_id] = record
+
+    def _drop_expired(self, now: float) -> None:
+        for task_id in [k for k, r in self._records.items() if r.expired(now)]:
+            del self._records[task_id]
+
+
+#: The work of one call: its final `CallToolResult` (or an input-required round's result);
+#: raises `RemoteProtocolError` for a protocol error.
+CallBody = Callable[[], Awaitable[dict[str, Any]]]
+
+
+class TaskEngine(Protocol):
+    """What the dispatcher asks of the runtime that runs tasks (Rule 2)."""
+
+    async def run(
+        self, support: TaskSupport, body: CallBody, context: Context | None
+    ) -> dict[str, Any]:
+        """Run a call that may become a task: its own result, or the `CreateTaskResult`."""
+        ...
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The task's record, or None for an unknown id."""
+        ...
+
+    async def update(self, task_id: str, responses: Mapping[str, Any]) -> bool:
+        """Deliver answers to the task's questions (unknown keys are ignored); False: no task."""
+        ...
+
+    async def cancel(self, task_id: str) -> bool:
+        """Cancel the task if it still runs; False: no such task."""
+        ...

@@ -1,0 +1,150 @@
+"""Brokers: how a notification made on one worker reaches the sessions of the others.
+
+A fleet is N processes ("workers") serving the same server module behind one balancer. A
+client's session, or its 2026-07-28 `subscriptions/listen` stream, lives on one worker; the
+change it is to hear of may be made on another. A broker carries such notifications between
+the workers, by topic.
+
+Rule 1: two topics cross workers. `resources/updated` (`Server.resource_updated(uri)`) reaches
+        the subscribed sessions and listen streams of every worker. `list_changed`
+        (`Server.announce_list_changed(kind)`) tells every worker's sessions that a list
+        changed. The registries themselves are not shared: each worker imports the server
+        module anew, so a tool added at run time on one worker exists on that worker alone,
+        and a registry change is announced by its worker's own list watchers to that worker's
+        sessions only (hub Rule 3). Only an explicit `announce_list_changed` crosses workers:
+        the application's word that the list changed everywhere (every worker applied the
+        same change, or what is listed depends on state the workers share).
+Rule 2: each message reaches each worker once. The publishing worker tells its own sessions
+        directly, before and whatever the broker does (a broker that is down costs this
+        worker's clients nothing); the broker carries it to every other worker and never back
+        to its publisher (a message names its publisher, and a subscriber drops its own). A
+        worker that receives a message delivers it and never publishes it again.
+Rule 3: a broker never fails the call that publishes: an unreachable broker logs a warning
+        (once per outage) and the other workers miss that message; notifications are hints
+        after which a client reads again, and the MCP protocol promises no more. Its
+        subscription (`serve`) never raises into the server's nursery for the broker being
+        down: it reconnects with bounded backoff and logs, until cancelled. What reaches a
+        worker is queued (bounded: past the bound a message is dropped with a warning, once
+        per episode) and delivered in order, one at a time.
+Rule 4: the default, `InProcessBroker`, links the servers of one process that share its bus
+        (`peer()`). A server given no broker has one of its own with no peers: publishing is a
+        loop over nothing, so one process pays nothing for the fleet's sake.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol
+
+import trio
+
+__all__ = [
+    "BROKER_QUEUE",
+    "LIST_CHANGED",
+    "RESOURCE_UPDATED",
+    "Broker",
+    "Deliver",
+    "InProcessBroker",
+]
+
+logger = logging.getLogger("trio_mcp")
+
+#: The topics (Rule 1).
+RESOURCE_UPDATED: Final = "resources/updated"
+LIST_CHANGED: Final = "list_changed"
+#: Messages from other workers one worker may have queued and not yet delivered (Rule 3): a
+#: burst of updates far past what clients re-read anyway, a few hundred KiB at most.
+BROKER_QUEUE: Final = 1024
+
+#: What a subscription calls with each message another worker published: `(topic, payload)`.
+Deliver = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class Broker(Protocol):
+    """What a `Server` needs of a broker (Rules 1-3); `InProcessBroker` and `RedisBroker` are two.
+
+    One broker object stands for one worker: give each `Server` its own.
+    """
+
+    async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """Send `payload` (JSON-able) on `topic` to every other worker.
+
+        It never raises for the broker being unreachable (Rule 3).
+        """
+        ...
+
+    async def serve(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Call `deliver` with what other workers publish, in order, until cancelled.
+
+        Reports started once it takes messages (or, for a broker that is down, once it has
+        begun trying to).
+        """
+        ...
+
+
+class InProcessBroker:
+    """The default broker: the servers of one process that share its bus (Rule 4).
+
+    `InProcessBroker()` starts a bus of its own; `peer()` adds another broker to the same bus,
+    for another `Server` of this process (in tests, a worker of a fleet in one process).
+    Publish from the event loop's thread.
+
+    Args:
+        max_queue: Messages queued for this worker and not yet delivered (Rule 3).
+    """
+
+    def __init__(self, *, max_queue: int = BROKER_QUEUE) -> None:
+        self.max_queue = max_queue
+        self._bus: list[InProcessBroker] = [self]
+        self._inbox: trio.MemorySendChannel[tuple[str, dict[str, Any]]] | None = None
+        self._dropping = False
+
+    def peer(self) -> InProcessBroker:
+        """A new broker on this one's bus: what one publishes the other delivers."""
+        other = InProcessBroker(max_queue=self.max_queue)
+        other._bus = self._bus
+        self._bus.append(other)
+        return other
+
+    async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """Queue the message for every other broker on the bus that is serving now."""
+        for other in self._bus:
+            if other is not self and other._inbox is not None:
+                other._offer(topic, dict(payload))
+
+    def _offer(self, topic: str, payload: dict[str, Any]) -> None:
+        assert self._inbox is not None
+        try:
+            self._inbox.send_nowait((topic, payload))
+        except trio.WouldBlock:
+            if not self._dropping:
+                self._dropping = True
+                logger.warning(
+                    "broker: %d messages from other servers wait for delivery; dropping more",
+                    self.max_queue,
+                )
+        else:
+            self._dropping = False
+
+    async def serve(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Deliver what the other brokers of the bus publish until cancelled.
+
+        Raises:
+            RuntimeError: when this broker is already serving (one broker per server).
+        """
+        if self._inbox is not None:
+            raise RuntimeError("this InProcessBroker is serving already: one broker per server")
+        send, receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](self.max_queue)
+        self._inbox = send
+        try:
+            task_status.started()
+            async with receive:
+                async for topic, payload in receive:
+                    await deliver(topic, payload)
+        finally:
+            self._inbox = None

@@ -1,0 +1,319 @@
+"""`RedisBroker`: the workers of a fleet share notifications over Redis pub/sub.
+
+Rule 1: redis-py has no trio client, so its blocking client runs in threads and never on the
+        event loop: a publish in a worker thread of its own limiter (`PUBLISH_THREADS`), the
+        subscription in one dedicated thread that hands each message back to the loop through
+        a bounded memory channel (never blocking on it: past the bound a message is dropped,
+        broker Rule 3). `redis` is imported in those threads, on first use: a server that never
+        serves with Redis never loads it (`pip install "trio-mcp[redis]"`).
+Rule 2: one channel carries every topic: `<channel_prefix>notifications`, each message one
+        JSON object `{"v": 1, "from": <publisher id>, "topic": ..., "payload": ...}`. The
+        publisher id is random per broker object, so a worker drops what it published itself
+        (broker Rule 2). A message that is not such an object is logged and dropped.
+Rule 3: Redis unreachable: a publish waits at most `timeout` seconds, logs a warning (once per
+        outage, and once more when Redis answers again) and returns; the publishes that follow
+        within the backoff (`min_backoff` doubling up to `max_backoff`) are dropped without
+        trying, so a tool that publishes does not wait a timeout per call through an outage.
+        The subscription thread logs the same way and reconnects with the same backoff. Redis
+        pub/sub keeps nothing: what was published while Redis or a worker's subscription was
+        down never reaches that worker.
+Rule 4: cancelling `serve` (the server shuts down) stops the subscription thread and waits for
+        it: it looks for the stop every `POLL_SECONDS`, or as soon as a connection attempt
+        that is under way ends, so no thread outlives the server to hold up the process's exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from .broker import BROKER_QUEUE, Deliver
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+__all__ = ["POLL_SECONDS", "PUBLISH_THREADS", "RedisBroker"]
+
+logger = logging.getLogger("trio_mcp")
+
+#: How often the subscription thread looks for a stop while no message comes (Rule 4): the
+#: longest a server's shutdown waits for it.
+POLL_SECONDS: Final = 0.25
+#: Publishes under way at once, each in a worker thread: a burst of updates must not take the
+#: threads that sync tools run in (trio's default limiter, 40).
+PUBLISH_THREADS: Final = 4
+
+_Message = tuple[str, dict[str, Any]]
+
+
+def _redis() -> Any:
+    import redis  # noqa: PLC0415 - loads only when a RedisBroker is used (Rule 1)
+
+    return redis
+
+
+class RedisBroker:
+    """A broker over Redis pub/sub, for the workers of a fleet (broker Rules 1-3; Rules 1-4 here).
+
+    Give each worker's `Server` a `RedisBroker` on the same Redis and prefix:
+    `Server(..., broker=RedisBroker("redis://redis.internal:6379/0"))`. It needs the `redis`
+    package (`pip install "trio-mcp[redis]"`); creating one connects to nothing.
+
+    Args:
+        url: The Redis server, as redis-py's `Redis.from_url` takes it (redis://, rediss://,
+            unix://; a password in the URL).
+        channel_prefix: Starts the name of the channel; fleets sharing one Redis use different
+            prefixes.
+        timeout: Seconds a connection attempt, a publish or a read may take before Redis is
+            taken to be unreachable.
+        min_backoff: Seconds before the first reconnection attempt of the subscription.
+        max_backoff: The longest wait between reconnection attempts.
+        max_queue: Messages received and not yet delivered (broker Rule 3).
+
+    Raises:
+        RuntimeError: when the `redis` package is not installed.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        channel_prefix: str = "trio-mcp:",
+        timeout: float = 2.0,
+        min_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        max_queue: int = BROKER_QUEUE,
+    ) -> None:
+        if importlib.util.find_spec("redis") is None:
+            raise RuntimeError('RedisBroker needs the redis package: pip install "trio-mcp[redis]"')
+        if not 0 < min_backoff <= max_backoff:
+            raise ValueError("backoff must be 0 < min_backoff <= max_backoff")
+        self.url = url
+        self.channel = channel_prefix + "notifications"
+        self.timeout = timeout
+        self.min_backoff = min_backoff
+        self.max_backoff = max_backoff
+        self.max_queue = max_queue
+        #: Names this broker's messages (Rule 2).
+        self.origin = secrets.token_hex(8)
+        self._client: Redis | None = None
+        self._client_lock = threading.Lock()
+        self._publish_limiter = trio.CapacityLimiter(PUBLISH_THREADS)
+        self._publish_failing = False
+        self._publish_delay = min_backoff
+        self._publish_retry_at = 0.0  # trio.current_time() before which a publish is dropped
+        self._dropping = False
+
+    def __repr__(self) -> str:
+        return f"RedisBroker({_safe(self.url)!r}, channel={self.channel!r})"
+
+    # -- publishing -------------------------------------------------------------------------
+
+    async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
+        """Publish to the other workers; log, never raise, when Redis cannot be reached."""
+        if self._publish_failing and trio.current_time() < self._publish_retry_at:
+            return  # down a moment ago: not worth a timeout of this caller's (Rule 3)
+        data = json.dumps(
+            {"v": 1, "from": self.origin, "topic": topic, "payload": dict(payload)},
+            separators=(",", ":"),
+        )
+        error = await trio.to_thread.run_sync(
+            self._publish_blocking, data, limiter=self._publish_limiter
+        )
+        if error is not None:
+            if self._publish_failing:
+                self._publish_delay = min(self._publish_delay * 2, self.max_backoff)
+            else:
+                self._publish_delay = self.min_backoff
+            self._publish_retry_at = trio.current_time() + self._publish_delay
+            if not self._publish_failing:
+                self._publish_failing = True
+                logger.warning(
+                    "broker: cannot publish to Redis at %s (%s); the other workers miss "
+                    "notifications until it answers",
+                    _safe(self.url),
+                    error,
+                )
+        elif self._publish_failing:
+            self._publish_failing = False
+            logger.warning("broker: publishing to Redis at %s again", _safe(self.url))
+
+    def _publish_blocking(self, data: str) -> Exception | None:
+        try:
+            self._shared_client().publish(self.channel, data)
+        except (_redis().RedisError, OSError) as exc:
+            return exc
+        return None
+
+    def _shared_client(self) -> Redis:
+        with self._client_lock:  # the client is thread-safe, its creation here made so
+            if self._client is None:
+                self._client = self._connect()
+            return self._client
+
+    def _connect(self, **options: Any) -> Redis:
+        redis = _redis()
+        client: Redis = redis.Redis.from_url(
+            self.url,
+            socket_connect_timeout=self.timeout,
+            socket_timeout=self.timeout,
+            # One try: the backoff is ours (Rule 3), and a publish waits one timeout at most.
+            retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
+            **options,
+        )
+        return client
+
+    # -- subscribing ------------------------------------------------------------------------
+
+    async def serve(
+        self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Deliver what other workers publish until cancelled (Rules 3, 4).
+
+        Reports started at once: the subscription connects (and reconnects) in its thread.
+        """
+        send, receive = trio.open_memory_channel[_Message](self.max_queue)
+        stop = threading.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._subscribe, send, stop)
+                nursery.start_soon(_set_when_cancelled, stop)
+                task_status.started()
+                async with receive:
+                    async for topic, payload in receive:
+                        await deliver(topic, payload)
+        finally:
+            stop.set()
+            with trio.CancelScope(shield=True):  # the client is shared with publishing threads
+                await trio.to_thread.run_sync(self._close_client)
+
+    def _close_client(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    async def _subscribe(
+        self, send: trio.MemorySendChannel[_Message], stop: threading.Event
+    ) -> None:
+        token = trio.lowlevel.current_trio_token()
+
+        def hand(message: _Message) -> None:  # on the loop's thread
+            try:
+                send.send_nowait(message)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                stop.set()  # `serve` is ending: nothing takes messages any more
+            except trio.WouldBlock:
+                if not self._dropping:
+                    self._dropping = True
+                    logger.warning(
+                        "broker: %d messages from other workers wait for delivery; dropping more",
+                        self.max_queue,
+                    )
+            else:
+                self._dropping = False
+
+        def handed(message: _Message) -> None:  # in the subscription thread
+            trio.from_thread.run_sync(hand, message, trio_token=token)
+
+        # Not abandoned on cancellation: `stop` ends the thread soon, and it is waited for.
+        await trio.to_thread.run_sync(
+            self._listen_blocking, stop, handed, limiter=trio.CapacityLimiter(1)
+        )
+
+    def _listen_blocking(self, stop: threading.Event, handed: Callable[[_Message], None]) -> None:
+        errors = (_redis().RedisError, OSError)
+        delay = self.min_backoff
+        failing = False
+
+        def subscribed() -> None:
+            nonlocal delay, failing
+            if failing:
+                failing = False
+                logger.warning("broker: subscribed to Redis at %s again", _safe(self.url))
+            delay = self.min_backoff
+
+        while not stop.is_set():
+            try:
+                self._listen_once(stop, handed, subscribed)
+            except errors as exc:
+                if not failing:
+                    failing = True
+                    logger.warning(
+                        "broker: no subscription to Redis at %s (%s); retrying with backoff "
+                        "up to %gs",
+                        _safe(self.url),
+                        exc,
+                        self.max_backoff,
+                    )
+                else:
+                    logger.debug("broker: Redis at %s still unreachable: %s", _safe(self.url), exc)
+                stop.wait(delay)
+                delay = min(delay * 2, self.max_backoff)
+            except trio.RunFinishedError:  # the loop is gone: nobody to hand to
+                return
+
+    def _listen_once(
+        self,
+        stop: threading.Event,
+        handed: Callable[[_Message], None],
+        subscribed: Callable[[], None],
+    ) -> None:
+        # Pings an idle connection now and then: a silent network loss is noticed too.
+        client = self._connect(health_check_interval=30)
+        pubsub: Any = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        try:
+            pubsub.subscribe(self.channel)
+            subscribed()
+            while not stop.is_set():
+                message = pubsub.get_message(timeout=POLL_SECONDS)
+                if message is not None and message.get("type") == "message":
+                    decoded = self._decode(message.get("data"))
+                    if decoded is not None:
+                        handed(decoded)
+        finally:
+            with contextlib.suppress(_redis().RedisError, OSError):
+                pubsub.close()
+            with contextlib.suppress(_redis().RedisError, OSError):
+                client.close()
+
+    def _decode(self, data: object) -> _Message | None:
+        try:
+            message = json.loads(data)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            message = None
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("topic"), str)
+            or not isinstance(message.get("payload"), dict)
+        ):
+            logger.warning("broker: dropped a message that is not trio-mcp's on %s", self.channel)
+            return None
+        if message.get("from") == self.origin:
+            return None  # published here, and delivered here already (broker Rule 2)
+        return message["topic"], message["payload"]
+
+
+async def _set_when_cancelled(stop: threading.Event) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        stop.set()
+
+
+def _safe(url: str) -> str:
+    """`url` without its password, for the log."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user = userinfo.partition(":")[0]
+    return f"{scheme}{sep}{user}:***@{host}" if user else f"{scheme}{sep}***@{host}"

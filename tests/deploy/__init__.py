@@ -1,0 +1,1 @@
+"""Scale-out: worker processes (`trio-mcp run --workers`) and the load balancers of deploy/."""
