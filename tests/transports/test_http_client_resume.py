@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.http_helpers import read_request, serve_bare
-from trio_mcp import RemoteProtocolError, open_client
+from tests.http_helpers import read_request, serve, serve_bare
+from trio_mcp import Context, Progress, RemoteProtocolError, Server, open_client
 from trio_mcp.transports.http.client import SseDecoder, SseEvent
 
 TIMEOUT = 20
@@ -192,3 +192,32 @@ def test_an_event_id_counts_once_its_event_is_whole() -> None:
     decoder.line("data: []")
     assert decoder.line("") == SseEvent("message", "[]")
     assert decoder.last_id == "e2"  # an event without an id keeps the last one
+
+
+async def test_trio_mcp_s_own_server_closes_the_stream_mid_call_and_the_client_follows() -> None:
+    # SEP-1699 polling against the event store: what the call says after its stream closed,
+    # progress and the result, comes on the GET that resumes it.
+    server = Server("closing")
+    proceed = trio.Event()
+
+    @server.tool()
+    async def long(ctx: Context) -> str:
+        """Report, close the stream, report again, answer."""
+        await ctx.report_progress(1, 2)
+        assert await ctx.close_sse_stream()
+        await proceed.wait()
+        await ctx.report_progress(2, 2)
+        return "long done"
+
+    progress: list[Progress] = []
+
+    def on_progress(update: Progress) -> None:
+        progress.append(update)
+        if len(progress) == 1:
+            proceed.set()
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(server, retry_interval=0.05) as served, open_client(served.url) as client:
+            result = await client.call_tool("long", progress=on_progress)
+    assert result.text == "long done"
+    assert [(p.progress, p.total) for p in progress] == [(1, 2), (2, 2)]
