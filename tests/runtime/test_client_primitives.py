@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -21,7 +23,6 @@ from trio_mcp import (
     CacheHint,
     Completion,
     ImageContent,
-    LocalProtocolError,
     PromptArgument,
     PromptInfo,
     PromptMessage,
@@ -149,8 +150,11 @@ async def test_over_streamable_http(version: str) -> None:
             await exercise(client, version)
 
 
-@pytest.mark.parametrize("kind", ["memory", "stdio"])
-async def test_subscription_updates_reach_the_handler(kind: str) -> None:
+@pytest.mark.parametrize("version", ["2025-11-25", MODERN])
+@pytest.mark.parametrize("kind", ["memory", "stdio", "http"])
+async def test_subscription_updates_reach_the_handler(kind: str, version: str) -> None:
+    # 2026-07-28: over a subscriptions/listen stream, which `subscribe` opens and
+    # `unsubscribe` closes (each returns once the server has acknowledged or ended it).
     reports: list[str] = []
     read = [trio.Event(), trio.Event()]
 
@@ -159,9 +163,11 @@ async def test_subscription_updates_reach_the_handler(kind: str) -> None:
         reports.append((await client.read_resource(uri)).text)
         read[len(reports) - 1].set()
 
-    target: Any = fixture.server if kind == "memory" else PRIMITIVES
     with trio.fail_after(TIMEOUT):
-        async with open_client(target) as client:
+        async with (
+            _target(kind) as target,
+            open_client(target, protocol_version=version) as client,
+        ):
             await client.subscribe(LATEST, on_update)
             told = await client.call_tool("wh40k.report_battle", {"report": "orks won"})
             assert told.text == "told 1"
@@ -174,13 +180,13 @@ async def test_subscription_updates_reach_the_handler(kind: str) -> None:
     assert reports == ["orks won", "necrons won"]
 
 
-async def test_subscribing_under_2026_07_28_says_why_not() -> None:
-    with trio.fail_after(TIMEOUT):
-        async with connect(fixture.server, protocol_version=MODERN) as client:
-            with pytest.raises(LocalProtocolError, match="subscriptions/listen"):
-                await client.subscribe(LATEST, print)
-            with pytest.raises(LocalProtocolError, match="subscriptions/listen"):
-                await client.unsubscribe(LATEST)
+@asynccontextmanager
+async def _target(kind: str) -> AsyncIterator[Any]:
+    if kind == "http":
+        async with http_server(fixture.server) as (base, _):
+            yield base + "/mcp"
+    else:
+        yield fixture.server if kind == "memory" else PRIMITIVES
 
 
 async def test_list_changed_handlers_hear_each_kind() -> None:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.http_helpers import read_request, serve_bare
-from trio_mcp import RemoteProtocolError, open_client
+from tests.http_helpers import read_request, serve, serve_bare
+from trio_mcp import Context, Progress, RemoteProtocolError, Server, open_client
+from trio_mcp.transports.http.client import SseDecoder, SseEvent
 
 TIMEOUT = 20
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
@@ -54,6 +55,11 @@ class PollingServer:
         if request is None:
             return
         headers, body = request
+        await self.handle_parsed(stream, headers, body)
+
+    async def handle_parsed(
+        self, stream: trio.SocketStream, headers: dict[str, str], body: bytes
+    ) -> None:
         if not body:
             last = headers.get("last-event-id")
             if last is None:  # the DELETE that ends the session
@@ -118,3 +124,100 @@ async def test_a_server_that_refuses_the_resume_fails_the_call_clearly() -> None
                 await client.call_tool("slow")
     assert "HTTP 405" in str(caught.value)
     assert len(server.resumes) == 1
+
+
+class BreakingServer(PollingServer):
+    """Breaks each call's stream mid-body, after a progress event; answers on GET."""
+
+    def __init__(self) -> None:
+        super().__init__(priming=b"")
+        self.last_ids: list[str | None] = []
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        request = await read_request(stream)
+        if request is None:
+            return
+        headers, body = request
+        message = json.loads(body) if body else None
+        if message is not None and message.get("method") == "tools/call":
+            self.pending = message
+            token = message["params"]["_meta"]["progressToken"]
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 2},
+            }
+            events = b"id: e1\nretry: 10\ndata: \n\n" + (
+                f"id: e2\nevent: message\ndata: {json.dumps(progress)}\n\n".encode()
+            )
+            await stream.send_all(
+                _head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
+                + f"{len(events):x}\r\n".encode()
+                + events
+                + b"\r\nff\r\nid: e3\nda"  # cut short in the middle of the next event
+            )
+            await stream.aclose()
+            return
+        if message is None and headers.get("last-event-id") is not None:
+            self.last_ids.append(headers.get("last-event-id"))
+        await PollingServer.handle_parsed(self, stream, headers, body)
+
+
+async def test_a_stream_broken_mid_call_is_resumed_from_the_last_event_id() -> None:
+    server = BreakingServer()
+    progress: list[Any] = []
+    with trio.fail_after(TIMEOUT):
+        async with serve_bare(server.handle) as url, open_client(url) as client:
+            result = await client.call_tool("slow", progress=progress.append)
+    assert result.text == "resumed"
+    assert server.last_ids == ["e2"]
+    assert [p.progress for p in progress] == [1]
+
+
+def test_an_event_id_counts_once_its_event_is_whole() -> None:
+    decoder = SseDecoder()
+    assert decoder.line("id: e1") is None
+    assert decoder.last_id != "e1"  # not yet: the event may still be cut short
+    assert decoder.line("retry: 10") is None
+    assert decoder.line("data: ") is None
+    assert decoder.line("") == SseEvent("message", "")  # priming: an id, empty data
+    assert (decoder.last_id, decoder.retry_ms) == ("e1", 10)
+    for line in ("id: e2", "data: {}"):
+        decoder.line(line)
+    assert decoder.line("") == SseEvent("message", "{}")
+    decoder.line("id: e3")
+    decoder.line("data: {cut")
+    decoder.reconnected()  # the connection broke: e3 was never received whole
+    assert decoder.last_id == "e2"
+    decoder.line("data: []")
+    assert decoder.line("") == SseEvent("message", "[]")
+    assert decoder.last_id == "e2"  # an event without an id keeps the last one
+
+
+async def test_trio_mcp_s_own_server_closes_the_stream_mid_call_and_the_client_follows() -> None:
+    # SEP-1699 polling against the event store: what the call says after its stream closed,
+    # progress and the result, comes on the GET that resumes it.
+    server = Server("closing")
+    proceed = trio.Event()
+
+    @server.tool()
+    async def long(ctx: Context) -> str:
+        """Report, close the stream, report again, answer."""
+        await ctx.report_progress(1, 2)
+        assert await ctx.close_sse_stream()
+        await proceed.wait()
+        await ctx.report_progress(2, 2)
+        return "long done"
+
+    progress: list[Progress] = []
+
+    def on_progress(update: Progress) -> None:
+        progress.append(update)
+        if len(progress) == 1:
+            proceed.set()
+
+    with trio.fail_after(TIMEOUT):
+        async with serve(server, retry_interval=0.05) as served, open_client(served.url) as client:
+            result = await client.call_tool("long", progress=on_progress)
+    assert result.text == "long done"
+    assert [(p.progress, p.total) for p in progress] == [(1, 2), (2, 2)]

@@ -40,6 +40,12 @@ Rule 9: what a server asks (elicitation, sampling, roots) is answered by the use
         `max_input_rounds` rounds. There a question that cannot be answered is the server's
         protocol error, and a handler's exception ends the call: the server is not waiting
         for an answer that could carry it.
+Rule 10: under 2026-07-28 the callbacks of `on_list_changed` and `subscribe` are served by a
+        `subscriptions/listen` stream (`_runtime/subscribing`) that asks for what they want and
+        the server announces, over any link: opened when they first want something, opened
+        anew when what they want changes, reopened when it breaks. Its notifications reach
+        the callbacks like the handshake era's, once the stream is acknowledged; those of a
+        stream being replaced do not. `subscribe` waits for the acknowledgement.
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ from .._core.client_session import ClientSession, Next
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     ErrorResponse,
     Notification,
@@ -92,6 +99,7 @@ from .._core.jsonrpc import (
 )
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.peer import CANCELLED, Peer
+from .._core.subscriptions import ACKNOWLEDGED, LISTEN, RESOURCE_UPDATED, SubscriptionFilter
 from .._core.versions import (
     HEADER_MISMATCH,
     LATEST_HANDSHAKE_VERSION,
@@ -116,6 +124,7 @@ from .answering import (
     Unanswerable,
 )
 from .link import Link
+from .subscribing import Subscriptions, subscription_of
 
 __all__ = [
     "Client",
@@ -266,6 +275,8 @@ class Client:
         self._validators: dict[str, Any] = {}
         self._updates: dict[str, UpdateHandler] = {}
         self._list_handlers: dict[str, ListChangedHandler] = {}
+        # Rule 10: the subscriptions/listen stream, once a callback under 2026-07-28 wants it.
+        self._subscriptions: Subscriptions | None = None
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -452,7 +463,7 @@ class Client:
         return resource_result(raw)
 
     async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
-        """Ask to hear of changes to a resource (`resources/subscribe`).
+        """Ask to hear of changes to a resource.
 
         `on_update(uri)` runs on each `notifications/resources/updated` for it until
         `unsubscribe(uri)` or the end of the connection: an async handler in a task of its
@@ -460,20 +471,27 @@ class Client:
         before the messages that follow (keep it quick). Subscribing again to the same URI
         replaces the handler.
 
-        Handshake era only: 2026-07-28 replaced `resources/subscribe` with a
-        `subscriptions/listen` stream, which this client does not open yet. Over Streamable
-        HTTP the updates come on the session's GET stream, which this client opens only when
-        it was given a handler (elicitation, sampling or roots); stdio, in-process and legacy
-        SSE connections always carry them.
+        Handshake era: sends `resources/subscribe`. Over Streamable HTTP the updates come on
+        the session's GET stream, which this opens (if no handler opened it) before it
+        subscribes; stdio, in-process and legacy SSE connections carry them anyway.
+        2026-07-28: opens (or opens again, with this URI added) the client's
+        `subscriptions/listen` stream, and returns once the server has acknowledged it; the
+        stream is reopened when it breaks.
 
         Raises:
-            LocalProtocolError: under 2026-07-28.
-            RequestError: when the server refuses (no `subscribe` capability, unknown URI).
-            ConnectionClosed: when the connection has ended.
+            RequestError: when the server refuses (handshake era: no `subscribe` capability,
+                unknown URI; 2026-07-28: -32601 when the server announces no resource
+                subscriptions, -32602 when its acknowledgement leaves the URI out, or the
+                error it answered subscriptions/listen with).
+            ConnectionClosed: when the connection has ended, or (2026-07-28) the stream
+                could not be opened after several attempts.
         """
-        self._require_handshake("resources/subscribe")
+        if self._modern:
+            await self._listen_for(uri, on_update)
+            return
         self._updates[uri] = on_update
         try:
+            await self._link.listen()
             await self.request("resources/subscribe", {"uri": uri}, retry_safe=True)
         except BaseException:
             self._updates.pop(uri, None)
@@ -482,22 +500,35 @@ class Client:
     async def unsubscribe(self, uri: str) -> None:
         """Stop hearing of changes to a resource (see `subscribe`).
 
+        Under 2026-07-28 the listen stream is opened again without the URI (or closed, when
+        nothing else is wanted); it returns once the old stream has ended.
+
         Raises:
-            LocalProtocolError: under 2026-07-28.
-            RequestError: when the server refuses.
+            RequestError: when the server refuses (handshake era).
             ConnectionClosed: when the connection has ended.
         """
-        self._require_handshake("resources/unsubscribe")
         self._updates.pop(uri, None)
-        await self.request("resources/unsubscribe", {"uri": uri}, retry_safe=True)
+        if self._modern:
+            try:
+                await self._listening_changed().settled()
+            except TrioMCPError:
+                if self._closed is not None:
+                    raise
+                # What is still wanted was refused or given up on: the URI is gone either way.
+        else:
+            await self.request("resources/unsubscribe", {"uri": uri}, retry_safe=True)
 
     def on_list_changed(self, kind: ListKind, handler: ListChangedHandler | None) -> None:
         """Run `handler(kind)` when the server says its list of `kind` changed.
 
         The handler runs on each `notifications/<kind>/list_changed`: an async one in a task of
         its own, so it may list again; a plain function at once (keep it quick). Pass None to
-        stop. Servers send these to handshake-era sessions (2026-07-28 asks for them over a
-        `subscriptions/listen` stream, which this client does not open yet).
+        stop. Servers send these to handshake-era sessions unasked (over Streamable HTTP, on
+        the session's GET stream, which this opens in the background if no handler did). Under
+        2026-07-28 this opens (or opens again, with this kind added) the client's
+        `subscriptions/listen` stream, in the background: a change made before the server has
+        acknowledged it is not heard (`subscribe` waits for the acknowledgement). A server
+        that announces no `listChanged` for `kind` is not asked.
 
         Args:
             kind: "tools", "resources" or "prompts".
@@ -512,6 +543,10 @@ class Client:
             self._list_handlers.pop(kind, None)
         else:
             self._list_handlers[kind] = handler
+        if self._modern:
+            self._listening_changed()
+        elif handler is not None and self._nursery is not None:
+            self._nursery.start_soon(self._link.listen)
 
     async def list_prompts(self) -> list[PromptInfo]:
         """Every prompt the server offers, following `nextCursor` through all pages.
@@ -648,9 +683,23 @@ class Client:
             RequestError: when the server answers with a JSON-RPC error.
             ConnectionClosed: when the connection ends before the answer.
         """
+        return await self._request(method, params, progress=progress, retry_safe=retry_safe)
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressHandler | None = None,
+        retry_safe: bool = False,
+        on_id: Callable[[RequestId], None] | None = None,
+    ) -> Any:
+        # `request`; `on_id` learns the request's id before it is sent.
         if self._closed is not None:
             raise ConnectionClosed(self._closed)
         request_id = self._peer.start_request(method).id
+        if on_id is not None:
+            on_id(request_id)
         body = dict(params or {})
         meta = dict(body.get("_meta") or {})
         if progress is not None:
@@ -767,6 +816,49 @@ class Client:
         except Unanswerable as exc:
             raise RequestError(exc.message, exc.code) from None
 
+    # -- subscriptions/listen (Rule 10) -------------------------------------------------------
+
+    def _wanted(self) -> SubscriptionFilter:
+        # What the callbacks want, as far as the server announces it.
+        wanted = SubscriptionFilter(frozenset(self._list_handlers), tuple(self._updates))
+        return wanted.granted(self.server_capabilities)
+
+    def _listening_changed(self) -> Subscriptions:
+        if self._subscriptions is None:
+            self._subscriptions = Subscriptions(
+                self._listen, self._wanted, lambda: self._closed is not None
+            )
+            if self._nursery is not None:
+                self._nursery.start_soon(self._subscriptions.run)
+        self._subscriptions.poke()
+        return self._subscriptions
+
+    async def _listen(self, params: dict[str, Any], on_id: Callable[[RequestId], None]) -> Any:
+        # Not retry_safe: a broken stream is the supervisor's to reopen, at its own pace.
+        return await self._request(LISTEN, params, on_id=on_id)
+
+    async def _listen_for(self, uri: str, on_update: UpdateHandler) -> None:
+        if uri not in SubscriptionFilter(uris=(uri,)).granted(self.server_capabilities).uris:
+            raise RequestError(
+                "the server announces no resource subscriptions (capabilities.resources.subscribe)",
+                METHOD_NOT_FOUND,
+            )
+        replaced = self._updates.get(uri)
+        self._updates[uri] = on_update
+        try:
+            granted = await self._listening_changed().settled()
+            if uri not in granted.uris:
+                raise RequestError(  # noqa: TRY301 - undone below like any other failure
+                    f"the server did not acknowledge updates of {uri}", INVALID_PARAMS
+                )
+        except BaseException:
+            if replaced is None:
+                self._updates.pop(uri, None)
+            else:
+                self._updates[uri] = replaced
+            self._listening_changed()
+            raise
+
     # -- lists ------------------------------------------------------------------------------
 
     async def _list_all(self, method: str, field_name: str) -> list[Any]:
@@ -786,14 +878,6 @@ class Client:
                 raise RemoteProtocolError(f"{method} cursor {cursor!r} came back twice")
             seen.add(cursor)
         raise RemoteProtocolError(f"{method} went on for more than {MAX_PAGES} pages")
-
-    def _require_handshake(self, method: str) -> None:
-        if self._modern:
-            raise LocalProtocolError(
-                f"{method} is not in protocol version {self.protocol_version} (it replaced "
-                "resource subscriptions with subscriptions/listen, which this client does not "
-                "open yet); connect with a handshake-era version to subscribe"
-            )
 
     # -- handshake ----------------------------------------------------------------------------
 
@@ -940,40 +1024,14 @@ class Client:
     async def _notification(self, message: Notification) -> None:
         params = message.params or {}
         if message.method == "notifications/progress":
-            token = params.get("progressToken")
-            pending = self._pending.get(token) if type(token) is int else None
-            progress = params.get("progress")
-            if pending is None or pending.progress is None or not isinstance(progress, int | float):
-                return
-            total = params.get("total")
-            text = params.get("message")
-            update = Progress(
-                progress,
-                total if isinstance(total, int | float) else None,
-                text if isinstance(text, str) else None,
-            )
-            await _call_handler(pending.progress, update)
+            await self._progress(params)
         elif message.method == "notifications/message":
-            level = params.get("level")
-            name = params.get("logger")
-            record = LogMessage(
-                level if isinstance(level, str) else "info",
-                params.get("data"),
-                name if isinstance(name, str) else None,
-            )
-            if self._log_handler is not None:
-                await _call_handler(self._log_handler, record)
-            else:
-                server_logger.log(
-                    _LOG_LEVELS.get(record.level, logging.INFO),
-                    "%s%s",
-                    f"[{record.logger}] " if record.logger else "",
-                    record.data,
-                )
-        elif message.method == "notifications/resources/updated" or message.method.endswith(
-            "/list_changed"
-        ):
+            await self._log(params)
+        elif message.method == RESOURCE_UPDATED or message.method.endswith("/list_changed"):
             self._announcement(message.method, params)
+        elif message.method == ACKNOWLEDGED:
+            if self._subscriptions is not None:
+                self._subscriptions.acknowledged(params)
         elif message.method == "notifications/elicitation/complete":
             handler = self._answers.on_elicitation_complete
             elicitation_id = params.get("elicitationId")
@@ -990,10 +1048,48 @@ class Client:
         else:
             logger.debug("ignored notification %s", message.method)
 
+    async def _log(self, params: dict[str, Any]) -> None:
+        level = params.get("level")
+        name = params.get("logger")
+        record = LogMessage(
+            level if isinstance(level, str) else "info",
+            params.get("data"),
+            name if isinstance(name, str) else None,
+        )
+        if self._log_handler is not None:
+            await _call_handler(self._log_handler, record)
+        else:
+            server_logger.log(
+                _LOG_LEVELS.get(record.level, logging.INFO),
+                "%s%s",
+                f"[{record.logger}] " if record.logger else "",
+                record.data,
+            )
+
+    async def _progress(self, params: dict[str, Any]) -> None:
+        token = params.get("progressToken")
+        pending = self._pending.get(token) if type(token) is int else None
+        progress = params.get("progress")
+        if pending is None or pending.progress is None or not isinstance(progress, int | float):
+            return
+        total = params.get("total")
+        text = params.get("message")
+        update = Progress(
+            progress,
+            total if isinstance(total, int | float) else None,
+            text if isinstance(text, str) else None,
+        )
+        await _call_handler(pending.progress, update)
+
     def _announcement(self, method: str, params: dict[str, Any]) -> None:
         # A resource update or a list change. An async handler runs in a task of its own
         # (Rule 8): it may read the resource or list again, whose answers this reader must be
         # free to deliver. A plain function runs at once, before the messages that follow.
+        # Rule 10: on a listen stream, only the current one's are delivered.
+        tag = subscription_of(params)
+        if not (tag is None or self._subscriptions is None or self._subscriptions.delivers(tag)):
+            logger.debug("ignored %s of listen stream %r", method, tag)
+            return
         if method == "notifications/resources/updated":
             uri = params.get("uri")
             if not isinstance(uri, str):

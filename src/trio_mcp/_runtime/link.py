@@ -67,5 +67,12 @@ class Link(Protocol):
             the map and return False).
         """
 
+    async def listen(self) -> None:
+        """Hear what the server sends outside any request, from now on.
+
+        Streamable HTTP opens the session's GET stream (handshake era), if it is not open yet;
+        links whose every message comes on one channel have nothing to do.
+        """
+
     async def close_reason(self) -> str:
         """Why `incoming` ended (may wait briefly, e.g. for a process's exit code)."""

@@ -84,6 +84,9 @@ class ChannelLink:
         """Nothing to do: channels carry no headers, so annotations mean nothing here."""
         return False
 
+    async def listen(self) -> None:
+        """Nothing to do: every message from the server comes on the channel."""
+
     async def close_reason(self) -> str:
         """Why the frames ended."""
         return f"the {self.name} closed the connection"
@@ -129,6 +132,9 @@ class ProcessLink:
     def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
         """Nothing to do: stdio carries no headers, so annotations mean nothing here."""
         return False
+
+    async def listen(self) -> None:
+        """Nothing to do: every message from the server comes on stdout."""
 
     async def close_reason(self) -> str:
         """The server's exit code and the last lines of its stderr."""

@@ -22,23 +22,34 @@ Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `en
         endpoint. When the stream ends, `incoming` ends and waiting calls fail.
 Rule 4: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
         httpx is imported only when a link is opened, so trio-mcp imports without it.
-Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests) opens
-        the session's GET stream once `notifications/initialized` is through (handshake era:
+Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests), or
+        told to `listen` later (a client with list-change or update callbacks), opens the
+        session's GET stream once `notifications/initialized` is through (handshake era:
         a server sends there what belongs to no call of ours, its own requests among them),
         and again after a new session starts. That send returns once the stream is open (or
         refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
-        session's first calls run is lost. A server that offers none (405) or a stream that
-        ends is let go quietly (the GET stream itself is not resumed).
+        session's first calls run is lost. A server that offers none (405) is let go quietly,
+        and so is a session the server no longer knows (404: the next POST learns it and the
+        new session opens its own stream); a stream that ends or breaks is reopened (Rule 7).
 Rule 6: a request's event stream that ends (or breaks) before its answer, having carried an
         event id, is resumed (spec 2025-11-25, Resumability; SEP-1699 polling): after the
         `retry` time the server gave (else `DEFAULT_RETRY`), a GET with `Last-Event-ID` reads
         the rest, as often as it makes progress and at most `RESUME_ATTEMPTS` times. A stream
         with no event id cannot be resumed: the request fails, as before.
+Rule 7: the session's GET stream that ends or breaks is opened again after the `retry` time
+        the server gave (else `DEFAULT_RETRY`; never less than `MIN_RETRY`), with
+        `Last-Event-ID` naming the last event id it carried (spec 2025-11-25, Resumability;
+        SEP-1699 polling). A reopening that carries a message or a new event id is progress
+        and starts the count again; after `GET_ATTEMPTS` in a row without, failing ones also
+        waiting out `RetryPolicy`'s growing delay, the stream is let go with a warning. It
+        stops at 404 or 405, when a new session takes its place, and when the link closes;
+        nothing of it is ever raised into the client.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import random
 from collections.abc import AsyncIterator, Mapping
@@ -86,6 +97,11 @@ CONNECT_TIMEOUT: Final = 10.0
 DEFAULT_RETRY: Final = 1.0
 #: GETs with `Last-Event-ID` one request's stream may take (Rule 6).
 RESUME_ATTEMPTS: Final = 5
+#: Reopenings of the session's GET stream in a row that bring nothing before it is let go
+#: (Rule 7): each waits `retry` (else `DEFAULT_RETRY`), and longer as they fail.
+GET_ATTEMPTS: Final = 5
+#: The shortest wait before the GET stream is reopened, whatever `retry` the server named.
+MIN_RETRY: Final = 0.1
 # Seconds the DELETE that ends a session may take when the link closes.
 CLOSE_TIMEOUT: Final = 2.0
 # Longest Retry-After honoured, in seconds: a server asking for more is treated as down.
@@ -132,23 +148,37 @@ class SseDecoder:
     """Turns the lines of a `text/event-stream` into events (WHATWG HTML, server-sent events).
 
     Also keeps what resuming the stream needs: the last event id it carried (`last_id`) and
-    the reconnection time the server asked for (`retry_ms`).
+    the reconnection time the server asked for (`retry_ms`). An event's id counts once the
+    event is whole (its blank line came): one cut short by a broken connection was not
+    received, and resuming asks for it again.
+
+    Args:
+        last_id: The last event id of the stream this one resumes, if any.
+        retry_ms: The `retry` time that stream named, if any.
     """
 
-    __slots__ = ("_data", "_event", "last_id", "retry_ms")
+    __slots__ = ("_data", "_event", "_id", "last_id", "retry_ms")
 
-    def __init__(self) -> None:
+    def __init__(self, last_id: str | None = None, retry_ms: int | None = None) -> None:
         self._event = ""
         self._data: list[str] = []
-        #: The `id` of the last event (an event with an id and no data counts: SEP-1699's
+        self._id = last_id  # the last event id buffer (WHATWG): committed at the blank line
+        #: The `id` of the last whole event (an event with an id and no data counts: SEP-1699's
         #: priming event), or None while the stream has carried none.
-        self.last_id: str | None = None
+        self.last_id: str | None = last_id
         #: The `retry` field's milliseconds, or None while the server has sent none.
-        self.retry_ms: int | None = None
+        self.retry_ms: int | None = retry_ms
+
+    def reconnected(self) -> None:
+        """Forget the event a broken connection cut short: a new connection starts afresh."""
+        self._event = ""
+        self._data = []
+        self._id = self.last_id
 
     def line(self, line: str) -> SseEvent | None:
         """Feed one line (without its line break); returns the event a blank line completes."""
         if not line:
+            self.last_id = self._id
             if not self._data:
                 self._event = ""
                 return None
@@ -165,7 +195,7 @@ class SseDecoder:
         elif name == "data":
             self._data.append(value)
         elif name == "id" and "\0" not in value:
-            self.last_id = value
+            self._id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             self.retry_ms = int(value)
         return None
@@ -236,6 +266,14 @@ def _http_client(headers: Mapping[str, str] | None) -> httpx.AsyncClient:
     )
 
 
+class _GetOutcome(enum.Enum):
+    """How one GET of the session's stream ended (Rule 7)."""
+
+    STOP = "stop"  # not to be reopened: no GET stream here (405), or no session (404)
+    PROGRESS = "progress"  # it carried messages
+    FAILED = "failed"  # refused, broken, or ended having carried nothing
+
+
 class _Busy(Exception):  # noqa: N818 - control flow: the server asked us to come back later
     def __init__(self, seconds: float, status: int) -> None:
         super().__init__(f"HTTP {status}")
@@ -259,6 +297,8 @@ class StreamableHttpLink:
         retry: RetryPolicy,
         incoming: tuple[trio.MemorySendChannel[bytes], trio.MemoryReceiveChannel[bytes]],
         listener: trio.Nursery | None = None,
+        *,
+        listen: bool = False,
     ) -> None:
         self.url = url
         self.retry = retry
@@ -266,8 +306,9 @@ class StreamableHttpLink:
         self._in_send, self._in_receive = incoming
         self._session_id: str | None = None
         self._version: str | None = None
-        # Rule 5: where the GET stream runs (None: not listening), and its scope.
+        # Rule 5: where the GET stream runs, whether it is wanted, and its scope.
         self._listener = listener
+        self._wants_listen = listen
         self._listening: trio.CancelScope | None = None
         # Tool name -> {header name: property path}, as `mirror_params` last gave it.
         self._param_headers: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -508,12 +549,13 @@ class StreamableHttpLink:
                     f"{self.url} could not resume the event stream of request {request_id!r} "
                     f"(HTTP {response.status_code} to GET with Last-Event-ID)"
                 )
+            decoder.reconnected()
             return await self._read_events(response, decoder, request_id, resumable=True)
 
     async def _listen(self) -> None:
         # Rule 5: one GET stream at a time, for the session just started, open before the
         # session's first calls.
-        if self._listener is None:
+        if self._listener is None or not self._wants_listen:
             return
         self.stop_listening()
         self._listening = trio.CancelScope()
@@ -522,6 +564,17 @@ class StreamableHttpLink:
         with trio.move_on_after(CONNECT_TIMEOUT):
             await opened.wait()
 
+    async def listen(self) -> None:
+        """Open the session's GET stream, from now on (Rule 5), unless it is wanted already.
+
+        Before the session is initialized it opens once it is; 2026-07-28 has none.
+        """
+        if self._wants_listen:
+            return
+        self._wants_listen = True
+        if self._version is not None and self._version not in MODERN_VERSIONS:
+            await self._listen()
+
     def stop_listening(self) -> None:
         """Close the GET stream, if one is open."""
         if self._listening is not None:
@@ -529,34 +582,95 @@ class StreamableHttpLink:
             self._listening = None
 
     async def _get_stream(self, scope: trio.CancelScope, opened: trio.Event) -> None:
-        headers = {"accept": "text/event-stream"}
-        if self._session_id is not None:
-            headers["mcp-session-id"] = self._session_id
-        if self._version is not None:
-            headers["mcp-protocol-version"] = self._version
+        # Rule 5: the session's GET stream, reopened while it makes progress (Rule 7).
+        session_id = self._session_id
+        resume = SseDecoder()  # what a reconnection needs: the last event id and `retry`
+        failures = 0
         with scope:
             try:
-                async with self._http.stream("GET", self.url, headers=headers) as response:
-                    opened.set()
-                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                    if response.status_code != 200 or kind != "text/event-stream":
-                        logger.debug(
-                            "%s offers no GET stream (HTTP %d)", self.url, response.status_code
+                while True:
+                    seen = resume.last_id
+                    outcome = await self._get_once(session_id, resume, opened)
+                    if outcome is _GetOutcome.STOP:
+                        return
+                    progress = outcome is _GetOutcome.PROGRESS or resume.last_id != seen
+                    failures = 0 if progress else failures + 1
+                    if failures >= GET_ATTEMPTS:
+                        logger.warning(
+                            "gave up on the GET stream of %s after %d attempt(s) without "
+                            "progress; messages the server sends outside calls are not heard",
+                            self.url,
+                            failures,
                         )
                         return
-                    decoder = SseDecoder()
+                    retry = resume.retry_ms / 1000 if resume.retry_ms is not None else DEFAULT_RETRY
+                    wait = max(retry, MIN_RETRY, self.retry.delay(failures) if failures else 0.0)
+                    logger.debug(
+                        "reopening the GET stream of %s in %.2f s (Last-Event-ID %s)",
+                        self.url,
+                        wait,
+                        resume.last_id,
+                    )
+                    await trio.sleep(wait)
+                    if self._session_id != session_id:
+                        return  # the session ended; a new one opens its own stream
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the link is closing
+            finally:
+                opened.set()
+
+    async def _get_once(
+        self, session_id: str | None, resume: SseDecoder, opened: trio.Event
+    ) -> _GetOutcome:
+        """One GET of the session's stream, read to its end (Rule 7)."""
+        headers = {"accept": "text/event-stream"}
+        if session_id is not None:
+            headers["mcp-session-id"] = session_id
+        if self._version is not None:
+            headers["mcp-protocol-version"] = self._version
+        if resume.last_id is not None:
+            headers["last-event-id"] = resume.last_id
+        progress = False
+        try:
+            async with self._http.stream("GET", self.url, headers=headers) as response:
+                opened.set()
+                refused = self._get_refused(response)
+                if refused is not None:
+                    return refused
+                decoder = SseDecoder(resume.last_id, resume.retry_ms)
+                try:
                     async for line in response.aiter_lines():
                         event = decoder.line(line)
                         if event is not None and event.event == "message" and event.data:
                             await self._in_send.send(event.data.encode())
-                logger.info("%s ended its GET stream", self.url)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the link is closing
-            except Exception as exc:
-                # Optional by the specification, so never the end of the connection.
-                logger.info("the GET stream of %s ended: %s", self.url, _describe(exc))
-            finally:
-                opened.set()
+                            progress = True
+                finally:
+                    resume.last_id, resume.retry_ms = decoder.last_id, decoder.retry_ms
+            logger.debug("%s ended its GET stream", self.url)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise  # the link is closing
+        except Exception as exc:
+            # Optional by the specification, so never the end of the connection (Rule 7).
+            if _is_network_error(exc):
+                logger.info("the GET stream of %s broke: %s", self.url, _describe(exc))
+            else:
+                logger.warning("the GET stream of %s failed", self.url, exc_info=True)
+        return _GetOutcome.PROGRESS if progress else _GetOutcome.FAILED
+
+    def _get_refused(self, response: httpx.Response) -> _GetOutcome | None:
+        # What follows a GET of the session's stream that opened no event stream (Rule 7).
+        status = response.status_code
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if status == 405:
+            logger.debug("%s offers no GET stream (HTTP 405)", self.url)
+            return _GetOutcome.STOP
+        if status == 404:
+            logger.info("%s no longer knows the session of its GET stream (HTTP 404)", self.url)
+            return _GetOutcome.STOP
+        if status != 200 or kind != "text/event-stream":
+            logger.info("%s refused its GET stream (HTTP %d, %s)", self.url, status, kind or "-")
+            return _GetOutcome.FAILED
+        return None
 
     async def end_session(self) -> None:
         """Tell the server the session is over (DELETE); errors are ignored."""
@@ -603,7 +717,8 @@ async def open_streamable_http_link(
         url: The endpoint, e.g. http://127.0.0.1:8000/mcp.
         headers: Sent with every request (e.g. `Authorization`).
         retry: How transient failures are retried.
-        listen: Open the session's GET stream once it is initialized (Rule 5).
+        listen: Open the session's GET stream once it is initialized (Rule 5); `listen()`
+            asks for it later.
 
     Yields:
         The link. On exit the session is ended with DELETE.
@@ -611,7 +726,7 @@ async def open_streamable_http_link(
     incoming = trio.open_memory_channel[bytes](INCOMING_BUFFER)
     async with _http_client(headers) as http, trio.open_nursery() as nursery:
         link = StreamableHttpLink(
-            http, url, retry or RetryPolicy(), incoming, nursery if listen else None
+            http, url, retry or RetryPolicy(), incoming, nursery, listen=listen
         )
         try:
             yield link
@@ -657,6 +772,9 @@ class SseLink:
     def mirror_params(self, tools: Mapping[str, Mapping[str, tuple[str, ...]]]) -> bool:
         """Nothing to do: the legacy transport carries no parameter headers."""
         return False
+
+    async def listen(self) -> None:
+        """Nothing to do: every message from the server comes on the event stream."""
 
     async def close_reason(self) -> str:
         """Why the event stream ended."""
