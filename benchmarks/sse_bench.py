@@ -33,16 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from http_bench import (
-    BenchError,
-    Peer,
-    RawResponse,
-    Server,
-    Session,
-    _cell,
-    _messages,
-    _timed,
-)
+from http_bench import BenchError, Peer, Server, Session, _cell, _messages, _timed
+from rawhttp import RawResponse
 
 HERE: Final = Path(__file__).resolve().parent
 VERSION: Final = "2025-11-25"
