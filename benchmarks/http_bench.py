@@ -16,6 +16,10 @@ A B A B so that machine noise hits both alike):
   process and with `--workers 2` (two processes sharing the socket). "2 workers/stateless"
   is what a second process adds, measured in the same run; with as many cores as processes
   and a driver that is not the limit (see "CPU drv") it can approach 2.
+- trio-mcp 2 behind nginx: `benchmarks/servers/behind_nginx.py`, two stateless single-process
+  servers on ports of their own behind nginx with the shipped `deploy/nginx.conf` (round
+  robin, keep-alive upstream connections): what the balancer's hop costs and two processes
+  add. Skipped when nginx is not installed.
 
 The driver is the same for both: raw HTTP/1.1 over blocking keep-alive sockets
 (`rawhttp.py`: prepared request bytes, TCP_NODELAY, no HTTP or MCP client library), so that its
@@ -43,6 +47,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -138,6 +143,11 @@ PEERS: Final = [
         ],
         "serving MCP on ",
     ),
+    Peer(
+        "trio-mcp 2 behind nginx",
+        [sys.executable, str(HERE / "servers" / "behind_nginx.py"), "--servers", "2"],
+        "serving MCP on ",
+    ),
     Peer("SDK", [sys.executable, str(HERE / "servers" / "sdk_http.py")], "listening on "),
     Peer(
         "bare Hypercorn",
@@ -150,6 +160,7 @@ RATIOS: Final = [
     ("trio-mcp", "SDK"),
     ("trio-mcp", "bare Hypercorn"),
     ("trio-mcp 2 workers", "trio-mcp stateless"),
+    ("trio-mcp 2 behind nginx", "trio-mcp stateless"),
 ]
 
 
@@ -462,6 +473,10 @@ def table(rounds: dict[str, list[dict[str, float]]], sessions: int) -> str:
     return "\n".join(lines)
 
 
+def _nginx() -> str | None:
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -485,6 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds: dict[str, list[dict[str, float]]] = {peer.name: [] for peer in PEERS}
     for r in range(rounds_n):
         for peer in PEERS:
+            if peer.name.endswith("behind nginx") and _nginx() is None:
+                print(f"skipped {peer.name}: nginx is not installed", file=sys.stderr)
+                continue
             server = Server(peer)
             try:
                 values = sequential(server, seq_n)
@@ -544,6 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "medians": {
             name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
             for name, runs in rounds.items()
+            if runs  # not a peer skipped for want of its binary
         },
     }
     args.json.write_text(json.dumps(report, indent=2) + "\n")

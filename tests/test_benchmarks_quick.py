@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,19 +136,39 @@ def test_quick_http_run_reports_every_server(tmp_path: Path) -> None:
     out = tmp_path / "http.json"
     done, result = _run_quick(HTTP_BENCH, "--json", str(out), out=out)
     assert result["quick"] is True
+    behind_nginx = {"trio-mcp 2 behind nginx"} if _nginx() else set()
     assert {
         "trio-mcp",
         "trio-mcp stateless",
         "trio-mcp 2 workers",
         "SDK",
         "bare Hypercorn",
+        *behind_nginx,
     } == result["medians"].keys()
+    if not behind_nginx:
+        assert "skipped trio-mcp 2 behind nginx: nginx is not installed" in done.stderr
     for server, medians in result["medians"].items():
         assert medians.keys() >= HTTP_METRICS, server
         assert medians["seq_calls_per_s"] > 0, server
         assert medians["conc_calls_per_s"] > 0, server
         assert 0 < medians["seq_p50_ms"] <= medians["seq_p99_ms"], server
     assert "trio-mcp/SDK" in done.stdout
+
+
+def _nginx() -> str | None:
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+
+
+def test_quick_sse_run_compares_the_event_store_with_none(tmp_path: Path) -> None:
+    # The event-store benchmark runs both servers and checks every stream it times (ids on
+    # every event exactly when there is a store).
+    out = tmp_path / "sse.json"
+    done, result = _run_quick(RUN.parent / "sse_bench.py", "--json", str(out), out=out)
+    assert result["results"].keys() == {"store", "no store"}
+    for variant, (values,) in result["results"].items():
+        assert values["seq_events_per_s"] > values["seq_calls_per_s"] > 0, variant
+        assert values["conc_events_per_s"] > values["conc_calls_per_s"] > 0, variant
+    assert "store/no store" in done.stdout
 
 
 RELIABILITY = RUN.parent / "reliability.py"
