@@ -1,9 +1,12 @@
-"""Warhammer 40k tools: Inquisitor names, dice, a (slow) battle simulation, and two that ask.
+"""Warhammer 40k tools: Inquisitor names, dice, battles, two that ask, and a long campaign.
 
 `wh40k.wager` asks the user which side they back (elicitation); `wh40k.battle_report` has the
 client's model narrate a battle (sampling), with template text when the client cannot sample.
+`wh40k.campaign` fights battle after battle as a task (the tasks extension) for a client that
+declared it, its status message naming each battle.
 
-Every random choice comes from the module's `rng`, so tests can make results repeatable with
+Every random choice (but the campaign's, seeded by its arguments) comes from the module's
+`rng`, so tests can make results repeatable with
 `demo_tools.wh40k.rng.seed(...)`, or a served process with the TRIO_MCP_DEMO_SEED variable.
 """
 
@@ -23,6 +26,7 @@ from trio_mcp import (
     Declined,
     Param,
     RequestError,
+    TaskSupport,
     tool,
 )
 
@@ -30,12 +34,15 @@ from .codex import chronicle
 
 __all__ = [
     "BATTLE_SECONDS",
+    "CAMPAIGN_BATTLE_SECONDS",
     "BattleReport",
+    "CampaignReport",
     "DiceRoll",
     "Inquisitor",
     "Wager",
     "battle_report",
     "battle_simulation",
+    "campaign",
     "inquisitor_name",
     "rng",
     "roll_dice",
@@ -233,3 +240,62 @@ async def battle_report(
     except (ClientCapabilityError, RequestError):
         return template  # the client cannot (or would not) sample
     return reply.text or template
+
+
+#: Seconds each battle of a campaign takes: five battles, the default, in three seconds.
+CAMPAIGN_BATTLE_SECONDS = 0.6
+
+
+@dataclass(frozen=True)
+class CampaignReport:
+    """How a campaign went, battle by battle."""
+
+    imperial_force: str
+    enemy_force: str
+    battles: list[str]
+    imperial_victories: int
+    enemy_victories: int
+    verdict: str
+
+
+@tool(
+    "wh40k.campaign",
+    "Fight a campaign of battles; a long job that runs as a task",
+    task=TaskSupport(poll_interval=0.25),
+)
+async def campaign(
+    ctx: Context,
+    battles: Annotated[int, Param("Battles to fight"), Field(ge=1, le=100)] = 5,
+    seed: Annotated[int, Param("Seeds the campaign: the same seed, the same campaign")] = 40_000,
+    imperial_force: Annotated[str, Param("Imperial force")] = "Cadian 8th",
+    enemy_force: Annotated[str, Param("Enemy force")] = "Black Legion",
+) -> CampaignReport:
+    """Fight `battles` battles, 0.6 s each, and report who won the campaign.
+
+    For a client that declared the tasks extension the call becomes a task at once: its status
+    message names each battle as it is fought, and cancelling the task stops the campaign
+    between blows. Other clients get the same as progress notifications. The campaign follows
+    from its arguments alone (its own generator, seeded with them).
+    """
+    fate = random.Random(f"{seed}|{battles}|{imperial_force}|{enemy_force}")
+    fought: list[str] = []
+    imperial_wins = 0
+    for number in range(1, battles + 1):
+        battlefield = fate.choice(_BATTLEFIELDS)
+        await ctx.report_progress(
+            number - 1, battles, f"battle {number} of {battles}: on {battlefield}"
+        )
+        await trio.sleep(CAMPAIGN_BATTLE_SECONDS)
+        won = fate.random() < 0.55
+        imperial_wins += won
+        victor = imperial_force if won else enemy_force
+        fought.append(f"Battle {number}, {battlefield}: the {victor} held the field.")
+    await ctx.report_progress(battles, battles, "the campaign is over")
+    enemy_wins = battles - imperial_wins
+    if imperial_wins > enemy_wins:
+        verdict = f"The {imperial_force} won the campaign, {imperial_wins} to {enemy_wins}."
+    elif enemy_wins > imperial_wins:
+        verdict = f"The {enemy_force} won the campaign, {enemy_wins} to {imperial_wins}."
+    else:
+        verdict = f"Neither side broke: {imperial_wins} battles each."
+    return CampaignReport(imperial_force, enemy_force, fought, imperial_wins, enemy_wins, verdict)

@@ -42,6 +42,7 @@ DEMO_TOOLS = [
     "wh40k.battle_simulation",
     "wh40k.wager",
     "wh40k.battle_report",
+    "wh40k.campaign",
 ]
 
 

@@ -69,6 +69,8 @@ CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")
 FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
 #: Resources (a PNG blob among them), templates with completions, and prompts of every content kind.
 PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
+#: Tools that run as tasks (polled every 50 ms).
+TASK_TOOLS = str(ROOT / "tests" / "fixtures" / "task_tools.py")
 TIMEOUT = 30
 
 
@@ -314,6 +316,36 @@ def test_call_shows_progress_and_server_logs_on_stderr() -> None:
     assert done.stdout == "hello\n"
     assert "[server echo_tools warning] warning: hello" in done.stderr
     assert "[1/2] half way" in done.stderr
+
+
+def test_call_shows_a_task_status_and_prints_its_result() -> None:
+    done = cli("call", TASK_TOOLS, "slow", "seconds=0.4")
+    assert (done.returncode, done.stdout) == (0, "slept 0.4\n"), done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("  task working")
+    assert "  task working: halfway" in lines
+    assert lines[-1] == "  task completed: halfway"
+    failed = cli("call", TASK_TOOLS, "crashing")
+    assert failed.returncode == 2
+    assert failed.stderr.splitlines()[-1] == (
+        "trio-mcp: Internal error: crashed (JSON-RPC error -32603)"
+    )
+
+
+def test_ctrl_c_cancels_a_task() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "trio_mcp", "call", TASK_TOOLS, "slow", "seconds=60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    ) as process:
+        assert process.stderr is not None
+        assert process.stderr.readline().startswith("  task working")
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=TIMEOUT)
+    assert (process.returncode, out) == (130, "")
+    assert re.fullmatch(r"(  task working: \w+\n)*trio-mcp: cancelled task \S+\n", err), err
 
 
 def test_a_tool_error_exits_1() -> None:

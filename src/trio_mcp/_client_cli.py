@@ -34,6 +34,11 @@ What a server asks while `call`, `read` or `prompt` runs is answered by `_cli_an
 elicitation is put to the user on a terminal (declined without one), sampling is declared (and
 answered) only with `--sampling-command CMD`, and `--root PATH` declares the roots.
 
+The client declares the tasks extension: a server may run a long call as a task. `call` then
+shows the task's status on stderr each time it changes (`  task working: battle 2 of 5`) and
+prints the final result as for any call; Ctrl-C cancels the task (`tasks/cancel`) before the
+command ends with 130.
+
 Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
 request the server refused.
 """
@@ -47,6 +52,7 @@ import json
 import logging
 import math
 import re
+import signal
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -66,6 +72,7 @@ from ._core.client_records import (
     PromptResult,
     ResourceInfo,
     ResourceTemplateInfo,
+    TaskInfo,
     ToolInfo,
     ToolResult,
     describe_type,
@@ -80,7 +87,7 @@ from ._core.types import (
     ResourceLink,
     TextContent,
 )
-from ._exceptions import RequestError, TrioMCPError
+from ._exceptions import RequestError, TrioMCPError, reraise_lone
 from ._runtime.client import Client
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
@@ -592,6 +599,7 @@ async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIt
         sampling_handler=CommandSampler(command) if command is not None else None,
         roots=roots_from_paths(roots) if roots else None,
         on_elicitation_complete=_print_completion,
+        tasks=True,
     ) as client:
         name = client.server_info.get("name")
         elicitor.server_name = name if isinstance(name, str) and name else "the server"
@@ -711,7 +719,7 @@ async def _call(
         listed = next((t for t in tools if t.name == tool), None)
         arguments = parse_arguments(pairs, args.json, listed.input_schema if listed else None)
         try:
-            result = await client.call_tool(tool, arguments, progress=_print_progress)
+            result = await _call_tool(client, tool, arguments)
         except RequestError:
             if listed is not None:
                 raise
@@ -725,6 +733,47 @@ async def _call(
     else:
         print(render_result(result))
     return EXIT_TOOL_ERROR if result.is_error else EXIT_OK
+
+
+async def _call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    # Ctrl-C while a task runs the call cancels the call, which cancels the task; the
+    # interruption then goes on as it would have (exit 130).
+    tasks: list[TaskInfo] = []
+
+    def status(task: TaskInfo) -> None:
+        tasks.append(task)
+        _print_task(task)
+
+    with trio.open_signal_receiver(signal.SIGINT) as signals, trio.CancelScope() as scope:
+
+        async def watch() -> None:
+            async for _ in signals:
+                scope.cancel()
+                return
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                result = await client.call_tool(
+                    tool, arguments, progress=_print_progress, on_task_status=status
+                )
+                nursery.cancel_scope.cancel()
+                return result
+        except BaseExceptionGroup as group:
+            reraise_lone(group)
+    if tasks:
+        print(f"trio-mcp: cancelled task {tasks[-1].task_id}", file=sys.stderr, flush=True)
+    raise KeyboardInterrupt
+
+
+def _print_task(task: TaskInfo, out: TextIO | None = None) -> None:
+    print(f"  {format_task(task)}", file=out or sys.stderr, flush=True)
+
+
+def format_task(task: TaskInfo) -> str:
+    """A task's state in one line: `task working: battle 2 of 5`."""
+    words = f"task {task.status.replace('_', ' ')}"
+    return f"{words}: {task.status_message}" if task.status_message else words
 
 
 def _print_progress(update: Progress, out: TextIO | None = None) -> None:

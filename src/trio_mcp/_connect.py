@@ -70,6 +70,7 @@ async def open_client(
     elicitation_modes: Collection[str] = ELICITATION_MODES,
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    tasks: bool = False,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server, initialize, and yield a `Client` for the `async with` block.
 
@@ -118,6 +119,12 @@ async def open_client(
             URL-mode elicitation the server says is complete.
         max_input_rounds: 2026-07-28: how many rounds of input requests one call answers
             before it fails with `RemoteProtocolError`.
+        tasks: Declare the tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): the
+            server may then run a long call as a task, which `call_tool` follows to its end
+            (polling, answering its questions, cancelling it when the caller stops waiting);
+            `call_tool_as_task`, `wait_task`, `get_task`, `update_task` and `cancel_task`
+            work with tasks directly. Off by default: the extension is a draft, and a task
+            adds at least one poll interval to a call's latency.
 
     Handlers run in tasks of their own (or, for 2026-07-28 input requests, in the calling
     task), concurrently, and may call the server. A handler that raises makes the server's
@@ -150,6 +157,7 @@ async def open_client(
         elicitation_modes=elicitation_modes,
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
+        tasks=tasks,
     )
     try:
         if isinstance(target, Server):

@@ -5,6 +5,7 @@
     ├── ToolError                  raised *by a tool* to report a failure to the model verbatim
     ├── ResourceNotFoundError      raised by a resource template's function: no such resource
     ├── ToolCallError              client: a tool's result had `isError` (with raise_on_error)
+    ├── TaskCancelledError         client: the task running a call was cancelled
     ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
     ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
     ├── RequestError               client: the server answered a request with a JSON-RPC error
@@ -34,6 +35,7 @@ __all__ = [
     "ResourceNotFoundError",
     "SchemaViolationError",
     "SessionExpiredError",
+    "TaskCancelledError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolError",
@@ -190,6 +192,23 @@ class ToolCallError(TrioMCPError):
         super().__init__(f"tool {tool!r} failed: {message}")
         self.tool = tool
         self.result = result
+
+
+class TaskCancelledError(TrioMCPError):
+    """The task running a call settled `cancelled`, so the call has no result.
+
+    By `tasks/cancel` from this or another client, or by the server.
+
+    Attributes:
+        task_id: The task's id.
+        status_message: The task's last words, when it had any.
+    """
+
+    def __init__(self, task_id: str, status_message: str | None = None) -> None:
+        detail = f": {status_message}" if status_message else ""
+        super().__init__(f"task {task_id} was cancelled{detail}")
+        self.task_id = task_id
+        self.status_message = status_message
 
 
 class SchemaViolationError(TrioMCPError, AssertionError):

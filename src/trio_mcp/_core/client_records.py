@@ -10,8 +10,12 @@ Rule 2: decoding is lenient where the specification lets a server say less (a mi
         `RemoteProtocolError`.
 Rule 3: a `tools/call` result whose `resultType` is not "complete" is refused, never taken for
         an empty success. (Under 2026-07-28 the runtime answers "input_required" results before
-        they reach these decoders; what comes here is the final result, or a kind this client
-        does not know.)
+        they reach these decoders, and follows a "task" to its end; what comes here is the final
+        result, or a kind this client does not know.)
+Rule 4: a task (the tasks extension, SEP-2663) is read as a `TaskInfo`, from a `CreateTaskResult`
+        or a `tasks/get` answer: its id and a status the extension names are required, durations
+        are integer milliseconds on the wire and seconds here, and what a settled task carries
+        (the tool's result, the JSON-RPC error) is kept as sent, for the runtime to decode.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ __all__ = [
     "ResourceInfo",
     "ResourceResult",
     "ResourceTemplateInfo",
+    "TaskInfo",
     "ToolInfo",
     "ToolParameter",
     "ToolResult",
@@ -58,6 +63,7 @@ __all__ = [
     "resource_info",
     "resource_result",
     "resource_template_info",
+    "task_info",
     "tool_info",
     "tool_result",
 ]
@@ -190,6 +196,93 @@ class ToolResult:
     def text(self) -> str:
         """The text blocks joined by newlines ("" when there are none)."""
         return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+#: The statuses of a task (SEP-2663); the last three are terminal.
+TASK_STATUSES: Final = ("working", "input_required", "completed", "cancelled", "failed")
+TERMINAL_STATUSES: Final = frozenset({"completed", "cancelled", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """A task the server runs for a call (the tasks extension), as last seen.
+
+    Attributes:
+        task_id: The task's id, for `Client.get_task`, `update_task` and `cancel_task`.
+        status: "working", "input_required", "completed", "cancelled" or "failed".
+        status_message: What the task is doing, in words, when the server says.
+        created_at: When the task was made (ISO 8601), when given.
+        last_updated_at: When it last changed (ISO 8601), when given.
+        ttl: Seconds the server keeps the task after it settled, when given.
+        poll_interval: Seconds the server asks the client to wait between polls, when given.
+        result: A completed task's `CallToolResult` object, as sent (`Client` decodes it).
+        error: A failed task's JSON-RPC error object (`code`, `message`, `data`).
+        input_requests: An input_required task's questions, by key, as sent.
+        raw: The object exactly as the server sent it.
+    """
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl: float | None = None
+    poll_interval: float | None = None
+    result: dict[str, Any] | None = field(default=None, repr=False)
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has settled for good (completed, cancelled or failed)."""
+        return self.status in TERMINAL_STATUSES
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return value / 1000
+
+
+def task_info(wire: Any, method: str = "tasks/get") -> TaskInfo:
+    """A `CreateTaskResult` or a `tasks/get` result as a `TaskInfo` (Rule 4).
+
+    A settled task may come without its result or error (a `CreateTaskResult` has neither):
+    `tasks/get` inlines them.
+
+    Raises:
+        RemoteProtocolError: for an object without a string `taskId` or a known `status`, a
+            `result` that is no object, or an `error` that is no JSON-RPC error.
+    """
+    if not isinstance(wire, dict) or not isinstance(wire.get("taskId"), str):
+        raise RemoteProtocolError(f"malformed task in the {method} result: {str(wire)[:200]}")
+    status = wire.get("status")
+    if status not in TASK_STATUSES:
+        raise RemoteProtocolError(f"{method} answered a task with unknown status {status!r}")
+    result = wire.get("result")
+    error = wire.get("error")
+    if "result" in wire and not isinstance(result, dict):
+        raise RemoteProtocolError(f"{method} answered a task whose result is no object")
+    if "error" in wire and not (isinstance(error, dict) and isinstance(error.get("code"), int)):
+        raise RemoteProtocolError(f"{method} answered a task whose error is no JSON-RPC error")
+    requests = wire.get("inputRequests")
+    text = wire.get("statusMessage")
+    created = wire.get("createdAt")
+    updated = wire.get("lastUpdatedAt")
+    return TaskInfo(
+        task_id=wire["taskId"],
+        status=status,
+        status_message=text if isinstance(text, str) else None,
+        created_at=created if isinstance(created, str) else None,
+        last_updated_at=updated if isinstance(updated, str) else None,
+        ttl=_seconds(wire.get("ttlMs")),
+        poll_interval=_seconds(wire.get("pollIntervalMs")),
+        result=result if isinstance(result, dict) else None,
+        error=error if isinstance(error, dict) else None,
+        input_requests=dict(requests) if isinstance(requests, dict) else {},
+        raw=wire,
+    )
 
 
 def describe_type(schema: Mapping[str, Any]) -> str:

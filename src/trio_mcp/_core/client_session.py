@@ -15,7 +15,9 @@ Rule 3: what the server said of itself (info, capabilities, instructions) is kep
 Rule 4: the client's capabilities are those given, with what it can answer (`Answerable`)
         spelt for the revision each message speaks: `initialize` declares them for the
         revision it asks for, and each 2026-07-28 request for that revision. `declared` is
-        what the server was last told, which is what it may ask for.
+        what the server was last told, which is what it may ask for. The `extensions` it
+        declares (the tasks extension) are added for per-request revisions only: the
+        handshake's schema has no such field, and a request opts in on its own there.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class ClientSession:
         client_info: `{"name", "version", ...}` sent to the server.
         capabilities: The client's capabilities object, besides those of `answerable`.
         answerable: What the client answers when the server asks (Rule 4).
+        extensions: The extensions declared, by identifier (Rule 4).
 
     Raises:
         ValueError: for a revision this package does not speak.
@@ -71,6 +74,7 @@ class ClientSession:
         client_info: dict[str, Any],
         capabilities: dict[str, Any] | None = None,
         answerable: Answerable | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> None:
         if wanted_version not in SUPPORTED_VERSIONS:
             raise ValueError(
@@ -81,6 +85,7 @@ class ClientSession:
         self.client_info = client_info
         self.capabilities = capabilities or {}
         self.answerable = answerable or Answerable()
+        self.extensions = extensions or {}
         #: The capabilities the server was last told of (Rule 4).
         self.declared: dict[str, Any] = {}
         #: The revision in use; the wanted one until the start has settled it.
@@ -150,8 +155,11 @@ class ClientSession:
 
     def capabilities_for(self, version: str) -> dict[str, Any]:
         """The capabilities object to declare under `version`; remembered as `declared`."""
-        self.declared = {**self.capabilities, **self.answerable.capabilities(version)}
-        return self.declared
+        declared = {**self.capabilities, **self.answerable.capabilities(version)}
+        if self.extensions and revision(version).per_request:
+            declared["extensions"] = {**declared.get("extensions", {}), **self.extensions}
+        self.declared = declared
+        return declared
 
     def initialized(self, result: Any) -> None:
         """Take the `initialize` result.

@@ -46,6 +46,12 @@ Rule 10: under 2026-07-28 the callbacks of `on_list_changed` and `subscribe` are
         anew when what they want changes, reopened when it breaks. Its notifications reach
         the callbacks like the handshake era's, once the stream is acknowledged; those of a
         stream being replaced do not. `subscribe` waits for the acknowledgement.
+Rule 11: a client opened with `tasks=True` declares the tasks extension (SEP-2663), and a
+        `tools/call` the server answers with a task is followed to its end by `_runtime/
+        task_client` (polls, answers to its questions, `tasks/cancel` when the caller stops
+        waiting); `call_tool` returns the final result as if the call had been plain.
+        `call_tool_as_task`, `wait_task`, `get_task`, `update_task` and `cancel_task` expose
+        the task itself.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from .._core.client_records import (
     ResourceInfo,
     ResourceResult,
     ResourceTemplateInfo,
+    TaskInfo,
     ToolInfo,
     ToolResult,
     completion,
@@ -78,6 +85,7 @@ from .._core.client_records import (
     resource_info,
     resource_result,
     resource_template_info,
+    task_info,
     tool_info,
     tool_result,
 )
@@ -115,6 +123,7 @@ from .._exceptions import (
     reraise_lone,
 )
 from .._version import __version__
+from . import task_client
 from .answering import (
     Answers,
     ElicitationCompleteHandler,
@@ -125,6 +134,7 @@ from .answering import (
 )
 from .link import Link
 from .subscribing import Subscriptions, subscription_of
+from .task_client import TASKS_EXTENSION, TaskStatusHandler
 
 __all__ = [
     "Client",
@@ -235,6 +245,7 @@ class Client:
         elicitation_modes: Collection[str] = ELICITATION_MODES,
         on_elicitation_complete: ElicitationCompleteHandler | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        tasks: bool = False,
     ) -> None:
         # ClientSession refuses a revision this package does not speak (ValueError), Answers
         # unknown elicitation modes and roots that are not file:// URIs.
@@ -253,7 +264,9 @@ class Client:
             protocol_version,
             dict(client_info or {"name": "trio-mcp", "version": __version__}),
             answerable=self._answers.answerable,
+            extensions={TASKS_EXTENSION: {}} if tasks else None,
         )
+        self._tasks = tasks
         self._log_handler = log_handler
         self._validate_output = validate_output
         self._pending: dict[RequestId, _Pending] = {}
@@ -358,6 +371,7 @@ class Client:
         progress: ProgressHandler | None = None,
         raise_on_error: bool = False,
         retry_safe: bool = False,
+        on_task_status: TaskStatusHandler | None = None,
     ) -> ToolResult:
         """Call a tool and return its result.
 
@@ -373,6 +387,14 @@ class Client:
             raise_on_error: Raise `ToolCallError` when the result has `isError`.
             retry_safe: The call may run twice without harm: a transport may send it again
                 after a network error that leaves unknown whether it arrived.
+            on_task_status: When the server runs the call as a task, called (sync or async)
+                with its `TaskInfo` when it starts and each time its status or status
+                message changes.
+
+        With `open_client(tasks=True)`, a server may run the call as a task (the tasks
+        extension): the call then polls the task at the interval the server asks (bounded to
+        0.05-30 s), answers its questions with the handlers given to `open_client`, and
+        returns its result. Cancelling the call cancels the task (`tasks/cancel`).
 
         Under 2026-07-28 a tool that needs input (an elicitation, a sample, the roots) answers
         `input_required`; the call then answers each input request with the handlers given to
@@ -389,11 +411,138 @@ class Client:
             RemoteProtocolError: when the result is malformed or breaks its output schema;
                 under 2026-07-28, when the server asks for input this client did not declare,
                 or still asks after `max_input_rounds` rounds.
+            RequestError: when the task running the call failed (its JSON-RPC error).
+            TaskCancelledError: when the task running the call was cancelled elsewhere.
             ConnectionClosed: when the connection ends before the answer.
             Exception: under 2026-07-28, what a handler raised while answering an input
                 request (the call ends there).
         """
-        params = {"name": name, "arguments": dict(arguments or {})}
+        raw = await self._call_raw(name, arguments, progress=progress, retry_safe=retry_safe)
+        if task_client.is_task(raw):
+            task = task_info(raw, "tools/call")
+            raw = await task_client.follow(task, self._task_send, self._answer_task, on_task_status)
+        return self._tool_result(name, raw, raise_on_error=raise_on_error)
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressHandler | None = None,
+        raise_on_error: bool = False,
+        retry_safe: bool = False,
+    ) -> TaskInfo | ToolResult:
+        """Call a tool, and return the task the server runs it as, without waiting for it.
+
+        The server alone decides whether a call becomes a task: a call it answers at once
+        comes back as its `ToolResult`, as from `call_tool`. Follow a task with `wait_task`,
+        or look at it with `get_task`; answer its questions with `update_task`; stop it with
+        `cancel_task`.
+
+        Args:
+            name: The tool's name.
+            arguments: Its arguments.
+            progress: Called with each `Progress` reported before the call became a task.
+            raise_on_error: Raise `ToolCallError` for a result the server answered at once
+                that has `isError`.
+            retry_safe: The call may run twice without harm.
+
+        Raises:
+            LocalProtocolError: when the client was opened without `tasks=True`.
+            The errors of `call_tool` for what happens before a task exists.
+        """
+        self._require_tasks("call_tool_as_task")
+        raw = await self._call_raw(name, arguments, progress=progress, retry_safe=retry_safe)
+        if task_client.is_task(raw):
+            return task_info(raw, "tools/call")
+        return self._tool_result(name, raw, raise_on_error=raise_on_error)
+
+    async def wait_task(
+        self,
+        task: TaskInfo | str,
+        *,
+        on_status: TaskStatusHandler | None = None,
+        raise_on_error: bool = False,
+        cancel: bool = True,
+    ) -> ToolResult:
+        """Follow a task to its end and return the result of the call it runs.
+
+        Polls at the interval the server asks (bounded to 0.05-30 s) and answers the task's
+        questions with the handlers given to `open_client`, like `call_tool`.
+
+        Args:
+            task: The task (from `call_tool_as_task` or `get_task`) or its id.
+            on_status: Called (sync or async) with the task now and each time its status or
+                status message changes.
+            raise_on_error: Raise `ToolCallError` when the result has `isError`.
+            cancel: Cancelling the wait (or an error in a handler) cancels the task too; with
+                False the task runs on and may be waited for again.
+
+        Raises:
+            RequestError: the task failed (its JSON-RPC error), or the server refused to
+                show it (an unknown id is -32602).
+            TaskCancelledError: the task was cancelled.
+            ToolCallError: when `raise_on_error` and the tool reported a failure.
+            LocalProtocolError: when the client was opened without `tasks=True`.
+        """
+        self._require_tasks("wait_task")
+        info = task if isinstance(task, TaskInfo) else await self.get_task(task)
+        raw = await task_client.follow(
+            info, self._task_send, self._answer_task, on_status, cancel=cancel
+        )
+        result = tool_result(raw)
+        if result.is_error and raise_on_error:
+            raise ToolCallError(f"(task {info.task_id})", result.text or "(no message)", result)
+        return result
+
+    async def get_task(self, task_id: str) -> TaskInfo:
+        """The state of a task now (`tasks/get`).
+
+        Its status, and its result, error or questions when it has them.
+
+        Raises:
+            RequestError: when the server refuses (an unknown or expired id: -32602).
+            LocalProtocolError: when the client was opened without `tasks=True`.
+        """
+        self._require_tasks("get_task")
+        return await task_client.get(self._task_send, task_id)
+
+    async def update_task(self, task_id: str, responses: Mapping[str, Any]) -> None:
+        """Answer some of a task's questions (`tasks/update`); the others stay open.
+
+        `responses` maps keys of the task's `input_requests` to their answers (wire form).
+
+        Raises:
+            RequestError: when the server refuses (an unknown id: -32602).
+            LocalProtocolError: when the client was opened without `tasks=True`.
+        """
+        self._require_tasks("update_task")
+        await self._task_send(
+            "tasks/update", {"taskId": task_id, "inputResponses": dict(responses)}
+        )
+
+    async def cancel_task(self, task_id: str) -> None:
+        """Ask the server to cancel a task (`tasks/cancel`); a settled task stays as it is.
+
+        Raises:
+            RequestError: when the server refuses (an unknown id: -32602).
+            LocalProtocolError: when the client was opened without `tasks=True`.
+        """
+        self._require_tasks("cancel_task")
+        await self._task_send("tasks/cancel", {"taskId": task_id})
+
+    async def _call_raw(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        progress: ProgressHandler | None,
+        retry_safe: bool,
+    ) -> Any:
+        # A tools/call through its input rounds: the final result, or a CreateTaskResult.
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        if self._tasks:
+            params = task_client.opt_in(params, self._session)
 
         async def send(body: dict[str, Any]) -> Any:
             try:
@@ -412,7 +561,10 @@ class Client:
                     "tools/call", body, progress=progress, retry_safe=retry_safe
                 )
 
-        result = tool_result(await self._with_input("tools/call", params, send))
+        return await self._with_input("tools/call", params, send)
+
+    def _tool_result(self, name: str, raw: Any, *, raise_on_error: bool) -> ToolResult:
+        result = tool_result(raw)
         if result.is_error:
             if raise_on_error:
                 raise ToolCallError(name, result.text or "(no message)", result)
@@ -859,6 +1011,23 @@ class Client:
             self._listening_changed()
             raise
 
+    # -- tasks (Rule 11) ----------------------------------------------------------------------
+
+    async def _task_send(self, method: str, params: dict[str, Any]) -> Any:
+        # get, update and cancel may all be sent twice: an answer given twice is ignored.
+        return await self.request(
+            method, task_client.opt_in(params, self._session), retry_safe=True
+        )
+
+    async def _answer_task(self, round_: InputRound) -> dict[str, Any]:
+        return await self._answer_round("tools/call", round_)
+
+    def _require_tasks(self, method: str) -> None:
+        if not self._tasks:
+            raise LocalProtocolError(
+                f"{method} needs the tasks extension: open the client with tasks=True"
+            )
+
     # -- lists ------------------------------------------------------------------------------
 
     async def _list_all(self, method: str, field_name: str) -> list[Any]:
@@ -1217,6 +1386,7 @@ async def open_session(
     elicitation_modes: Collection[str] = ELICITATION_MODES,
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    tasks: bool = False,
 ) -> AsyncIterator[Client]:
     """Run a `Client` over `link` for the `async with` block, after the handshake.
 
@@ -1232,6 +1402,7 @@ async def open_session(
         elicitation_modes: The elicitation modes to declare ("form", "url").
         on_elicitation_complete: Called with the id of a URL-mode elicitation completed.
         max_input_rounds: Rounds of input requests one call answers (2026-07-28).
+        tasks: Declare the tasks extension and follow the tasks calls become.
 
     Yields:
         The connected client.
@@ -1248,6 +1419,7 @@ async def open_session(
         elicitation_modes=elicitation_modes,
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
+        tasks=tasks,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -1,0 +1,213 @@
+"""Following a task to its end: the client side of the tasks extension (SEP-2663).
+
+Rule 1: a client opened with `tasks=True` declares the extension where the server looks for
+        it: under 2026-07-28 in the capabilities every request carries (`ClientSession`), and
+        in the handshake era in the `_meta` capabilities of each `tools/call` and `tasks/*`
+        request (the per-request opt-in of SEP-2575, `opt_in`), never in `initialize`, whose
+        schema has no extensions. Without it a server never makes a task of a call.
+Rule 2: a call answered with a task is followed (`follow`): `tasks/get` after each
+        `pollIntervalMs` the server asks for, bounded to [`MIN_POLL_INTERVAL`,
+        `MAX_POLL_INTERVAL`] seconds (a server cannot make a client spin, nor stall it past
+        any sensible progress bar). `completed` gives the inlined result, `failed` raises its
+        JSON-RPC error as a `RequestError`, `cancelled` raises `TaskCancelledError`.
+Rule 3: `input_required`: every question not answered yet is answered at once, with the
+        handlers that answer the input rounds of 2026-07-28 (`Answers`, through the client),
+        and the answers go back in one `tasks/update`; the next `tasks/get` follows without
+        waiting. A key is answered once, so a poll that still shows it (the server has not
+        taken the answer in yet) asks nobody twice.
+Rule 4: whatever ends the following before the task settled (the caller cancelled, Ctrl-C, a
+        handler's exception) sends `tasks/cancel`, under a short shielded scope, then goes on:
+        the server is not left running work nobody waits for. Looking at a task
+        (`Client.get_task`) never cancels it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from .._core.answering import InputRound, input_round
+from .._core.client_records import TaskInfo, task_info
+from .._core.client_session import ClientSession
+from .._core.meta import CAPABILITIES
+from .._exceptions import RemoteProtocolError, RequestError, TaskCancelledError
+from .._features.tasks import TASKS_EXTENSION
+
+__all__ = [
+    "DEFAULT_POLL_INTERVAL",
+    "MAX_POLL_INTERVAL",
+    "MIN_POLL_INTERVAL",
+    "TASKS_EXTENSION",
+    "TaskSender",
+    "TaskStatusHandler",
+    "follow",
+    "is_task",
+    "opt_in",
+    "poll_interval",
+    "settled",
+]
+
+logger = logging.getLogger("trio_mcp.client")
+
+#: Seconds between polls when the server names no interval (the server side's default).
+DEFAULT_POLL_INTERVAL: Final = 1.0
+#: The shortest wait between polls: 20 polls a second is the most a server may ask of a client.
+MIN_POLL_INTERVAL: Final = 0.05
+#: The longest: a status (and a cancellation noticed) at least every half minute.
+MAX_POLL_INTERVAL: Final = 30.0
+#: Seconds a cancelled follower may spend sending `tasks/cancel` (as for `notifications/cancelled`).
+CANCEL_SECONDS: Final = 2.0
+
+#: Sends one `tasks/*` request: `await send(method, params)` returns its `result`.
+TaskSender = Callable[[str, dict[str, Any]], Awaitable[Any]]
+#: Answers one round of questions: key -> answer (Rule 3).
+RoundAnswerer = Callable[[InputRound], Awaitable[dict[str, Any]]]
+#: Called with each new state of a task a call waits for (may be async).
+TaskStatusHandler = Callable[[TaskInfo], Awaitable[None] | None]
+
+
+def is_task(result: Any) -> bool:
+    """Whether a `tools/call` result is a `CreateTaskResult`."""
+    return isinstance(result, dict) and result.get("resultType") == "task"
+
+
+def opt_in(params: dict[str, Any], session: ClientSession) -> dict[str, Any]:
+    """`params` declaring the extension for this request in the handshake era (Rule 1).
+
+    The request's `_meta` capabilities are those declared at `initialize` plus the extension.
+    Under 2026-07-28 every request declares it already (the session's capabilities), so
+    `params` come back as they are.
+    """
+    if session.per_request:
+        return params
+    meta = dict(params.get("_meta") or {})
+    meta[CAPABILITIES] = {**session.declared, "extensions": {TASKS_EXTENSION: {}}}
+    return {**params, "_meta": meta}
+
+
+def poll_interval(task: TaskInfo) -> float:
+    """Seconds to wait before the next poll of `task` (Rule 2)."""
+    asked = task.poll_interval
+    if asked is None or not math.isfinite(asked):
+        asked = DEFAULT_POLL_INTERVAL
+    return min(max(asked, MIN_POLL_INTERVAL), MAX_POLL_INTERVAL)
+
+
+async def get(send: TaskSender, task_id: str) -> TaskInfo:
+    """The task's state now (`tasks/get`)."""
+    return task_info(await send("tasks/get", {"taskId": task_id}), "tasks/get")
+
+
+async def follow(
+    task: TaskInfo,
+    send: TaskSender,
+    answer: RoundAnswerer,
+    on_status: TaskStatusHandler | None = None,
+    *,
+    cancel: bool = True,
+) -> dict[str, Any]:
+    """Follow `task` to its end (Rules 2-4): the `CallToolResult` object of a completed task.
+
+    Args:
+        task: The task as last seen (a `CreateTaskResult`, or a `tasks/get`).
+        send: Sends a `tasks/*` request.
+        answer: Answers the task's questions.
+        on_status: Called with the task at the start and each time its status, status
+            message or questions change.
+        cancel: Send `tasks/cancel` when the following ends before the task settled.
+
+    Raises:
+        RequestError: the task failed: its JSON-RPC error.
+        TaskCancelledError: the task was cancelled.
+        RemoteProtocolError: a malformed task, or a completed one without a result.
+    """
+    last = [task]
+    try:
+        return await _follow(task, send, answer, on_status, last)
+    except BaseException:
+        if cancel and not last[0].terminal:
+            await _cancel_quietly(send, last[0].task_id)
+        raise
+
+
+async def _follow(
+    task: TaskInfo,
+    send: TaskSender,
+    answer: RoundAnswerer,
+    on_status: TaskStatusHandler | None,
+    last: list[TaskInfo],
+) -> dict[str, Any]:
+    # The loop of `follow`; `last[0]` is the task as last seen, for the cancellation.
+    answered: set[str] = set()
+    seen: tuple[Any, ...] | None = None
+    while not task.terminal:
+        state = (task.status, task.status_message, tuple(task.input_requests))
+        if on_status is not None and state != seen:
+            await _tell(on_status, task)
+        seen = state
+        waiting = {k: v for k, v in task.input_requests.items() if k not in answered}
+        if task.status == "input_required" and waiting:
+            round_ = input_round(
+                {"resultType": "input_required", "inputRequests": waiting}, "tasks/get"
+            )
+            assert round_ is not None
+            responses = await answer(round_)
+            await send("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
+            answered.update(waiting)
+        else:
+            await trio.sleep(poll_interval(task))
+        task = last[0] = await get(send, task.task_id)
+    if on_status is not None:
+        await _tell(on_status, task)
+    if task.result is None and task.error is None and task.status != "cancelled":
+        # A task created settled carries neither result nor error: tasks/get inlines them.
+        task = last[0] = await get(send, task.task_id)
+    return settled(task)
+
+
+def settled(task: TaskInfo) -> dict[str, Any]:
+    """A settled task's `CallToolResult` object (Rule 2).
+
+    Raises:
+        RequestError: the task failed: its JSON-RPC error.
+        TaskCancelledError: the task was cancelled.
+        RemoteProtocolError: a completed task without its result, a failed one without its
+            error.
+    """
+    if task.status == "failed":
+        if task.error is None:
+            raise RemoteProtocolError(f"failed task {task.task_id} came without its error")
+        error = task.error
+        raise RequestError(str(error.get("message", "")), error["code"], error.get("data"))
+    if task.status == "cancelled":
+        raise TaskCancelledError(task.task_id, task.status_message)
+    if task.result is None:
+        raise RemoteProtocolError(f"completed task {task.task_id} came without its result")
+    return task.result
+
+
+async def _cancel_quietly(send: TaskSender, task_id: str) -> None:
+    # Rule 4: shielded from the cancellation that brought us here, and bounded.
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + CANCEL_SECONDS
+        try:
+            await send("tasks/cancel", {"taskId": task_id})
+        except Exception as exc:
+            logger.debug("could not cancel task %s: %s", task_id, exc)
+    if scope.cancelled_caught:
+        logger.debug("the cancellation of task %s was not answered in time", task_id)
+
+
+async def _tell(handler: TaskStatusHandler, task: TaskInfo) -> None:
+    # A status handler's bug must not end the call: it is only a display.
+    try:
+        value = handler(task)
+        if inspect.isawaitable(value):
+            await value
+    except Exception:
+        logger.exception("a task status handler failed")
