@@ -243,6 +243,56 @@ DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
         },
         None,
     ),
+    "wh40k.campaign": (
+        {
+            "type": "object",
+            "properties": {
+                "battles": {
+                    "description": "Battles to fight",
+                    "maximum": 100,
+                    "minimum": 1,
+                    "type": "integer",
+                    "default": 5,
+                },
+                "seed": {
+                    "description": "Seeds the campaign: the same seed, the same campaign",
+                    "type": "integer",
+                    "default": 40000,
+                },
+                "imperial_force": {
+                    "description": "Imperial force",
+                    "type": "string",
+                    "default": "Cadian 8th",
+                },
+                "enemy_force": {
+                    "description": "Enemy force",
+                    "type": "string",
+                    "default": "Black Legion",
+                },
+            },
+            "additionalProperties": False,
+        },
+        {
+            "description": "How a campaign went, battle by battle.",
+            "properties": {
+                "imperial_force": {"type": "string"},
+                "enemy_force": {"type": "string"},
+                "battles": {"items": {"type": "string"}, "type": "array"},
+                "imperial_victories": {"type": "integer"},
+                "enemy_victories": {"type": "integer"},
+                "verdict": {"type": "string"},
+            },
+            "required": [
+                "imperial_force",
+                "enemy_force",
+                "battles",
+                "imperial_victories",
+                "enemy_victories",
+                "verdict",
+            ],
+            "type": "object",
+        },
+    ),
 }
 
 
