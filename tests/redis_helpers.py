@@ -82,12 +82,12 @@ class RedisProcess:
         except redis.ConnectionError:
             return False
 
-    def subscribers(self) -> int:
+    def subscribers(self, channel: str = CHANNEL) -> int:
         import redis  # noqa: PLC0415
 
         with redis.Redis(port=self.port, socket_timeout=1) as client:
-            counts = dict(client.pubsub_numsub(CHANNEL))
-        return int(counts.get(CHANNEL.encode(), 0))
+            counts = dict(client.pubsub_numsub(channel))
+        return int(counts.get(channel.encode(), 0))
 
     def publish_raw(self, data: bytes) -> None:
         import redis  # noqa: PLC0415
@@ -95,10 +95,10 @@ class RedisProcess:
         with redis.Redis(port=self.port, socket_timeout=1) as client:
             client.publish(CHANNEL, data)
 
-    async def until_subscribers(self, count: int) -> None:
-        """Wait until `count` brokers are subscribed to the test channel."""
+    async def until_subscribers(self, count: int, channel: str = CHANNEL) -> None:
+        """Wait until `count` brokers are subscribed to `channel` (the test channel)."""
         # Another process's state: nothing here could wake us when it changes.
-        while await trio.to_thread.run_sync(self.subscribers) != count:  # noqa: ASYNC110
+        while await trio.to_thread.run_sync(self.subscribers, channel) != count:  # noqa: ASYNC110
             await trio.sleep(0.02)
 
 

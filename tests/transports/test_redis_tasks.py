@@ -12,6 +12,8 @@ waits for another process polls under a deadline, and no test asserts how long a
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,7 +24,7 @@ import trio
 
 from tests.helpers import MODERN, python_json
 from tests.http_helpers import McpHttp
-from tests.redis_helpers import NEEDS_REDIS_PACKAGE, RedisProcess, Worker, fleet
+from tests.redis_helpers import NEEDS_REDIS_PACKAGE, ROOT, RedisProcess, Worker, fleet
 from trio_mcp import RedisTaskStore, RemoteProtocolError, TaskRecord
 
 pytestmark = NEEDS_REDIS_PACKAGE
@@ -151,9 +153,13 @@ class Fleet:
 
 
 @asynccontextmanager
-async def task_fleet(redis_url: str) -> AsyncIterator[tuple[Fleet, Worker, Worker]]:
+async def task_fleet(
+    redis_url: str, *args: str, **env: str
+) -> AsyncIterator[tuple[Fleet, Worker, Worker]]:
     async with (
-        fleet("tests/fixtures/task_worker.py", redis_url, args=["--stateless"]) as workers,
+        fleet(
+            "tests/fixtures/task_worker.py", redis_url, args=["--stateless", *args], env=env
+        ) as workers,
         httpx.AsyncClient(timeout=TIMEOUT) as http,
     ):
         a, b = workers
@@ -220,3 +226,41 @@ async def test_a_killed_workers_task_fails_when_its_lease_runs_out(
     )
     assert f":{a.process.pid}:" in failed["error"]["data"]["worker"]
     assert again == failed  # settled for good, and saved
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+async def test_the_command_line_gives_a_server_redis_for_its_tasks_and_its_broker(
+    redis_server: RedisProcess,
+) -> None:
+    url = redis_server.url
+    with trio.fail_after(TIMEOUT):
+        async with task_fleet(url, "--task-store", url, "--broker", url, TASK_TEST_STORE="cli") as (
+            fleet_,
+            a,
+            b,
+        ):
+            await redis_server.until_subscribers(2, channel="trio-mcp:notifications")
+            task_id = (await fleet_.call(a, "count", {"steps": 3}))["taskId"]
+            done = await fleet_.get(b, task_id)
+            while done["status"] == "working":
+                await trio.sleep(0.02)
+                done = await fleet_.get(b, task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "counted 3 on A"}]
+
+
+def test_the_command_line_refuses_a_store_that_is_not_redis() -> None:
+    store = ["--task-store", "http://user:secret@example.com/"]
+    done = subprocess.run(
+        [sys.executable, "-m", "trio_mcp", "run", "tests/fixtures/echo_tools.py", *store],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--task-store takes a redis://, rediss:// or unix:// URL" in done.stderr
+    assert "secret" not in done.stderr
