@@ -68,6 +68,24 @@ async def test_records_round_trip_and_a_settled_one_is_final(redis_server: Redis
     assert await a.get("no-such-task", 1000.0) is None
 
 
+async def test_a_workers_saves_of_one_record_land_in_order(redis_server: RedisProcess) -> None:
+    s = store(redis_server.url)
+    mine = record("t")
+    assert await s.add(mine, 1000.0)
+
+    async def save_as(message: str) -> None:
+        mine.status_message = message
+        assert await s.save(mine)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(40):  # more at once than the store has threads
+            nursery.start_soon(save_as, f"change {n}")
+            await trio.lowlevel.checkpoint()
+    got = await s.get("t", 1000.0)
+    assert got is not None
+    assert got.status_message == "change 39"
+
+
 async def test_a_settled_record_expires_with_its_ttl(redis_server: RedisProcess) -> None:
     s = store(redis_server.url)
     live = record("live", ttl=0.05)

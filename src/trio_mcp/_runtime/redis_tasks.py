@@ -11,7 +11,9 @@ Rule 1: a record is one Redis string, `<key_prefix><task id>`, holding `TaskReco
         stopped does not stay for ever.
 Rule 2: a settled record is final (tasks Rule 5): `save` is one Lua script that writes over a
         live record or none (a record lost with Redis comes back at its worker's next write)
-        and never over a settled one, and answers whether it wrote.
+        and never over a settled one, and answers whether it wrote. A worker's saves of one
+        record go one at a time, each writing the record as it is when its turn comes, so a
+        lease renewal cannot land after, and undo, a change saved later.
 Rule 3: the bound is per worker: a store counts the live tasks it added and has not seen
         settle, and at `max_tasks` refuses a new one (the call runs to its end); before
         refusing, it reads its tasks back once, to forget those settled elsewhere. Settled
@@ -30,6 +32,8 @@ import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import trio
 
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._exceptions import RemoteProtocolError
@@ -107,6 +111,8 @@ class RedisTaskStore:
         self._save_script: Any = None  # registered on first use, in a thread
         #: The live tasks added here and not yet seen settled (Rule 3).
         self._live: set[str] = set()
+        #: One lock per record being saved (Rule 2).
+        self._saving: dict[str, trio.Lock] = {}
         self._failing = False
 
     def __repr__(self) -> str:
@@ -156,13 +162,24 @@ class RedisTaskStore:
 
     async def save(self, record: TaskRecord) -> bool:
         """Write the record back unless the stored one settled (Rule 2); True when unreachable."""
-        key, data, expiry = self._key(record.task_id), _encode(record), self._expiry_ms(record)
+        lock = self._saving.setdefault(record.task_id, trio.Lock())
         try:
-            written = await self._call(
-                lambda client: self._script(client)(keys=[key], args=[data, expiry], client=client)
-            )
+            async with lock:  # encoded in its turn: the record as it is now
+                key, data, expiry = (
+                    self._key(record.task_id),
+                    _encode(record),
+                    self._expiry_ms(record),
+                )
+                written = await self._call(
+                    lambda client: self._script(client)(
+                        keys=[key], args=[data, expiry], client=client
+                    )
+                )
         except _UnreachableError:
             return True
+        finally:
+            if not lock.locked():  # no save of this record waits: forget its lock
+                self._saving.pop(record.task_id, None)
         if not written or record.terminal:
             self._live.discard(record.task_id)
         return bool(written)
