@@ -84,7 +84,7 @@ from ._features.context import Context
 from ._features.prompts import Prompt, prompt
 from ._features.resources import Resource, ResourceTemplate, resource
 from ._features.signature import Param
-from ._features.tasks import MemoryTaskStore, TaskRecord, TaskSupport
+from ._features.tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskSupport
 from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
 
@@ -109,6 +109,7 @@ if TYPE_CHECKING:
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
     from ._runtime.redis_broker import RedisBroker
+    from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
@@ -123,6 +124,7 @@ _LAZY = {
     "Broker": "._runtime.broker",
     "InProcessBroker": "._runtime.broker",
     "RedisBroker": "._runtime.redis_broker",
+    "RedisTaskStore": "._runtime.redis_tasks",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
@@ -202,6 +204,7 @@ __all__ = [
     "PromptResult",
     "ProtocolError",
     "RedisBroker",
+    "RedisTaskStore",
     "RemoteProtocolError",
     "RequestError",
     "Resource",
@@ -222,6 +225,7 @@ __all__ = [
     "TaskCancelledError",
     "TaskInfo",
     "TaskRecord",
+    "TaskStore",
     "TaskSupport",
     "TextContent",
     "Tool",

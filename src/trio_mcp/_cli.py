@@ -2,7 +2,7 @@
 
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
                         [--workers N] [--allow-origin ORIGIN]... [--allow-host HOST]...
-                        [--no-legacy-sse] [--log-level LEVEL]
+                        [--no-legacy-sse] [--task-store URL] [--broker URL] [--log-level LEVEL]
     trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
     trio-mcp resources SERVER [--json] | trio-mcp read SERVER URI [--out FILE] [--json]
     trio-mcp prompts SERVER [--json] | trio-mcp prompt SERVER NAME [NAME=VALUE]... [--json]
@@ -15,6 +15,9 @@ The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, 
 
 Over HTTP, `--workers N` serves one socket from N worker processes (`_workers`), in stateless
 mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
+`--task-store` and `--broker` (or TRIO_MCP_TASK_STORE and TRIO_MCP_BROKER, where a URL with a
+password belongs: the command line shows in `ps`) give the server a Redis for its tasks and its
+notifications, so that a fleet's workers share them; they replace what the module set.
 
 TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
 attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
@@ -185,6 +188,20 @@ def _parser() -> argparse.ArgumentParser:
         "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
     )
     run_cmd.add_argument(
+        "--task-store",
+        default=os.environ.get("TRIO_MCP_TASK_STORE") or None,
+        metavar="URL",
+        help="keep tasks in Redis at URL (redis://, rediss://, unix://), so that any worker of a "
+        "fleet answers for them (default: in memory; or set TRIO_MCP_TASK_STORE)",
+    )
+    run_cmd.add_argument(
+        "--broker",
+        default=os.environ.get("TRIO_MCP_BROKER") or None,
+        metavar="URL",
+        help="share resource updates with a fleet's other workers through Redis at URL "
+        "(or set TRIO_MCP_BROKER)",
+    )
+    run_cmd.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -275,6 +292,7 @@ def _main(argv: list[str] | None) -> int:
     for warning in warnings:
         print(f"trio-mcp: warning: {warning}", file=sys.stderr)
     try:
+        _use_redis(server, args)
         if options is not None and args.worker_fds is not None:
             listen_fd, link_fd = (int(fd) for fd in args.worker_fds.split(","))
             run_worker(
@@ -288,6 +306,26 @@ def _main(argv: list[str] | None) -> int:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _use_redis(server: Server, args: argparse.Namespace) -> None:
+    """`--task-store` and `--broker`: Redis, in place of what the module's server set.
+
+    Raises:
+        ValueError: for a URL that names no Redis.
+        RuntimeError: when the `redis` package is not installed.
+    """
+    for option, url in (("--task-store", args.task_store), ("--broker", args.broker)):
+        if url is not None and url.partition("://")[0] not in ("redis", "rediss", "unix"):
+            raise ValueError(f"{option} takes a redis://, rediss:// or unix:// URL")
+    if args.task_store is not None:
+        from ._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
+
+        server.task_runtime.store = RedisTaskStore(args.task_store)
+    if args.broker is not None:
+        from ._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
+
+        server.broker = RedisBroker(args.broker)
 
 
 def _http_options(args: argparse.Namespace) -> HttpOptions:

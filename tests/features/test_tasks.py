@@ -1,7 +1,9 @@
 """The tasks extension (io.modelcontextprotocol/tasks, SEP-2663) on the server, end to end.
 
 In memory through a raw peer (both eras), and once over Streamable HTTP; trio's autojump clock
-stands in for the time the tools sleep.
+stands in for the time the tools sleep. Two servers sharing one store stand for a fleet's
+workers: the leases, a task settled on one worker that another runs, a dead worker's task
+(tests/transports/test_redis_tasks.py does the same across processes, with Redis).
 """
 
 from __future__ import annotations
@@ -321,6 +323,120 @@ async def test_a_full_store_runs_the_call_to_its_end(autojump_clock: Any) -> Non
     assert first["resultType"] == "task"
     assert second["resultType"] == "complete"
     assert second["content"][0]["text"] == "slept 2"
+
+
+# -- a store shared by workers: leases (tasks Rule 5) ---------------------------------------------
+
+
+def fleet_server(store: MemoryTaskStore, stopped: trio.Event, **runtime: Any) -> Server:
+    """A worker of a fleet sharing `store`; its `forever` sets `stopped` when its work stops."""
+    server = Server("worker", task_store=store)
+    server.task_runtime.clock = runtime.get("clock", trio.current_time)
+
+    @server.tool(task=True)
+    async def forever(ctx: Context) -> str:
+        await ctx.report_progress(1, message="started")
+        try:
+            await trio.sleep_forever()
+        finally:
+            stopped.set()
+
+    return server
+
+
+async def test_another_worker_answers_for_a_task_and_cancels_it(autojump_clock: Any) -> None:
+    store, stopped = MemoryTaskStore(lease=3), trio.Event()
+    a, b = fleet_server(store, stopped), fleet_server(store, trio.Event())
+    async with (
+        open_memory_peer(a, initialize=False) as on_a,
+        open_memory_peer(b, initialize=False) as on_b,
+    ):
+        task_id = (await call(on_a, "forever"))["result"]["taskId"]
+        await trio.sleep(30)  # ten leases: the worker renews its own
+        seen = (await tasks(on_b, "tasks/get", task_id))["result"]
+        assert seen["status"] == "working"
+        assert seen["statusMessage"] == "started"
+        ack = await tasks(on_b, "tasks/cancel", task_id)
+        assert ack["result"] == {"resultType": "complete"}
+        with trio.fail_after(3):  # a's next renewal finds the task settled
+            await stopped.wait()
+        on_a_now = (await tasks(on_a, "tasks/get", task_id))["result"]
+        await trio.sleep(30)
+        later = (await tasks(on_b, "tasks/get", task_id))["result"]
+    assert on_a_now["status"] == later["status"] == "cancelled"
+    assert a.task_runtime.live_count == 0
+
+
+async def test_a_task_whose_worker_stopped_renewing_fails_after_its_lease(
+    autojump_clock: Any,
+) -> None:
+    store = MemoryTaskStore(lease=3)
+    b = fleet_server(store, trio.Event())
+    now = trio.current_time()
+    orphan = TaskRecord("orphan", now, 60.0, 1.0, owner="gone:1:x", lease_until=now + 3)
+    assert await store.add(orphan, now)
+    async with open_memory_peer(b, initialize=False) as on_b:
+        before = (await tasks(on_b, "tasks/get", "orphan"))["result"]
+        await trio.sleep(3)
+        after = (await tasks(on_b, "tasks/get", "orphan"))["result"]
+        later = (await tasks(on_b, "tasks/get", "orphan"))["result"]
+    assert before["status"] == "working"
+    assert after["status"] == "failed"
+    assert after["error"]["code"] == -32603
+    assert after["error"]["message"].startswith(
+        "The worker running this task stopped before the task finished (its lease ran out at "
+    )
+    assert after["error"]["data"] == {"worker": "gone:1:x"}
+    assert later == after
+    stored = await store.get("orphan", trio.current_time())
+    assert stored is not None
+    assert stored.status == "failed"  # saved, not only shown
+
+
+async def test_a_worker_whose_lease_others_saw_run_out_stops_its_work(autojump_clock: Any) -> None:
+    store, stopped = MemoryTaskStore(lease=3), trio.Event()
+    a = fleet_server(store, stopped)
+    late = fleet_server(store, trio.Event(), clock=lambda: trio.current_time() + 100)
+    async with (
+        open_memory_peer(a, initialize=False) as on_a,
+        open_memory_peer(late, initialize=False) as on_late,
+    ):
+        task_id = (await call(on_a, "forever"))["result"]["taskId"]
+        failed = (await tasks(on_late, "tasks/get", task_id))["result"]
+        with trio.fail_after(3):
+            await stopped.wait()
+        on_a_now = (await tasks(on_a, "tasks/get", task_id))["result"]
+    assert failed["status"] == "failed"
+    assert on_a_now["status"] == "failed"  # settled is final: the worker's end changes nothing
+
+
+async def test_a_worker_does_not_fail_its_own_running_task() -> None:
+    store = MemoryTaskStore(lease=3)
+    server = fleet_server(store, trio.Event())
+    frozen = [0.0]
+    server.task_runtime.clock = lambda: frozen[0]
+    async with open_memory_peer(server, initialize=False) as peer:
+        task_id = (await call(peer, "forever"))["result"]["taskId"]
+        frozen[0] = 100.0  # as if its loop had been too busy to renew
+        got = (await tasks(peer, "tasks/get", task_id))["result"]
+    assert got["status"] == "working"
+
+
+async def test_a_store_never_writes_over_a_settled_record() -> None:
+    store = MemoryTaskStore()
+    record = TaskRecord("t", 0.0, 10.0, 1.0, owner="w", lease_until=3.0)
+    assert await store.add(record, 0.0)
+    copy = TaskRecord.load(record.dump())
+    assert copy.dump() == record.dump()
+    record.status = "cancelled"
+    assert await store.save(record)
+    copy.status_message = "still going"
+    assert not await store.save(copy)
+    assert await store.get("t", 1.0) is record
+    with pytest.raises(ValueError, match="not a task record"):
+        TaskRecord.load({"v": 1, "status": "working"})
+    with pytest.raises(ValueError, match="not a task record"):
+        TaskRecord.load({**record.dump(), "status": "sleeping"})
 
 
 async def test_the_memory_store_drops_expired_and_makes_room() -> None:

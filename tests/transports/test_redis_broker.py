@@ -14,15 +14,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -32,19 +25,14 @@ import trio.testing
 
 from tests.helpers import LATEST, MODERN, python_json
 from tests.http_helpers import POST_HEADERS, McpHttp
+from tests.redis_helpers import NEEDS_REDIS_PACKAGE, RedisProcess, Worker
+from tests.redis_helpers import fleet as redis_fleet
 from trio_mcp import RedisBroker
 from trio_mcp._runtime.broker import RESOURCE_UPDATED
 from trio_mcp.transports.http.headers import request_headers
 
-REDIS_SERVER = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("redis") is None,
-    reason='the redis package is not installed (pip install "trio-mcp[redis]")',
-)
+pytestmark = NEEDS_REDIS_PACKAGE
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-RUN_WORKER = [sys.executable, "-m", "trio_mcp", "run", "tests/fixtures/broker_worker.py"]
-CHANNEL = "trio-mcp-test:notifications"
 WATCHED = "test://watched"
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
 TIMEOUT = 60
@@ -54,84 +42,6 @@ UPDATED = {
     "params": {"uri": WATCHED},
 }
 STATE_KEY = "6b" * 32
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class RedisProcess:
-    """A `redis-server` of this test's own on a loopback port, stopped and started at will."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        assert REDIS_SERVER is not None
-        self.process = subprocess.Popen(
-            [
-                REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 20
-        while not self._answers():
-            assert self.process.poll() is None, "redis-server exited"
-            assert time.monotonic() < deadline, "redis-server does not answer"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
-    def _answers(self) -> bool:
-        import redis  # noqa: PLC0415 - the module is skipped without it
-
-        try:
-            with redis.Redis(port=self.port, socket_timeout=1) as client:
-                return bool(client.ping())
-        except redis.ConnectionError:
-            return False
-
-    def subscribers(self) -> int:
-        import redis  # noqa: PLC0415
-
-        with redis.Redis(port=self.port, socket_timeout=1) as client:
-            counts = dict(client.pubsub_numsub(CHANNEL))
-        return int(counts.get(CHANNEL.encode(), 0))
-
-    def publish_raw(self, data: bytes) -> None:
-        import redis  # noqa: PLC0415
-
-        with redis.Redis(port=self.port, socket_timeout=1) as client:
-            client.publish(CHANNEL, data)
-
-    async def until_subscribers(self, count: int) -> None:
-        """Wait until `count` brokers are subscribed to the test channel."""
-        # Another process's state: nothing here could wake us when it changes.
-        while await trio.to_thread.run_sync(self.subscribers) != count:  # noqa: ASYNC110
-            await trio.sleep(0.02)
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisProcess]:
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    server = RedisProcess(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def broker(url: str) -> RedisBroker:
@@ -279,71 +189,9 @@ def test_a_broker_without_the_redis_package_says_how_to_install_it(
 # -- a fleet of two HTTP workers ------------------------------------------------------------------
 
 
-class Worker:
-    """A `trio-mcp run` process of the fleet, its stderr collected as it comes."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.log = b""
-        self._more = trio.Event()
-
-    async def read_log(self) -> None:
-        assert self.process.stderr is not None
-        while chunk := await self.process.stderr.receive_some():
-            self.log += chunk
-            self._more.set()
-            self._more = trio.Event()
-
-    async def logged(self, text: str, *, after: int = 0) -> None:
-        """Wait until the log says `text` (past its first `after` bytes)."""
-        while text.encode() not in self.log[after:]:
-            await self._more.wait()
-
-    @property
-    def url(self) -> str:
-        return self.log.decode().split("serving MCP on ")[1].split()[0]
-
-
-@asynccontextmanager
-async def fleet(redis_url: str, count: int = 2, **env: str) -> AsyncIterator[list[Worker]]:
-    """`count` workers of `broker_worker.py` on `redis_url`; each ends with SIGTERM, cleanly.
-
-    Each has a `requestState` key of its own unless `env` gives them one.
-    """
-    inherited = {k: v for k, v in os.environ.items() if k != "TRIO_MCP_REQUEST_STATE_KEY"}
-    workers: list[Worker] = []
-    async with trio.open_nursery() as nursery:
-        for n in range(count):
-            process = await trio.lowlevel.open_process(
-                [*RUN_WORKER, "--transport", "http", "--port", "0"],
-                stderr=subprocess.PIPE,
-                cwd=ROOT,
-                env={
-                    **inherited,
-                    "BROKER_TEST_REDIS_URL": redis_url,
-                    "BROKER_TEST_WORKER": "AB"[n],
-                    **env,
-                },
-            )
-            worker = Worker(process)
-            workers.append(worker)
-            nursery.start_soon(worker.read_log)
-        try:
-            for worker in workers:
-                await worker.logged("/mcp\n")
-            yield workers
-        finally:
-            for worker in workers:
-                worker.process.terminate()
-            with trio.move_on_after(TIMEOUT) as stopping, trio.CancelScope(shield=True):
-                for worker in workers:
-                    await worker.process.wait()
-            for worker in workers:
-                if worker.process.returncode is None:
-                    worker.process.kill()
-        assert not stopping.cancelled_caught, "a worker did not exit after SIGTERM"
-    for worker in workers:
-        assert worker.process.returncode == 0, worker.log.decode()[-2000:]
+def fleet(redis_url: str, **env: str) -> AbstractAsyncContextManager[list[Worker]]:
+    """Two workers of `broker_worker.py` on `redis_url` (tests/redis_helpers.fleet)."""
+    return redis_fleet("tests/fixtures/broker_worker.py", redis_url, env=env)
 
 
 class SseStream:

@@ -19,6 +19,12 @@ Rule 4: a store keeps records by id (`TaskStore`); ids are unguessable (128 rand
         dropped, and when the store is full the oldest finished task makes room; if every slot
         holds live work, no new task is made (the call simply runs to its end). A task whose
         worker stopped without settling it (the process serving it ended) becomes `failed`.
+Rule 5: a store may be shared by the workers of a fleet, so a record names its worker
+        (`owner`) and holds that worker's lease (`lease_until`, wall-clock seconds), which the
+        worker renews while the task runs. A live task whose lease has passed is a dead
+        worker's: whoever reads it next settles it `failed`. A settled record is final: a store
+        refuses to write a live record over it (`save` answers False), which is how a worker
+        learns that another settled its task (`tasks/cancel` there, or a lease it let lapse).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from .._core.jsonrpc import INTERNAL_ERROR
 from .._core.meta import CAPABILITIES as _META_CAPABILITIES
 from .._exceptions import ToolDefinitionError
 
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 __all__ = [
+    "DEFAULT_LEASE",
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL",
     "DEFAULT_TASK_TTL",
@@ -49,6 +57,7 @@ __all__ = [
     "TaskStatus",
     "TaskStore",
     "TaskSupport",
+    "check_lease",
     "declares_tasks",
     "new_task_id",
     "task_support",
@@ -63,9 +72,14 @@ DEFAULT_TASK_TTL: Final = 3600.0
 DEFAULT_POLL_INTERVAL: Final = 1.0
 #: Tasks one store keeps at once: 10,000 records of a few KB each stay within tens of MB.
 DEFAULT_MAX_TASKS: Final = 10_000
+#: Seconds a worker's claim on a running task lasts unless renewed (Rule 5); the worker renews
+#: it every third of that. A task whose worker died is `failed` at most this long after: long
+#: enough for a busy worker and clocks a few seconds apart, short next to a task's minutes.
+DEFAULT_LEASE: Final = 15.0
 
 TaskStatus = Literal["working", "input_required", "completed", "cancelled", "failed"]
 TERMINAL: Final = frozenset({"completed", "cancelled", "failed"})
+_STATUSES: Final = frozenset({"working", "input_required", *TERMINAL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +182,10 @@ class TaskRecord:
     error: dict[str, Any] | None = None
     #: Questions waiting for the client, by the key `tasks/update` answers them under.
     input_requests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The worker running the task (Rule 5), None for a record that names none.
+    owner: str | None = None
+    #: Until when the owner's claim holds, unless renewed (0: the record has no lease).
+    lease_until: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -181,6 +199,68 @@ class TaskRecord:
     def expired(self, now: float) -> bool:
         """Whether a finished task has outlived its ttl (live tasks never expire)."""
         return self.terminal and now >= self.updated_at + self.ttl
+
+    def lease_lapsed(self, now: float) -> bool:
+        """Whether a live task's worker failed to renew its lease in time (Rule 5)."""
+        return not self.terminal and 0 < self.lease_until <= now
+
+    def settle_lapsed(self, now: float) -> None:
+        """Settle a task whose lease ran out `failed`, saying its worker stopped (Rule 5)."""
+        self.status = "failed"
+        self.error = {
+            "code": INTERNAL_ERROR,
+            "message": "The worker running this task stopped before the task finished "
+            f"(its lease ran out at {_iso(self.lease_until)})",
+            "data": {"worker": self.owner},
+        }
+        self.input_requests.clear()
+        self.updated_at = now
+
+    def dump(self) -> dict[str, Any]:
+        """The record as a JSON object, for a store that keeps text (`load` reads it back)."""
+        return {
+            "v": 1,
+            "taskId": self.task_id,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "ttl": self.ttl,
+            "pollInterval": self.poll_interval,
+            "status": self.status,
+            "statusMessage": self.status_message,
+            "result": self.result,
+            "error": self.error,
+            "inputRequests": self.input_requests,
+            "owner": self.owner,
+            "leaseUntil": self.lease_until,
+        }
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> TaskRecord:
+        """The record `dump` wrote.
+
+        Raises:
+            ValueError: for anything else.
+        """
+        try:
+            status = data["status"]
+            if data.get("v") != 1 or status not in _STATUSES:
+                raise ValueError(f"not a task record: {dict(data)!r:.200}")
+            return cls(
+                task_id=str(data["taskId"]),
+                created_at=float(data["createdAt"]),
+                ttl=float(data["ttl"]),
+                poll_interval=float(data["pollInterval"]),
+                status=status,
+                updated_at=float(data["updatedAt"]),
+                status_message=data.get("statusMessage"),
+                result=data.get("result"),
+                error=data.get("error"),
+                input_requests=dict(data.get("inputRequests") or {}),
+                owner=data.get("owner"),
+                lease_until=float(data.get("leaseUntil") or 0.0),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a task record: {exc}") from None
 
     def task_wire(self) -> dict[str, Any]:
         """The `Task` fields every task answer carries (a `CreateTaskResult` adds the type)."""
@@ -213,11 +293,17 @@ class TaskRecord:
 
 
 class TaskStore(Protocol):
-    """Where task records live: in memory by default; a shared store serves a fleet (Rule 4).
+    """Where task records live: in memory by default; a shared store serves a fleet (Rules 4, 5).
 
-    A store hands out records and takes them back; the worker running a task is the only
-    writer of its record, so a store needs no transactions, only `save` after each change.
+    A store hands out records and takes them back; the worker running a task writes its
+    record (`save` after each change) until it settles, and a settled record is never written
+    over (Rule 5), so a store needs no transactions beyond that one check.
     """
+
+    @property
+    def lease(self) -> float:
+        """Seconds a worker's claim on a running task lasts unless renewed (Rule 5)."""
+        ...
 
     async def add(self, record: TaskRecord, now: float) -> bool:
         """Keep a new record; False when the store is full of live tasks."""
@@ -227,22 +313,24 @@ class TaskStore(Protocol):
         """The record, or None for an unknown or expired id."""
         ...
 
-    async def save(self, record: TaskRecord) -> None:
-        """Write a changed record back."""
+    async def save(self, record: TaskRecord) -> bool:
+        """Write a changed record back; False (and nothing written) over a settled one."""
         ...
 
 
 class MemoryTaskStore:
-    """A bounded in-memory `TaskStore` (Rule 4).
+    """A bounded in-memory `TaskStore` (Rule 4), for the servers of one process.
 
     Args:
         max_tasks: Records kept at once.
+        lease: Seconds a worker's claim on a running task lasts unless renewed (Rule 5).
     """
 
-    def __init__(self, max_tasks: int = DEFAULT_MAX_TASKS) -> None:
+    def __init__(self, max_tasks: int = DEFAULT_MAX_TASKS, *, lease: float = DEFAULT_LEASE) -> None:
         if max_tasks < 1:
             raise ValueError("max_tasks must be positive")
         self.max_tasks = max_tasks
+        self.lease = check_lease(lease)
         self._records: dict[str, TaskRecord] = {}  # insertion order: oldest first
 
     def __len__(self) -> int:
@@ -268,14 +356,33 @@ class MemoryTaskStore:
             return None
         return record
 
-    async def save(self, record: TaskRecord) -> None:
-        """Nothing to write: the store holds the record object itself (unless it was dropped)."""
-        if record.task_id in self._records:
-            self._records[record.task_id] = record
+    async def save(self, record: TaskRecord) -> bool:
+        """Keep `record` (unless it was dropped); False over another, settled record (Rule 5).
+
+        Usually nothing to write: the store holds the record object itself.
+        """
+        stored = self._records.get(record.task_id)
+        if stored is None:
+            return True
+        if stored is not record and stored.terminal:
+            return False
+        self._records[record.task_id] = record
+        return True
 
     def _drop_expired(self, now: float) -> None:
         for task_id in [k for k, r in self._records.items() if r.expired(now)]:
             del self._records[task_id]
+
+
+def check_lease(lease: float) -> float:
+    """`lease` if it is positive finite seconds.
+
+    Raises:
+        ValueError: otherwise.
+    """
+    if not (lease > 0 and math.isfinite(lease)):
+        raise ValueError(f"lease must be positive seconds, not {lease!r}")
+    return float(lease)
 
 
 #: The work of one call: its final `CallToolResult` (or an input-required round's result);

@@ -1,11 +1,11 @@
 """`RedisBroker`: the workers of a fleet share notifications over Redis pub/sub.
 
-Rule 1: redis-py has no trio client, so its blocking client runs in threads and never on the
-        event loop: a publish in a worker thread of its own limiter (`PUBLISH_THREADS`), the
-        subscription in one dedicated thread that hands each message back to the loop through
-        a bounded memory channel (never blocking on it: past the bound a message is dropped,
-        broker Rule 3). `redis` is imported in those threads, on first use: a server that never
-        serves with Redis never loads it (`pip install "trio-mcp[redis]"`).
+Rule 1: redis-py's blocking client runs in threads and never on the event loop (`redis_client`):
+        a publish in a worker thread of its own limiter (`PUBLISH_THREADS`), the subscription
+        in one dedicated thread that hands each message back to the loop through a bounded
+        memory channel (never blocking on it: past the bound a message is dropped, broker
+        Rule 3). `redis` is imported in those threads, on first use: a server that never serves
+        with Redis never loads it (`pip install "trio-mcp[redis]"`).
 Rule 2: one channel carries every topic: `<channel_prefix>notifications`, each message one
         JSON object `{"v": 1, "from": <publisher id>, "topic": ..., "payload": ...}`. The
         publisher id is random per broker object, so a worker drops what it published itself
@@ -25,20 +25,18 @@ Rule 4: cancelling `serve` (the server shuts down) stops the subscription thread
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import logging
 import secrets
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
 from .broker import BROKER_QUEUE, Deliver
-
-if TYPE_CHECKING:
-    from redis import Redis
+from .redis_client import RedisConnection, redis_errors, require_redis
+from .redis_client import safe_url as _safe
 
 __all__ = ["POLL_SECONDS", "PUBLISH_THREADS", "RedisBroker"]
 
@@ -52,12 +50,6 @@ POLL_SECONDS: Final = 0.25
 PUBLISH_THREADS: Final = 4
 
 _Message = tuple[str, dict[str, Any]]
-
-
-def _redis() -> Any:
-    import redis  # noqa: PLC0415 - loads only when a RedisBroker is used (Rule 1)
-
-    return redis
 
 
 class RedisBroker:
@@ -92,8 +84,7 @@ class RedisBroker:
         max_backoff: float = 5.0,
         max_queue: int = BROKER_QUEUE,
     ) -> None:
-        if importlib.util.find_spec("redis") is None:
-            raise RuntimeError('RedisBroker needs the redis package: pip install "trio-mcp[redis]"')
+        require_redis("RedisBroker")
         if not 0 < min_backoff <= max_backoff:
             raise ValueError("backoff must be 0 < min_backoff <= max_backoff")
         self.url = url
@@ -104,9 +95,7 @@ class RedisBroker:
         self.max_queue = max_queue
         #: Names this broker's messages (Rule 2).
         self.origin = secrets.token_hex(8)
-        self._client: Redis | None = None
-        self._client_lock = threading.Lock()
-        self._publish_limiter = trio.CapacityLimiter(PUBLISH_THREADS)
+        self._redis = RedisConnection(url, timeout=timeout, threads=PUBLISH_THREADS)
         self._publish_failing = False
         self._publish_delay = min_backoff
         self._publish_retry_at = 0.0  # trio.current_time() before which a publish is dropped
@@ -126,7 +115,7 @@ class RedisBroker:
             separators=(",", ":"),
         )
         error = await trio.to_thread.run_sync(
-            self._publish_blocking, data, limiter=self._publish_limiter
+            self._publish_blocking, data, limiter=self._redis.limiter
         )
         if error is not None:
             if self._publish_failing:
@@ -148,28 +137,10 @@ class RedisBroker:
 
     def _publish_blocking(self, data: str) -> Exception | None:
         try:
-            self._shared_client().publish(self.channel, data)
-        except (_redis().RedisError, OSError) as exc:
+            self._redis.shared().publish(self.channel, data)
+        except redis_errors() as exc:
             return exc
         return None
-
-    def _shared_client(self) -> Redis:
-        with self._client_lock:  # the client is thread-safe, its creation here made so
-            if self._client is None:
-                self._client = self._connect()
-            return self._client
-
-    def _connect(self, **options: Any) -> Redis:
-        redis = _redis()
-        client: Redis = redis.Redis.from_url(
-            self.url,
-            socket_connect_timeout=self.timeout,
-            socket_timeout=self.timeout,
-            # One try: the backoff is ours (Rule 3), and a publish waits one timeout at most.
-            retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
-            **options,
-        )
-        return client
 
     # -- subscribing ------------------------------------------------------------------------
 
@@ -193,13 +164,7 @@ class RedisBroker:
         finally:
             stop.set()
             with trio.CancelScope(shield=True):  # the client is shared with publishing threads
-                await trio.to_thread.run_sync(self._close_client)
-
-    def _close_client(self) -> None:
-        with self._client_lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+                await trio.to_thread.run_sync(self._redis.close)
 
     async def _subscribe(
         self, send: trio.MemorySendChannel[_Message], stop: threading.Event
@@ -230,7 +195,7 @@ class RedisBroker:
         )
 
     def _listen_blocking(self, stop: threading.Event, handed: Callable[[_Message], None]) -> None:
-        errors = (_redis().RedisError, OSError)
+        errors = redis_errors()
         delay = self.min_backoff
         failing = False
 
@@ -268,7 +233,7 @@ class RedisBroker:
         subscribed: Callable[[], None],
     ) -> None:
         # Pings an idle connection now and then: a silent network loss is noticed too.
-        client = self._connect(health_check_interval=30)
+        client = self._redis.connect(health_check_interval=30)
         pubsub: Any = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         try:
             pubsub.subscribe(self.channel)
@@ -280,9 +245,9 @@ class RedisBroker:
                     if decoded is not None:
                         handed(decoded)
         finally:
-            with contextlib.suppress(_redis().RedisError, OSError):
+            with contextlib.suppress(*redis_errors()):
                 pubsub.close()
-            with contextlib.suppress(_redis().RedisError, OSError):
+            with contextlib.suppress(*redis_errors()):
                 client.close()
 
     def _decode(self, data: object) -> _Message | None:
@@ -307,13 +272,3 @@ async def _set_when_cancelled(stop: threading.Event) -> None:
         await trio.sleep_forever()
     finally:
         stop.set()
-
-
-def _safe(url: str) -> str:
-    """`url` without its password, for the log."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not at:
-        return url
-    user = userinfo.partition(":")[0]
-    return f"{scheme}{sep}{user}:***@{host}" if user else f"{scheme}{sep}***@{host}"

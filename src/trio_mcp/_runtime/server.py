@@ -115,7 +115,8 @@ class Server:
             began; default: a random key of this process.
         request_state_ttl: Seconds a `requestState` stays valid.
         request_state_max_bytes: The longest `requestState` made or accepted.
-        task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded).
+        task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded);
+            `RedisTaskStore` lets any worker of a fleet answer for a task another runs.
         broker: Carries resource updates and announced list changes to the other workers of
             a fleet (`RedisBroker`); one broker object per server. Default: an
             `InProcessBroker` of its own, which reaches nothing beyond this server.

@@ -17,6 +17,13 @@ Rule 3: a task's questions are minted a key each and wait in `inputRequests` unt
 Rule 4: the worker is the only writer of its record, apart from `tasks/cancel`, which settles
         it `cancelled` at once and then cancels the worker, whose outcome no longer counts. A
         worker stopped from outside (its host or connection ended) settles it `failed`.
+Rule 5: a store may be shared by a fleet's workers (tasks Rule 5). A task's record names this
+        runtime (`worker_id`) and its lease, renewed every third of the store's `lease` while
+        the task runs. `tasks/get`, on any worker, settles `failed` a live task whose lease ran
+        out (its worker died without settling it), unless the task runs here. `tasks/cancel`
+        of a task another worker runs settles it `cancelled` in the store; that worker learns
+        at its next write or renewal, when the store refuses to write over the settled record,
+        and then cancels the work (as it does when others took its lease to have run out).
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ import functools
 import itertools
 import logging
 import math
+import os
+import secrets
+import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -73,6 +83,8 @@ class _Call:
     lock: trio.Lock = field(default_factory=trio.Lock)
     #: Set when the call ended or became a task.
     changed: trio.Event = field(default_factory=trio.Event)
+    #: Set when the call ended (the lease is no longer renewed).
+    ended: trio.Event = field(default_factory=trio.Event)
     record: TaskRecord | None = None
     done: bool = False
     result: dict[str, Any] | None = None
@@ -97,6 +109,8 @@ class TaskRuntime:
         self._live: dict[str, _Call] = {}
         self._host: trio.Nursery | None = None
         self._keys = itertools.count(1)
+        #: Names this runtime in the records of the tasks it runs (Rule 5).
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
     @property
     def live_count(self) -> int:
@@ -144,6 +158,7 @@ class TaskRuntime:
         if support.after == 0:
             await self._detach(call)  # before the worker starts: its first question is a task's
         nursery.start_soon(self._work, call, body)
+        nursery.start_soon(self._keep_lease, call)
         try:
             with trio.move_on_after(math.inf if support.after is None else support.after):
                 await call.changed.wait()
@@ -163,8 +178,16 @@ class TaskRuntime:
         return call.result
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        """The task's record, or None for an unknown or expired id."""
-        return await self.store.get(task_id, self.clock())
+        """The task's record, or None for an unknown or expired id; a dead worker's `failed`."""
+        now = self.clock()
+        record = await self.store.get(task_id, now)
+        if record is None or not record.lease_lapsed(now) or task_id in self._live:
+            return record
+        # Its worker stopped renewing (Rule 5): it died, or lost the store for a whole lease.
+        record.settle_lapsed(now)
+        if not await self.store.save(record):  # settled meanwhile, elsewhere: that stands
+            return await self.store.get(task_id, now)
+        return record
 
     async def update(self, task_id: str, responses: Mapping[str, Any]) -> bool:
         """Answer the task's open questions by key (Rule 3); False for an unknown task."""
@@ -230,6 +253,7 @@ class TaskRuntime:
             call.error = error
             record = call.record
         call.changed.set()
+        call.ended.set()
         if record is None:
             return
         self._live.pop(record.task_id, None)
@@ -266,7 +290,14 @@ class TaskRuntime:
             if call.done:
                 return False
             now = self.clock()
-            record = TaskRecord(new_task_id(), now, call.support.ttl, call.support.poll_interval)
+            record = TaskRecord(
+                new_task_id(),
+                now,
+                call.support.ttl,
+                call.support.poll_interval,
+                owner=self.worker_id,
+                lease_until=now + self.store.lease,
+            )
             if not await self.store.add(record, now):
                 logger.warning("the task store is full: a call runs to its end instead")
                 return False
@@ -296,6 +327,9 @@ class TaskRuntime:
         """Several questions, open at once (`Context.gather`); their answers, in order."""
         record = call.record
         assert record is not None
+        if record.terminal:  # settled by another worker, through a shared record (Rule 5)
+            self._stop(record.task_id)
+            await trio.lowlevel.checkpoint()  # raises Cancelled: the call's scope is cancelled
         keys = []
         for method, params, _ in asks:
             key = f"{ASK_METHODS.get(method, 'input')}-{next(self._keys)}"
@@ -334,4 +368,32 @@ class TaskRuntime:
 
     async def _touch(self, record: TaskRecord) -> None:
         record.updated_at = self.clock()
-        await self.store.save(record)
+        await self._save(record)
+
+    async def _save(self, record: TaskRecord) -> None:
+        if not await self.store.save(record):
+            self._stop(record.task_id)  # the store holds it settled (Rule 5)
+
+    async def _keep_lease(self, call: _Call) -> None:
+        """Renew the task's lease while its call runs (Rule 5)."""
+        lease = self.store.lease
+        while True:
+            with trio.move_on_after(lease / 3):
+                await call.ended.wait()
+                return
+            record = call.record
+            if record is None:
+                continue
+            if record.terminal:  # settled by another worker, through a shared record
+                self._stop(record.task_id)
+                return
+            record.lease_until = self.clock() + lease
+            await self._save(record)
+
+    def _stop(self, task_id: str) -> None:
+        """Cancel the work of a task that was settled elsewhere (Rule 5)."""
+        call = self._live.pop(task_id, None)
+        if call is not None:
+            logger.info("task %s was settled by another worker; its work here stops", task_id)
+            call.cancelled = True
+            call.scope.cancel()

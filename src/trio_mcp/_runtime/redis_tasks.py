@@ -1,0 +1,254 @@
+"""`RedisTaskStore`: a fleet's workers keep their tasks in one Redis, so any answers for any.
+
+The work of a task stays on the worker that started it; what is shared is its record, so a
+`tasks/get` (or `tasks/cancel`) that the balancer sends to another worker finds it there.
+
+Rule 1: a record is one Redis string, `<key_prefix><task id>`, holding `TaskRecord.dump()` as
+        JSON; redis-py runs in worker threads of the store's own (`redis_client`). The record's
+        Redis expiry does the ttl: a settled record expires `ttl` seconds after it settled, as
+        in memory; a live one `lease + ttl` seconds after its last write, which its worker's
+        lease renewals repeat, so the record of a task nobody asks about after its whole fleet
+        stopped does not stay for ever.
+Rule 2: a settled record is final (tasks Rule 5): `save` is one Lua script that writes over a
+        live record or none (a record lost with Redis comes back at its worker's next write)
+        and never over a settled one, and answers whether it wrote. A worker's saves of one
+        record go one at a time, each writing the record as it is when its turn comes, so a
+        lease renewal cannot land after, and undo, a change saved later.
+Rule 3: the bound is per worker: a store counts the live tasks it added and has not seen
+        settle, and at `max_tasks` refuses a new one (the call runs to its end); before
+        refusing, it reads its tasks back once, to forget those settled elsewhere. Settled
+        records are bounded by their ttl, and Redis by its own `maxmemory`.
+Rule 4: Redis unreachable: each command waits at most `timeout` seconds, and a warning is
+        logged once per outage (and once more when Redis answers again). `add` answers False
+        (the call runs to its end: a server may always answer at once); `save` answers True
+        (nothing is known to have settled; the record is written again at its next change or
+        lease renewal); `get` raises an internal error (-32603) saying the task store cannot be
+        reached, rather than calling the task unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import trio
+
+from .._core.jsonrpc import INTERNAL_ERROR
+from .._exceptions import RemoteProtocolError
+from .._features.tasks import DEFAULT_LEASE, DEFAULT_MAX_TASKS, TaskRecord, check_lease
+from .redis_client import RedisConnection, redis_errors, require_redis, safe_url
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+__all__ = ["STORE_THREADS", "RedisTaskStore"]
+
+logger = logging.getLogger("trio_mcp")
+
+#: Store commands under way at once, each in a worker thread (`redis_client` Rule 1): polls of
+#: many clients, renewals and settles, each one round trip.
+STORE_THREADS: Final = 8
+
+#: Rule 2: KEYS[1] the record's key; ARGV[1] the record's JSON, ARGV[2] its expiry in ms.
+_SAVE: Final = """
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local status = cjson.decode(stored)['status']
+  if status == 'completed' or status == 'cancelled' or status == 'failed' then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+_T = TypeVar("_T")
+
+
+class _UnreachableError(Exception):
+    """Redis did not answer a command (Rule 4); the cause is redis-py's error."""
+
+
+class RedisTaskStore:
+    """A `TaskStore` in Redis, shared by the workers of a fleet (tasks Rules 4, 5; Rules 1-4 here).
+
+    Give each worker's `Server` one on the same Redis and prefix:
+    `Server(..., task_store=RedisTaskStore("redis://redis.internal:6379/0"))`. It needs the
+    `redis` package (`pip install "trio-mcp[redis]"`); creating one connects to nothing.
+
+    Args:
+        url: The Redis server, as redis-py's `Redis.from_url` takes it (redis://, rediss://,
+            unix://; a password in the URL).
+        key_prefix: Starts each record's key; fleets sharing one Redis use different prefixes.
+        max_tasks: Live tasks this worker keeps at once (Rule 3).
+        lease: Seconds a worker's claim on a running task lasts unless renewed: a task whose
+            worker died is `failed` at most this long after (the same on every worker).
+        timeout: Seconds a connection attempt or a command may take (Rule 4).
+
+    Raises:
+        RuntimeError: when the `redis` package is not installed.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        key_prefix: str = "trio-mcp:tasks:",
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        lease: float = DEFAULT_LEASE,
+        timeout: float = 2.0,
+    ) -> None:
+        require_redis("RedisTaskStore")
+        if max_tasks < 1:
+            raise ValueError("max_tasks must be positive")
+        self.url = url
+        self.key_prefix = key_prefix
+        self.max_tasks = max_tasks
+        self.lease = check_lease(lease)
+        self._redis = RedisConnection(url, timeout=timeout, threads=STORE_THREADS)
+        self._save_script: Any = None  # registered on first use, in a thread
+        #: The live tasks added here and not yet seen settled (Rule 3).
+        self._live: set[str] = set()
+        #: One lock per record being saved (Rule 2).
+        self._saving: dict[str, trio.Lock] = {}
+        self._failing = False
+
+    def __repr__(self) -> str:
+        return f"RedisTaskStore({safe_url(self.url)!r}, key_prefix={self.key_prefix!r})"
+
+    @property
+    def live_count(self) -> int:
+        """Live tasks this worker added and has not seen settle (Rule 3)."""
+        return len(self._live)
+
+    # -- TaskStore ----------------------------------------------------------------------------
+
+    async def add(self, record: TaskRecord, now: float) -> bool:
+        """Keep a new record; False at `max_tasks` live tasks, or when Redis is unreachable."""
+        if len(self._live) >= self.max_tasks:
+            await self._forget_settled()
+            if len(self._live) >= self.max_tasks:
+                return False
+        key, data, expiry = self._key(record.task_id), _encode(record), self._expiry_ms(record)
+        try:
+            added = await self._call(lambda client: client.set(key, data, px=expiry, nx=True))
+        except _UnreachableError:
+            return False
+        if not added:
+            return False  # the id is taken: with 128 random bits, never
+        if not record.terminal:
+            self._live.add(record.task_id)
+        return True
+
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        """The record, or None for an unknown or expired id.
+
+        Raises:
+            RemoteProtocolError: -32603 when Redis is unreachable (Rule 4).
+        """
+        key = self._key(task_id)
+        try:
+            data = await self._call(lambda client: client.get(key))
+        except _UnreachableError:
+            raise RemoteProtocolError(
+                "Internal error: the task store cannot be reached", INTERNAL_ERROR
+            ) from None
+        record = None if data is None else _decode(data, key)
+        if record is None or record.terminal:
+            self._live.discard(task_id)
+        return record
+
+    async def save(self, record: TaskRecord) -> bool:
+        """Write the record back unless the stored one settled (Rule 2); True when unreachable."""
+        lock = self._saving.setdefault(record.task_id, trio.Lock())
+        try:
+            async with lock:  # encoded in its turn: the record as it is now
+                key, data, expiry = (
+                    self._key(record.task_id),
+                    _encode(record),
+                    self._expiry_ms(record),
+                )
+                written = await self._call(
+                    lambda client: self._script(client)(
+                        keys=[key], args=[data, expiry], client=client
+                    )
+                )
+        except _UnreachableError:
+            return True
+        finally:
+            if not lock.locked():  # no save of this record waits: forget its lock
+                self._saving.pop(record.task_id, None)
+        if not written or record.terminal:
+            self._live.discard(record.task_id)
+        return bool(written)
+
+    # -- the rest -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the connection to Redis (the next command opens another)."""
+        await self._redis.aclose()
+
+    def _key(self, task_id: str) -> str:
+        return self.key_prefix + task_id
+
+    def _expiry_ms(self, record: TaskRecord) -> int:
+        seconds = record.ttl if record.terminal else self.lease + record.ttl
+        return max(1, round(seconds * 1000))
+
+    def _script(self, client: Redis) -> Any:
+        if self._save_script is None:
+            self._save_script = client.register_script(_SAVE)
+        return self._save_script
+
+    async def _forget_settled(self) -> None:
+        """Read this worker's live tasks back once, and forget those settled or gone (Rule 3)."""
+        ids = list(self._live)
+        keys = [self._key(task_id) for task_id in ids]
+        try:
+            found = await self._call(lambda client: client.mget(keys))
+        except _UnreachableError:
+            return
+        for task_id, key, data in zip(ids, keys, found, strict=True):
+            record = None if data is None else _decode(data, key)
+            if record is None or record.terminal:
+                self._live.discard(task_id)
+
+    async def _call(self, command: Callable[[Redis], _T]) -> _T:
+        """`command` in a thread; `_UnreachableError` when Redis did not answer (Rule 4)."""
+
+        def guarded(client: Redis) -> _T:
+            try:
+                return command(client)
+            except redis_errors() as exc:
+                raise _UnreachableError(str(exc)) from exc
+
+        try:
+            result = await self._redis.run(guarded)
+        except _UnreachableError as exc:
+            if not self._failing:
+                self._failing = True
+                logger.warning(
+                    "task store: Redis at %s cannot be reached (%s); new calls run to their "
+                    "end, and tasks/get fails until it answers",
+                    safe_url(self.url),
+                    exc,
+                )
+            raise
+        if self._failing:
+            self._failing = False
+            logger.warning("task store: Redis at %s answers again", safe_url(self.url))
+        return result
+
+
+def _encode(record: TaskRecord) -> str:
+    return json.dumps(record.dump(), separators=(",", ":"))
+
+
+def _decode(data: bytes | str, key: str) -> TaskRecord | None:
+    try:
+        return TaskRecord.load(json.loads(data))
+    except ValueError:
+        logger.warning("task store: %s holds no task record of trio-mcp's; taken as unknown", key)
+        return None
