@@ -87,62 +87,17 @@ class Peer:
     marker: str  # the stderr text right before the URL
 
 
+def _trio_mcp(*extra: str) -> list[str]:
+    """`trio-mcp run` of the benchmark's target over HTTP on a free loopback port, plus `extra`."""
+    target = str(HERE / "servers" / "trio_mcp_http.py")
+    where = ["--transport", "http", "--host", "127.0.0.1", "--port", "0"]
+    return [sys.executable, "-m", "trio_mcp", "run", target, *where, *extra]
+
+
 PEERS: Final = [
-    Peer(
-        "trio-mcp",
-        [
-            sys.executable,
-            "-m",
-            "trio_mcp",
-            "run",
-            str(HERE / "servers" / "trio_mcp_http.py"),
-            "--transport",
-            "http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ],
-        "serving MCP on ",
-    ),
-    Peer(
-        "trio-mcp stateless",
-        [
-            sys.executable,
-            "-m",
-            "trio_mcp",
-            "run",
-            str(HERE / "servers" / "trio_mcp_http.py"),
-            "--transport",
-            "http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--stateless",
-        ],
-        "serving MCP on ",
-    ),
-    Peer(
-        "trio-mcp 2 workers",
-        [
-            sys.executable,
-            "-m",
-            "trio_mcp",
-            "run",
-            str(HERE / "servers" / "trio_mcp_http.py"),
-            "--transport",
-            "http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--stateless",
-            "--workers",
-            "2",
-        ],
-        "serving MCP on ",
-    ),
+    Peer("trio-mcp", _trio_mcp(), "serving MCP on "),
+    Peer("trio-mcp stateless", _trio_mcp("--stateless"), "serving MCP on "),
+    Peer("trio-mcp 2 workers", _trio_mcp("--stateless", "--workers", "2"), "serving MCP on "),
     Peer(
         "trio-mcp 2 behind nginx",
         [sys.executable, str(HERE / "servers" / "behind_nginx.py"), "--servers", "2"],
