@@ -293,7 +293,8 @@ async def test_the_get_stream_is_primed_and_its_ids_go_on_across_reconnections()
 
 
 async def test_a_last_event_id_of_the_get_stream_reopens_it_an_unknown_one_is_refused() -> None:
-    async with serve(small_server()) as served:
+    server = small_server()
+    async with serve(server) as served:
         client = await session(served)
         get = client.headers(accept="text/event-stream")
         with trio.fail_after(TIMEOUT):
@@ -304,14 +305,18 @@ async def test_a_last_event_id_of_the_get_stream_reopens_it_an_unknown_one_is_re
                 "GET", served.url, headers={**get, "last-event-id": "0-1"}
             ) as response:
                 reopened = Stream(response)
-                with trio.move_on_after(0.2):
-                    await reopened.next()  # nothing to replay, nothing new: only waits
+                params = {"level": "info", "data": "hello"}
+                assert await server.hub.notify_all("notifications/message", params) == 1
+                fresh = await reopened.next()  # nothing replayed before it
             refused = {
                 last: await served.http.get(served.url, headers={**get, "last-event-id": last})
                 for last in ("1-2", "0", "x-1", "0-1-2", "9" * 50)
             }
     assert first.ids == ["0-1"]
-    assert reopened.ids == []  # resumed: no new priming event, the client keeps its last id
+    # Resumed: no new priming event (the client keeps its last id), nothing to replay, the next
+    # event numbered on.
+    assert reopened.ids == ["0-2"]
+    assert fresh["params"] == params
     assert reopened.retry  # but the reconnection delay again
     for last, reply in refused.items():
         assert reply.status_code == 400, last
