@@ -339,37 +339,48 @@ def sequential(server: Server, n: int) -> dict[str, float]:
     return out
 
 
+def in_threads(
+    server: Server, count: int, work: Callable[[int], list[RawResponse]]
+) -> tuple[list[list[RawResponse]], float, float, float | None]:
+    """Run `work(k)` for k in range(count) on threads started together; their responses and
+    `_timed`'s wall seconds and CPU shares. A thread's exception is raised as the server's."""
+    start = threading.Barrier(count + 1)
+    results: list[list[RawResponse]] = [[] for _ in range(count)]
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        start.wait()
+        try:
+            results[k] = work(k)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(count)]
+    for thread in threads:
+        thread.start()
+
+    def run() -> None:
+        start.wait()
+        for thread in threads:
+            thread.join()
+
+    wall, drv, srv = _timed(server, run)
+    if errors:
+        raise server.error(f"concurrent: {errors[0]!r}") from errors[0]
+    return results, wall, drv, srv
+
+
 def concurrent(server: Server, sessions: int, n: int) -> dict[str, float]:
     opened = [Session(server.url) for _ in range(sessions)]
     try:
         for session in opened:
             session.calls(range(1, 3))  # warm-up
-        start = threading.Barrier(sessions + 1)
-        results: list[list[RawResponse]] = [[] for _ in opened]
-        errors: list[BaseException] = []
-
-        def worker(k: int) -> None:
-            start.wait()
-            try:
-                results[k] = opened[k].calls(range(1, n + 1))
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(sessions)]
-        for thread in threads:
-            thread.start()
-
-        def run() -> None:
-            start.wait()
-            for thread in threads:
-                thread.join()
-
-        wall, drv, srv = _timed(server, run)
+        results, wall, drv, srv = in_threads(
+            server, sessions, lambda k: opened[k].calls(range(1, n + 1))
+        )
     finally:
         for session in opened:
             session.close()
-    if errors:
-        raise server.error(f"concurrent: {errors[0]!r}") from errors[0]
     for responses in results:
         for i, response in zip(range(1, n + 1), responses, strict=True):
             _check_add(response, i)

@@ -26,14 +26,13 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from http_bench import BenchError, Peer, Server, Session, _cell, _messages, _timed
+from http_bench import BenchError, Peer, Server, Session, _cell, _messages, _timed, in_threads
 from rawhttp import RawResponse
 
 HERE: Final = Path(__file__).resolve().parent
@@ -89,33 +88,13 @@ def measure(server: Server, calls: int, sessions: int, events: int) -> dict[str,
 
     opened = [Session(server.url, VERSION) for _ in range(sessions)]
     per = max(1, calls // sessions)
-    results: list[list[RawResponse]] = [[] for _ in opened]
-    errors: list[BaseException] = []
-    start = threading.Barrier(sessions + 1)
-
-    def worker(k: int) -> None:
-        start.wait()
-        try:
-            results[k] = _calls(opened[k], range(1, per + 1), events)
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(sessions)]
-    for thread in threads:
-        thread.start()
-
-    def run() -> None:
-        start.wait()
-        for thread in threads:
-            thread.join()
-
     try:
-        wall, _, srv = _timed(server, run)
+        results, wall, _, srv = in_threads(
+            server, sessions, lambda k: _calls(opened[k], range(1, per + 1), events)
+        )
     finally:
         for session in opened:
             session.close()
-    if errors:
-        raise server.error(f"concurrent: {errors[0]!r}") from errors[0]
     for responses in results:
         for i, response in enumerate(responses, start=1):
             _check(response, i, events, ids=ids)
