@@ -25,6 +25,9 @@ Rule 6: a tool registered with `task=` may become a task (`_features/tasks`) for
         declare the extension, and an unknown task id is -32602. A `required` task tool refuses
         such a client's call (-32021) before its function runs. A task-capable tool that raises
         `RemoteProtocolError` reports a protocol error (a JSON-RPC error, or a `failed` task).
+        A task's status changes (`notifications/tasks`) reach a 2026-07-28 client on a listen
+        stream that asked for its id (`taskIds`: -32021 without the extension declared), and
+        a handshake-era session whose call became the task on its own stream (it follows it).
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -523,7 +526,9 @@ class Dispatcher:
                 METHOD_NOT_FOUND,
                 {"method": LISTEN},
             )
-        SubscriptionFilter.parse(request.params)
+        asked = SubscriptionFilter.parse(request.params)
+        if asked.task_ids and not declares_tasks(scope, request.params):
+            raise _missing_tasks("task status notifications are part of the tasks extension")
         return None
 
     async def _listen(
@@ -773,7 +778,11 @@ class Dispatcher:
                 return result
             return self._finish(session, scope, result)
 
-        return await self.tasks.run(tool.task, body, context)
+        result = await self.tasks.run(tool.task, body, context)
+        if not scope.modern and result.get("resultType") == "task":
+            # The handshake era has no listen stream: the session hears of its own tasks.
+            session.follow_task(result["taskId"])
+        return result
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------
 

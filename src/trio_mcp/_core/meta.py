@@ -22,6 +22,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
+    "TASKS_EXTENSION",
     "is_request_id",
     "progress_token",
 ]
@@ -35,6 +36,8 @@ SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 PROGRESS_TOKEN: Final = "progressToken"
 #: On every message of a `subscriptions/listen` stream: the id of the request that opened it.
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+#: The tasks extension's identifier (SEP-2663), under `capabilities.extensions`.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 
 def progress_token(params: dict[str, Any] | None) -> int | str | None:

@@ -53,6 +53,8 @@ __all__ = [
 #: discovery): what this server lists may change at any time (list_changed), so a client may
 #: not reuse it (0 ms), and it holds nothing user-specific.
 CACHE_HINTS: Final = {"ttlMs": 0, "cacheScope": "public"}
+#: Tasks one handshake-era session follows at once: more than any client runs side by side.
+MAX_FOLLOWED_TASKS: Final = 1024
 
 # Methods that a handshake-era client may send before `initialize` completes.
 _BEFORE_INIT: Final = frozenset({"initialize", "ping"})
@@ -174,9 +176,21 @@ class ServerSession:
         self.peer = peer if peer is not None else Peer()
         #: URIs the client subscribed to (`resources/subscribe`): where updates go.
         self.subscriptions: set[str] = set()
+        #: The tasks whose status changes the client hears of (handshake era), oldest first.
+        self.followed_tasks: dict[str, None] = {}
         # The scope of a request with no `_meta`, shared while the session's state holds;
         # every change of that state (initialize, adopt, setLevel) clears it.
         self._plain_scope: RequestScope | None = None
+
+    def follow_task(self, task_id: str) -> None:
+        """Let the client hear of the task's status changes (one of its calls became it).
+
+        At most `MAX_FOLLOWED_TASKS` at once: past it the oldest is forgotten (its client
+        still polls it).
+        """
+        self.followed_tasks[task_id] = None
+        while len(self.followed_tasks) > MAX_FOLLOWED_TASKS:
+            del self.followed_tasks[next(iter(self.followed_tasks))]
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -1,11 +1,14 @@
 """What a `subscriptions/listen` request (2026-07-28) asks for, and what the server grants, sans-IO.
 
 Rule 1: a filter is read strictly (spec 2026-07-28, Subscriptions): `params.notifications` is an
-        object whose fields are all optional; the three list fields are booleans and
-        `resourceSubscriptions` is a list of strings. Anything else is -32602.
+        object whose fields are all optional; the three list fields are booleans,
+        `resourceSubscriptions` and `taskIds` (the tasks extension, SEP-2663) are lists of
+        strings. Anything else is -32602.
 Rule 2: the server grants only what it announces (`granted`): a list kind whose capability has
-        `listChanged`, resource URIs when the resources capability has `subscribe`. The
-        acknowledgement names what was granted, and nothing else is ever sent on the stream.
+        `listChanged`, resource URIs when the resources capability has `subscribe`, task ids
+        when it announces the tasks extension. The acknowledgement names what was granted, and
+        nothing else is ever sent on the stream: `notifications/tasks` only for the task ids
+        granted.
 Rule 3: every message of a stream carries the id of the request that opened it in
         `params._meta` under `SUBSCRIPTION_ID` (`tagged`).
 """
@@ -18,13 +21,22 @@ from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
 from .jsonrpc import INVALID_PARAMS, RequestId
-from .meta import SUBSCRIPTION_ID
+from .meta import SUBSCRIPTION_ID, TASKS_EXTENSION
 
-__all__ = ["ACKNOWLEDGED", "LISTEN", "RESOURCE_UPDATED", "SubscriptionFilter", "tagged"]
+__all__ = [
+    "ACKNOWLEDGED",
+    "LISTEN",
+    "RESOURCE_UPDATED",
+    "TASK_STATUS",
+    "SubscriptionFilter",
+    "tagged",
+]
 
 LISTEN: Final = "subscriptions/listen"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
+#: A task's new state (SEP-2663, Task Status Notifications): its `DetailedTask` as params.
+TASK_STATUS: Final = "notifications/tasks"
 
 # The filter's list fields, by the kind of list (the capability and notification it names).
 _LIST_FIELDS: Final = {
@@ -33,6 +45,7 @@ _LIST_FIELDS: Final = {
     "resources": "resourcesListChanged",
 }
 _URIS: Final = "resourceSubscriptions"
+_TASK_IDS: Final = "taskIds"
 
 
 def _invalid(what: str) -> RemoteProtocolError:
@@ -46,10 +59,12 @@ class SubscriptionFilter:
     Attributes:
         lists: The kinds of list ("tools", "prompts", "resources") whose changes it carries.
         uris: The resource URIs whose updates it carries, in the order asked, each once.
+        task_ids: The tasks whose status changes it carries, in the order asked, each once.
     """
 
     lists: frozenset[str] = frozenset()
     uris: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, params: Mapping[str, Any] | None) -> SubscriptionFilter:
@@ -68,10 +83,18 @@ class SubscriptionFilter:
                 raise _invalid(f'"notifications.{name}" must be a boolean')
             if value:
                 lists.add(kind)
-        uris = notifications.get(_URIS, [])
-        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
-            raise _invalid(f'"notifications.{_URIS}" must be a list of strings')
-        return cls(frozenset(lists), tuple(dict.fromkeys(uris)))
+        strings = {}
+        for name in (_URIS, _TASK_IDS):
+            value = notifications.get(name, [])
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                raise _invalid(f'"notifications.{name}" must be a list of strings')
+            strings[name] = tuple(dict.fromkeys(value))
+        return cls(frozenset(lists), strings[_URIS], strings[_TASK_IDS])
+
+    @property
+    def empty(self) -> bool:
+        """Whether it asks for nothing at all."""
+        return not (self.lists or self.uris or self.task_ids)
 
     def granted(self, capabilities: Mapping[str, Any]) -> SubscriptionFilter:
         """The part of this filter a server with these capabilities honours (Rule 2)."""
@@ -82,7 +105,9 @@ class SubscriptionFilter:
 
         lists = frozenset(kind for kind in self.lists if announces(kind, "listChanged"))
         uris = self.uris if announces("resources", "subscribe") else ()
-        return SubscriptionFilter(lists, uris)
+        extensions = capabilities.get("extensions")
+        tasks = isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+        return SubscriptionFilter(lists, uris, self.task_ids if tasks else ())
 
     def wire(self) -> dict[str, Any]:
         """The filter as the acknowledgement's `notifications` names it: granted fields only."""
@@ -91,6 +116,8 @@ class SubscriptionFilter:
         }
         if self.uris:
             wire[_URIS] = list(self.uris)
+        if self.task_ids:
+            wire[_TASK_IDS] = list(self.task_ids)
         return wire
 
     def wants(self, method: str, params: Mapping[str, Any] | None = None) -> bool:
@@ -98,6 +125,9 @@ class SubscriptionFilter:
         if method == RESOURCE_UPDATED:
             uri = params.get("uri") if params else None
             return uri in self.uris
+        if method == TASK_STATUS:
+            task_id = params.get("taskId") if params else None
+            return task_id in self.task_ids
         kind = method.removeprefix("notifications/").removesuffix("/list_changed")
         return method == f"notifications/{kind}/list_changed" and kind in self.lists
 

@@ -25,6 +25,10 @@ Rule 5: a store may be shared by the workers of a fleet, so a record names its w
         worker's: whoever reads it next settles it `failed`. A settled record is final: a store
         refuses to write a live record over it (`save` answers False), which is how a worker
         learns that another settled its task (`tasks/cancel` there, or a lease it let lapse).
+Rule 6: a shared store may also carry answers to the worker running a task (`TaskMailbox`):
+        each task has a bounded mailbox; `post_answers` adds one batch (False, adding nothing,
+        when it is full) and `take_answers` takes every batch waiting, so each is taken once.
+        A mailbox outlives no task: it expires with the task's record.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._core.meta import CAPABILITIES as _META_CAPABILITIES
+from .._core.meta import TASKS_EXTENSION
 from .._exceptions import ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LEASE",
+    "DEFAULT_MAILBOX",
     "DEFAULT_MAX_TASKS",
     "DEFAULT_POLL_INTERVAL",
     "DEFAULT_TASK_TTL",
@@ -53,6 +59,7 @@ __all__ = [
     "TERMINAL",
     "MemoryTaskStore",
     "TaskEngine",
+    "TaskMailbox",
     "TaskRecord",
     "TaskStatus",
     "TaskStore",
@@ -63,8 +70,6 @@ __all__ = [
     "task_support",
 ]
 
-#: The extension's identifier, under `capabilities.extensions`.
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: Seconds a finished task stays readable: an hour, as long as a person may take to come back
 #: to a long job's result (the 2025-11-25 tasks had no default; FastMCP keeps results an hour).
 DEFAULT_TASK_TTL: Final = 3600.0
@@ -76,6 +81,10 @@ DEFAULT_MAX_TASKS: Final = 10_000
 #: it every third of that. A task whose worker died is `failed` at most this long after: long
 #: enough for a busy worker and clocks a few seconds apart, short next to a task's minutes.
 DEFAULT_LEASE: Final = 15.0
+
+#: Batches of answers one task's mailbox holds untaken (Rule 6): far more than a client sends
+#: between two looks of the worker, few enough that a runaway client cannot fill the store.
+DEFAULT_MAILBOX: Final = 64
 
 TaskStatus = Literal["working", "input_required", "completed", "cancelled", "failed"]
 TERMINAL: Final = frozenset({"completed", "cancelled", "failed"})
@@ -318,6 +327,19 @@ class TaskStore(Protocol):
         ...
 
 
+@runtime_checkable
+class TaskMailbox(Protocol):
+    """A store that carries answers to the worker running a task (Rule 6)."""
+
+    async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
+        """Leave one batch of answers (`inputResponses`) for the task; False when full."""
+        ...
+
+    async def take_answers(self, task_id: str) -> list[dict[str, Any]]:
+        """Take every batch waiting for the task, oldest first (each is taken once)."""
+        ...
+
+
 class MemoryTaskStore:
     """A bounded in-memory `TaskStore` (Rule 4), for the servers of one process.
 
@@ -332,6 +354,7 @@ class MemoryTaskStore:
         self.max_tasks = max_tasks
         self.lease = check_lease(lease)
         self._records: dict[str, TaskRecord] = {}  # insertion order: oldest first
+        self._mail: dict[str, list[dict[str, Any]]] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -345,6 +368,7 @@ class MemoryTaskStore:
             if oldest is None:
                 return False
             del self._records[oldest.task_id]
+            self._mail.pop(oldest.task_id, None)
         self._records[record.task_id] = record
         return True
 
@@ -353,6 +377,7 @@ class MemoryTaskStore:
         record = self._records.get(task_id)
         if record is not None and record.expired(now):
             del self._records[task_id]
+            self._mail.pop(task_id, None)
             return None
         return record
 
@@ -369,9 +394,24 @@ class MemoryTaskStore:
         self._records[record.task_id] = record
         return True
 
+    async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
+        """Leave answers for the task (Rule 6); False when its mailbox is full (or it is gone)."""
+        if await self.get(task_id, now) is None:
+            return False
+        mail = self._mail.setdefault(task_id, [])
+        if len(mail) >= DEFAULT_MAILBOX:
+            return False
+        mail.append(responses)
+        return True
+
+    async def take_answers(self, task_id: str) -> list[dict[str, Any]]:
+        """Take the answers waiting for the task (Rule 6)."""
+        return self._mail.pop(task_id, [])
+
     def _drop_expired(self, now: float) -> None:
         for task_id in [k for k, r in self._records.items() if r.expired(now)]:
             del self._records[task_id]
+            self._mail.pop(task_id, None)
 
 
 def check_lease(lease: float) -> float:

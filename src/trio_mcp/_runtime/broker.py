@@ -13,7 +13,11 @@ Rule 1: two topics cross workers. `resources/updated` (`Server.resource_updated(
         and a registry change is announced by its worker's own list watchers to that worker's
         sessions only (hub Rule 3). Only an explicit `announce_list_changed` crosses workers:
         the application's word that the list changed everywhere (every worker applied the
-        same change, or what is listed depends on state the workers share).
+        same change, or what is listed depends on state the workers share). Two more serve
+        the tasks of a shared task store: `tasks/status`, a task's new state, reaches the
+        listeners of that task on every worker (tasks Rule 6), and `tasks/signal` tells the
+        worker running a task that answers wait in its mailbox or that it was cancelled
+        elsewhere (tasks Rule 7); the other workers ignore a signal for a task they do not run.
 Rule 2: each message reaches each worker once. The publishing worker tells its own sessions
         directly, before and whatever the broker does (a broker that is down costs this
         worker's clients nothing); the broker carries it to every other worker and never back
@@ -43,6 +47,8 @@ __all__ = [
     "BROKER_QUEUE",
     "LIST_CHANGED",
     "RESOURCE_UPDATED",
+    "TASK_SIGNAL",
+    "TASK_STATUS",
     "Broker",
     "Deliver",
     "InProcessBroker",
@@ -53,6 +59,8 @@ logger = logging.getLogger("trio_mcp")
 #: The topics (Rule 1).
 RESOURCE_UPDATED: Final = "resources/updated"
 LIST_CHANGED: Final = "list_changed"
+TASK_STATUS: Final = "tasks/status"
+TASK_SIGNAL: Final = "tasks/signal"
 #: Messages from other workers one worker may have queued and not yet delivered (Rule 3): a
 #: burst of updates far past what clients re-read anyway, a few hundred KiB at most.
 BROKER_QUEUE: Final = 1024

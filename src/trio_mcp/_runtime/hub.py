@@ -21,7 +21,10 @@ Rule 3: every change of a registry (add, remove, enable, disable) wakes the list
         a registry while the server runs. `announce(kind)` counts as a change of that list
         without one of the registry (`Server.announce_list_changed`, and the same word from
         another worker through the broker).
-Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them.
+Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them;
+        `task_status(task)` (`notifications/tasks`) to the handshake-era sessions that follow
+        the task (those whose call became it, having declared the tasks extension), which
+        forget it once it settled.
 """
 
 from __future__ import annotations
@@ -66,6 +69,14 @@ class LiveSession(Protocol):
 
     def subscribed(self, uri: str) -> bool:
         """Whether the client subscribed to updates of `uri`."""
+        ...
+
+    def follows_task(self, task_id: str) -> bool:
+        """Whether the client is to hear of the task's status changes (Rule 4)."""
+        ...
+
+    def forget_task(self, task_id: str) -> None:
+        """Stop following the task (it settled)."""
         ...
 
 
@@ -169,6 +180,21 @@ class SessionHub:
         return await self.notify_all(
             "notifications/resources/updated", {"uri": uri}, only=lambda s: s.subscribed(uri)
         )
+
+    async def task_status(self, task: dict[str, Any]) -> int:
+        """Send `notifications/tasks` to the sessions that follow the task (Rule 4).
+
+        Returns:
+            How many sessions it was sent to.
+        """
+        task_id = task["taskId"]
+        sent = await self.notify_all(
+            "notifications/tasks", task, only=lambda s: s.follows_task(task_id)
+        )
+        if task.get("status") in ("completed", "failed", "cancelled"):
+            for session in list(self._live):
+                session.forget_task(task_id)
+        return sent
 
     async def notify_all(
         self,

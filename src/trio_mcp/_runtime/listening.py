@@ -14,11 +14,13 @@ Rule 2: the client ends it by cancelling its request: `notifications/cancelled`,
         Subscriptions: Graceful Closure). However it ends, it leaves `Listening`.
 Rule 3: nothing waits on a listener that does not read. List changes come from the hub's list
         watcher (`SessionHub.watch_lists`, one per listener) and resource updates from
-        `Listening.resource_updated`; both only queue. A notification already queued and not
-        yet sent is not queued twice (a list changed, one URI updated: the client re-reads
-        either way). The queue is bounded in bytes (`max_bytes`): past it the oldest
-        notifications are dropped and the server logs a warning, once per episode (the stream
-        itself may carry only what the client asked for, so it cannot be told there).
+        `Listening.resource_updated`, task states from `Listening.task_status`; all only
+        queue. A notification already queued and not yet sent is not queued twice (a list
+        changed, one URI updated: the client re-reads either way); a task's newer state takes
+        the place of the one queued (each carries the whole task). The queue is bounded in
+        bytes (`max_bytes`): past it the oldest notifications are dropped and the server logs
+        a warning, once per episode (the stream itself may carry only what the client asked
+        for, so it cannot be told there).
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ from typing import Any, Final, NoReturn
 import trio
 
 from .._core.jsonrpc import RequestId
-from .._core.subscriptions import ACKNOWLEDGED, RESOURCE_UPDATED, SubscriptionFilter, tagged
+from .._core.subscriptions import (
+    ACKNOWLEDGED,
+    RESOURCE_UPDATED,
+    TASK_STATUS,
+    SubscriptionFilter,
+    tagged,
+)
 from .._features.context import NotificationSender
 from .hub import SessionHub
 
@@ -62,9 +70,9 @@ class Listener:
         self.subscription_id = subscription_id
         self.notifications = notifications
         self.max_bytes = max_bytes
-        # (key, size, method, params), oldest first; `_keys` are the keys queued.
-        self._queue: deque[tuple[tuple[str, str | None], int, str, dict[str, Any]]] = deque()
-        self._keys: set[tuple[str, str | None]] = set()
+        # [key, size, method, params], oldest first; `_keys` are the entries queued, by key.
+        self._queue: deque[list[Any]] = deque()
+        self._keys: dict[tuple[str, str | None], list[Any]] = {}
         #: Bytes queued now.
         self.queued_bytes = 0
         #: Notifications dropped unsent since the stream opened.
@@ -87,6 +95,13 @@ class Listener:
         """Whether updates of `uri` go on this stream."""
         return uri in self.notifications.uris
 
+    def follows_task(self, task_id: str) -> bool:
+        """Whether the status changes of the task go on this stream."""
+        return task_id in self.notifications.task_ids
+
+    def forget_task(self, task_id: str) -> None:
+        """Nothing: the filter stays what was granted."""
+
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Queue a notification if the filter wants it (for the hub's list watcher)."""
         self.offer(method, params)
@@ -95,18 +110,24 @@ class Listener:
         """Queue a notification if the filter wants it; whether it does (Rule 3)."""
         if not self.notifications.wants(method, params):
             return False
-        uri = params.get("uri") if params else None
-        key = (method, uri if isinstance(uri, str) else None)
-        if key in self._keys:
+        name = params.get("taskId" if method == TASK_STATUS else "uri") if params else None
+        key = (method, name if isinstance(name, str) else None)
+        queued = self._keys.get(key)
+        if queued is not None and method != TASK_STATUS:
             return True  # the one queued says the same
         message = tagged(params, self.subscription_id)
         size = len(method) + len(json.dumps(message, separators=(",", ":")))
-        self._queue.append((key, size, method, message))
-        self._keys.add(key)
-        self.queued_bytes += size
+        if queued is not None:  # a task's newer state, in the place of the one queued
+            self.queued_bytes += size - queued[1]
+            queued[1], queued[3] = size, message
+        else:
+            entry = [key, size, method, message]
+            self._queue.append(entry)
+            self._keys[key] = entry
+            self.queued_bytes += size
         while self.queued_bytes > self.max_bytes and len(self._queue) > 1:
             old_key, old_size, _, _ = self._queue.popleft()
-            self._keys.discard(old_key)
+            del self._keys[old_key]
             self.queued_bytes -= old_size
             self.dropped += 1
             if not self._dropping:
@@ -139,7 +160,7 @@ class Listener:
                 await self._ready.wait()
                 continue
             key, size, method, message = self._queue.popleft()
-            self._keys.discard(key)
+            del self._keys[key]
             self.queued_bytes -= size
             await send(method, message)
 
@@ -219,3 +240,11 @@ class Listening:
             How many streams it was queued on.
         """
         return sum(listener.offer(RESOURCE_UPDATED, {"uri": uri}) for listener in list(self._live))
+
+    def task_status(self, task: dict[str, Any]) -> int:
+        """Queue `notifications/tasks` (a task's new state) on every stream that asked for it.
+
+        Returns:
+            How many streams it was queued on.
+        """
+        return sum(listener.offer(TASK_STATUS, task) for listener in list(self._live))

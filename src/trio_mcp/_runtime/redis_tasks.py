@@ -24,6 +24,13 @@ Rule 4: Redis unreachable: each command waits at most `timeout` seconds, and a w
         (nothing is known to have settled; the record is written again at its next change or
         lease renewal); `get` raises an internal error (-32603) saying the task store cannot be
         reached, rather than calling the task unknown.
+Rule 5: a task's mailbox (tasks Rule 6) is a Redis list beside its record,
+        `<key_prefix>mail:<task id>`, each item one batch of answers as JSON. Posting is one Lua
+        script that refuses a full list (`mailbox` batches) and renews its expiry (four leases:
+        a live worker with questions open takes its mail every second or so); taking is one
+        script that reads and deletes the list, so two takers never share a batch. Redis
+        unreachable: posting raises the internal error of `get`, so the client learns its
+        answers did not go; taking finds nothing (the worker looks again).
 """
 
 from __future__ import annotations
@@ -37,7 +44,13 @@ import trio
 
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._exceptions import RemoteProtocolError
-from .._features.tasks import DEFAULT_LEASE, DEFAULT_MAX_TASKS, TaskRecord, check_lease
+from .._features.tasks import (
+    DEFAULT_LEASE,
+    DEFAULT_MAILBOX,
+    DEFAULT_MAX_TASKS,
+    TaskRecord,
+    check_lease,
+)
 from .redis_client import RedisConnection, redis_errors, require_redis, safe_url
 
 if TYPE_CHECKING:
@@ -64,6 +77,22 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
 
+#: Rule 5: KEYS[1] the mailbox; ARGV[1] one batch's JSON, ARGV[2] the bound, ARGV[3] expiry ms.
+_POST: Final = """
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+#: Rule 5: KEYS[1] the mailbox; every batch, oldest first, and the mailbox deleted.
+_TAKE: Final = """
+local batches = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+return batches
+"""
+
 _T = TypeVar("_T")
 
 
@@ -86,6 +115,7 @@ class RedisTaskStore:
         lease: Seconds a worker's claim on a running task lasts unless renewed: a task whose
             worker died is `failed` at most this long after (the same on every worker).
         timeout: Seconds a connection attempt or a command may take (Rule 4).
+        mailbox: Batches of answers one task's mailbox holds for its worker (Rule 5).
 
     Raises:
         RuntimeError: when the `redis` package is not installed.
@@ -99,16 +129,22 @@ class RedisTaskStore:
         max_tasks: int = DEFAULT_MAX_TASKS,
         lease: float = DEFAULT_LEASE,
         timeout: float = 2.0,
+        mailbox: int = DEFAULT_MAILBOX,
     ) -> None:
         require_redis("RedisTaskStore")
         if max_tasks < 1:
             raise ValueError("max_tasks must be positive")
+        if mailbox < 1:
+            raise ValueError("mailbox must be positive")
+        self.mailbox = mailbox
         self.url = url
         self.key_prefix = key_prefix
         self.max_tasks = max_tasks
         self.lease = check_lease(lease)
         self._redis = RedisConnection(url, timeout=timeout, threads=STORE_THREADS)
         self._save_script: Any = None  # registered on first use, in a thread
+        self._post_script: Any = None
+        self._take_script: Any = None
         #: The live tasks added here and not yet seen settled (Rule 3).
         self._live: set[str] = set()
         #: One lock per record being saved (Rule 2).
@@ -184,6 +220,49 @@ class RedisTaskStore:
             self._live.discard(record.task_id)
         return bool(written)
 
+    # -- TaskMailbox (Rule 5) -----------------------------------------------------------------
+
+    async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
+        """Leave one batch of answers for the task's worker; False when its mailbox is full.
+
+        Raises:
+            RemoteProtocolError: -32603 when Redis is unreachable (Rule 4).
+        """
+        key, data = self._mail_key(task_id), json.dumps(responses, separators=(",", ":"))
+        expiry = max(1, round(self.lease * 4 * 1000))
+        try:
+            posted = await self._call(
+                lambda client: self._scripts(client)[0](
+                    keys=[key], args=[data, self.mailbox, expiry], client=client
+                )
+            )
+        except _UnreachableError:
+            raise RemoteProtocolError(
+                "Internal error: the task store cannot be reached", INTERNAL_ERROR
+            ) from None
+        return bool(posted)
+
+    async def take_answers(self, task_id: str) -> list[dict[str, Any]]:
+        """Take every batch of answers waiting for the task (none when Redis is unreachable)."""
+        key = self._mail_key(task_id)
+        try:
+            batches = await self._call(
+                lambda client: self._scripts(client)[1](keys=[key], args=[], client=client)
+            )
+        except _UnreachableError:
+            return []
+        taken = []
+        for batch in batches or ():
+            try:
+                value = json.loads(batch)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                taken.append(value)
+            else:
+                logger.warning("task store: %s held answers that are not an object", key)
+        return taken
+
     # -- the rest -----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -196,6 +275,15 @@ class RedisTaskStore:
     def _expiry_ms(self, record: TaskRecord) -> int:
         seconds = record.ttl if record.terminal else self.lease + record.ttl
         return max(1, round(seconds * 1000))
+
+    def _mail_key(self, task_id: str) -> str:
+        return f"{self.key_prefix}mail:{task_id}"
+
+    def _scripts(self, client: Redis) -> tuple[Any, Any]:
+        if self._post_script is None:
+            self._post_script = client.register_script(_POST)
+            self._take_script = client.register_script(_TAKE)
+        return self._post_script, self._take_script
 
     def _script(self, client: Redis) -> Any:
         if self._save_script is None:

@@ -14,7 +14,9 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
         `resource_updated` and `announce_list_changed` tell this worker's clients at once and
         publish to the others, and `relay` delivers what the others publish here. It is started
         by whatever serves the server (`serve_http`, `serve_stdio`), once however many of them
-        run; a registry change stays on its worker (broker Rule 1).
+        run; a registry change stays on its worker (broker Rule 1). A task's new state
+        (`notifications/tasks`) goes to this worker's listeners of that task and through the
+        broker to the others'; the task runtime signals the worker running a task through it.
 """
 
 from __future__ import annotations
@@ -59,7 +61,14 @@ from .._features.tools import (
     make_tool,
 )
 from .._version import __version__
-from .broker import LIST_CHANGED, RESOURCE_UPDATED, Broker, InProcessBroker
+from .broker import (
+    LIST_CHANGED,
+    RESOURCE_UPDATED,
+    TASK_SIGNAL,
+    TASK_STATUS,
+    Broker,
+    InProcessBroker,
+)
 from .connection import Frames, serve_frames
 from .guard import require_trio
 from .hub import SessionHub
@@ -192,6 +201,8 @@ class Server:
         #: Where notifications for the other workers go, and come from (Rule 4).
         self.broker: Broker = broker if broker is not None else InProcessBroker()
         self._relaying = False
+        self.task_runtime.on_status = self._task_status
+        self.task_runtime.signal = self._task_signal
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -484,6 +495,17 @@ class Server:
     async def _resource_updated_here(self, uri: str) -> int:
         return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
+    async def _task_status(self, task: dict[str, Any]) -> None:
+        # A task's new state (tasks Rule 6): here at once, the other workers' through the broker.
+        await self._task_status_here(task)
+        await self.broker.publish(TASK_STATUS, task)
+
+    async def _task_status_here(self, task: dict[str, Any]) -> int:
+        return await self.hub.task_status(task) + self.listening.task_status(task)
+
+    async def _task_signal(self, signal: dict[str, Any]) -> None:
+        await self.broker.publish(TASK_SIGNAL, signal)
+
     # -- prompts ----------------------------------------------------------------------------------
 
     def add_prompt(
@@ -684,6 +706,13 @@ class Server:
             if kind in self.hub.kinds:
                 self.hub.announce(kind)
                 return
+        elif topic == TASK_STATUS:
+            if isinstance(payload.get("taskId"), str):
+                await self._task_status_here(payload)
+                return
+        elif topic == TASK_SIGNAL:
+            await self.task_runtime.signalled(payload)
+            return
         # A newer worker's message, in a rolling upgrade: nothing this one can act on.
         logger.debug("broker: ignoring %r %r from another worker", topic, payload)
 

@@ -201,6 +201,14 @@ class SessionRuntime:
         """Whether the client subscribed to updates of `uri` (`resources/subscribe`)."""
         return uri in self.session.subscriptions
 
+    def follows_task(self, task_id: str) -> bool:
+        """Whether the client hears of the task's status changes (one of its calls became it)."""
+        return task_id in self.session.followed_tasks
+
+    def forget_task(self, task_id: str) -> None:
+        """Stop following the task (it settled)."""
+        self.session.followed_tasks.pop(task_id, None)
+
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send the client a notification of the server's own (see `can_notify`).
 

@@ -162,7 +162,7 @@ class Subscriptions:
                 if current is not None and current.notifications == wanted:
                     assert current.granted is not None
                     return current.granted
-                if current is None and self._opening is None and not (wanted.lists or wanted.uris):
+                if current is None and self._opening is None and wanted.empty:
                     return wanted
             if self._refused is not None and self._refused[0] == wanted:
                 raise self._refused[1]
@@ -188,7 +188,7 @@ class Subscriptions:
                     self._drop(opening)
                     opening = None
                 current = self._current
-                if not wanted.lists and not wanted.uris:
+                if wanted.empty:
                     if current is not None:
                         self._drop(current)
                         self._set_changed()

@@ -23,7 +23,24 @@ Rule 5: a store may be shared by a fleet's workers (tasks Rule 5). A task's reco
         out (its worker died without settling it), unless the task runs here. `tasks/cancel`
         of a task another worker runs settles it `cancelled` in the store; that worker learns
         at its next write or renewal, when the store refuses to write over the settled record,
-        and then cancels the work (as it does when others took its lease to have run out).
+        and then cancels the work (as it does when others took its lease to have run out);
+        with a broker, it is told at once (Rule 7).
+Rule 6: what `tasks/get` shows of a task is told as it changes (`on_status`, which the server
+        turns into `notifications/tasks` for whoever listens, on any worker): one announcer per
+        task run here tells the task's latest state, in order, never the same state twice; a
+        change of status or questions at once, a change of the status message alone at most
+        once per the task's poll interval (a tool reporting every step does not flood anyone:
+        it tells no more often than a client was asked to poll). A settled state is told once,
+        by whoever settled it: the worker, `tasks/cancel` on any worker, or a `tasks/get` that
+        found the lease lapsed.
+Rule 7: answers and cancellations for a task another worker runs reach it. `tasks/update` there
+        puts the answers in the task's mailbox in the store (`TaskMailbox`: bounded, each batch
+        taken once by the task's worker, which applies it as its own `tasks/update`), or
+        refuses them with -32603 when the mailbox is full or the store has none: an answer is
+        delivered once or refused, never dropped. The worker takes its mail while the task has
+        questions open, every `MAIL_POLL` seconds, and at once when a signal (`signal`, which
+        the server sends through its broker) says mail came; `tasks/cancel` there signals the
+        worker too, which stops the work at once instead of at its next lease renewal.
 """
 
 from __future__ import annotations
@@ -37,7 +54,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -51,13 +68,14 @@ from .._features.context import AskWire, Context
 from .._features.tasks import (
     CallBody,
     MemoryTaskStore,
+    TaskMailbox,
     TaskRecord,
     TaskStore,
     TaskSupport,
     new_task_id,
 )
 
-__all__ = ["TaskRuntime"]
+__all__ = ["MAIL_POLL", "StatusSink", "TaskRuntime", "TaskSignal"]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -65,6 +83,15 @@ logger = logging.getLogger("trio_mcp")
 _LENT: Final[ContextVar[trio.Nursery | None]] = ContextVar("trio_mcp_task_nursery", default=None)
 #: Seconds a settling worker may spend writing its record after it was cancelled.
 _SETTLE_SECONDS: Final = 5.0
+#: Seconds between two looks in the mailbox of a task with questions open (Rule 7), when no
+#: signal says mail came: answers through a worker without a broker wait at most this long.
+MAIL_POLL: Final = 1.0
+
+#: Told each new state of a task (Rule 6): its `DetailedTask`, as `tasks/get` shows it.
+StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
+#: Tells the worker running a task that mail came or that it was cancelled (Rule 7):
+#: `{"taskId": ..., "owner": ..., "kind": "answers" | "cancel"}`.
+TaskSignal = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 @dataclass(eq=False, slots=True)
@@ -91,6 +118,14 @@ class _Call:
     error: RemoteProtocolError | None = None
     cancelled: bool = False
     questions: dict[str, _Question] = field(default_factory=dict)
+    #: Where its announcer and mail reader run (Rules 6, 7).
+    nursery: trio.Nursery | None = None
+    #: Set at each change of the record (Rule 6); replaced by the announcer.
+    dirty: trio.Event = field(default_factory=trio.Event)
+    #: Set when mail may have come, or a question opened (Rule 7); replaced by the reader.
+    mail: trio.Event = field(default_factory=trio.Event)
+    #: Held while a state is told, so states are told in order (Rule 6).
+    telling: trio.Lock = field(default_factory=trio.Lock)
 
 
 class TaskRuntime:
@@ -111,6 +146,10 @@ class TaskRuntime:
         self._keys = itertools.count(1)
         #: Names this runtime in the records of the tasks it runs (Rule 5).
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        #: Told each new state of a task (Rule 6); set by the server.
+        self.on_status: StatusSink | None = None
+        #: Signals the worker running a task (Rule 7); set by a server with a broker.
+        self.signal: TaskSignal | None = None
 
     @property
     def live_count(self) -> int:
@@ -152,7 +191,7 @@ class TaskRuntime:
         nursery = self._nursery()
         if nursery is None:
             return await body()
-        call = _Call(support, context)
+        call = _Call(support, context, nursery=nursery)
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
         if support.after == 0:
@@ -187,14 +226,82 @@ class TaskRuntime:
         record.settle_lapsed(now)
         if not await self.store.save(record):  # settled meanwhile, elsewhere: that stands
             return await self.store.get(task_id, now)
+        await self._tell(record)
         return record
 
     async def update(self, task_id: str, responses: Mapping[str, Any]) -> bool:
-        """Answer the task's open questions by key (Rule 3); False for an unknown task."""
+        """Answer the task's open questions by key (Rules 3, 7); False for an unknown task.
+
+        Raises:
+            RemoteProtocolError: -32603 when the task runs on another worker and its answers
+                cannot reach it (the store has no mailbox, or the task's is full).
+        """
         call = self._live.get(task_id)
+        if call is not None and call.record is not None:
+            await self._answer(call, responses)
+            return True
+        record = await self.get(task_id)
+        if record is None:
+            return False
+        if record.terminal or not responses or record.owner in (None, self.worker_id):
+            return True  # nothing waits for them: it settled, or its worker here just ended
+        mailbox = self.store if isinstance(self.store, TaskMailbox) else None
+        if mailbox is None:
+            raise RemoteProtocolError(
+                f"Internal error: task {task_id} runs on another worker, and this server's "
+                "task store cannot carry answers to it",
+                INTERNAL_ERROR,
+                {"taskId": task_id},
+            )
+        if not await mailbox.post_answers(task_id, dict(responses), self.clock()):
+            raise RemoteProtocolError(
+                f"Internal error: too many answers for task {task_id} wait for the worker "
+                "running it; send them again later",
+                INTERNAL_ERROR,
+                {"taskId": task_id},
+            )
+        await self._signal(record, "answers")
+        return True
+
+    async def cancel(self, task_id: str) -> bool:
+        """Settle a running task `cancelled` and stop its worker (Rules 4, 7); False: unknown."""
+        record = await self.get(task_id)
+        if record is None:
+            return False
+        if record.terminal:
+            return True
+        call = self._live.get(task_id)
+        async with call.telling if call is not None else trio.Lock():
+            record.status = "cancelled"
+            record.input_requests.clear()
+            record.updated_at = self.clock()
+            if not await self._save(record):
+                return True  # settled meanwhile, elsewhere: that stands, and was told
+            await self._tell(record)
+        call = self._live.pop(task_id, None)
+        if call is not None:
+            call.cancelled = True
+            call.scope.cancel()
+        elif record.owner not in (None, self.worker_id):
+            await self._signal(record, "cancel")
+        return True
+
+    async def signalled(self, payload: Mapping[str, Any]) -> None:
+        """Act on a signal another worker sent about a task run here (Rule 7)."""
+        task_id = payload.get("taskId")
+        call = self._live.get(task_id) if isinstance(task_id, str) else None
         if call is None or call.record is None:
-            return await self.get(task_id) is not None  # finished, or run by another worker
+            return
+        if payload.get("kind") == "answers":
+            call.mail.set()
+        elif payload.get("kind") == "cancel":
+            stored = await self.store.get(call.record.task_id, self.clock())
+            if stored is None or stored.terminal:  # as the signal says: it settled there
+                self._stop(call.record.task_id)
+
+    async def _answer(self, call: _Call, responses: Mapping[str, Any]) -> None:
         record = call.record
+        assert record is not None
         for key, answer in responses.items():
             question = call.questions.get(key)
             if question is None or question.answered.is_set():
@@ -205,23 +312,10 @@ class TaskRuntime:
         if record.status == "input_required" and not record.input_requests:
             record.status = "working"
         await self._touch(record)
-        return True
 
-    async def cancel(self, task_id: str) -> bool:
-        """Settle a running task `cancelled` and stop its worker (Rule 4); False: unknown."""
-        record = await self.get(task_id)
-        if record is None:
-            return False
-        if record.terminal:
-            return True
-        record.status = "cancelled"
-        record.input_requests.clear()
-        await self._touch(record)
-        call = self._live.pop(task_id, None)
-        if call is not None:
-            call.cancelled = True
-            call.scope.cancel()
-        return True
+    async def _signal(self, record: TaskRecord, kind: str) -> None:
+        if self.signal is not None:
+            await self.signal({"taskId": record.task_id, "owner": record.owner, "kind": kind})
 
     # -- the worker ------------------------------------------------------------------------------
 
@@ -280,7 +374,10 @@ class TaskRuntime:
             record.status = "completed"
             record.result = {k: v for k, v in result.items() if k != "resultType"}
         record.input_requests.clear()
-        await self._touch(record)
+        async with call.telling:
+            record.updated_at = self.clock()
+            if await self._save(record):
+                await self._tell(record)
 
     async def _detach(self, call: _Call) -> bool:
         """Make the call a task (Rule 2); False when it already ended or the store is full."""
@@ -303,6 +400,8 @@ class TaskRuntime:
                 return False
             call.record = record
             self._live[record.task_id] = call
+            if call.nursery is not None:
+                call.nursery.start_soon(self._attend, call)
             if call.context is not None:
                 call.context._run_as_task(
                     functools.partial(self._ask, call),
@@ -338,6 +437,7 @@ class TaskRuntime:
             keys.append(key)
         record.status = "input_required"
         await self._touch(record)
+        call.mail.set()  # a question is open: the mailbox is worth a look (Rule 7)
         answers = []
         try:
             for key, (method, _, timeout) in zip(keys, asks, strict=True):
@@ -369,10 +469,73 @@ class TaskRuntime:
     async def _touch(self, record: TaskRecord) -> None:
         record.updated_at = self.clock()
         await self._save(record)
+        call = self._live.get(record.task_id)
+        if call is not None:
+            call.dirty.set()  # its announcer tells the new state (Rule 6)
 
-    async def _save(self, record: TaskRecord) -> None:
+    async def _save(self, record: TaskRecord) -> bool:
         if not await self.store.save(record):
             self._stop(record.task_id)  # the store holds it settled (Rule 5)
+            return False
+        return True
+
+    async def _tell(self, record: TaskRecord) -> None:
+        """Tell the task's state now (Rule 6); a sink's failure costs the task nothing."""
+        if self.on_status is None:
+            return
+        wire = record.detailed_wire()
+        del wire["resultType"]
+        try:
+            await self.on_status(wire)
+        except Exception:
+            logger.exception("telling the status of task %s failed", record.task_id)
+
+    async def _attend(self, call: _Call) -> None:
+        """Run the task's announcer and mail reader until its call ends (Rules 6, 7)."""
+        mailbox = self.store if isinstance(self.store, TaskMailbox) else None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._announce, call)
+            if mailbox is not None:
+                nursery.start_soon(self._read_mail, call, mailbox)
+            await call.ended.wait()
+            nursery.cancel_scope.cancel()
+
+    async def _announce(self, call: _Call) -> None:
+        """Tell each new state of a live task, status changes at once (Rule 6)."""
+        record = call.record
+        assert record is not None
+        told, told_at = _shown(record), -math.inf
+        while not record.terminal:
+            call.dirty = trio.Event()  # before looking: a change from now on wakes us
+            shown = _shown(record)
+            if shown == told:
+                await call.dirty.wait()
+                continue
+            quiet_until = told_at + record.poll_interval
+            if shown[::2] == told[::2] and trio.current_time() < quiet_until:
+                with trio.move_on_at(quiet_until):  # only the message changed: not yet
+                    await call.dirty.wait()
+                continue
+            async with call.telling:
+                if record.terminal:  # told by whoever settled it
+                    return
+                told, told_at = _shown(record), trio.current_time()
+                await self._tell(record)
+
+    async def _read_mail(self, call: _Call, mailbox: TaskMailbox) -> None:
+        """Take the answers other workers left for the task, and apply them (Rule 7)."""
+        record = call.record
+        assert record is not None
+        while True:
+            call.mail = trio.Event()
+            if call.questions:
+                with trio.move_on_after(MAIL_POLL):
+                    await call.mail.wait()
+            else:
+                await call.mail.wait()
+            for responses in await mailbox.take_answers(record.task_id):
+                if not record.terminal:
+                    await self._answer(call, responses)
 
     async def _keep_lease(self, call: _Call) -> None:
         """Renew the task's lease while its call runs (Rule 5)."""
@@ -397,3 +560,8 @@ class TaskRuntime:
             logger.info("task %s was settled by another worker; its work here stops", task_id)
             call.cancelled = True
             call.scope.cancel()
+
+
+def _shown(record: TaskRecord) -> tuple[Any, ...]:
+    """What a status notification would say that the last one did not (Rule 6)."""
+    return (record.status, record.status_message, tuple(record.input_requests))
