@@ -1,10 +1,11 @@
 """`RedisTaskStore` against a real `redis-server`, and a fleet of two workers sharing it.
 
 The store alone: records round-trip as JSON, expire with their ttl, are never written over once
-settled, and the per-worker bound; Redis unreachable. The fleet: two `trio-mcp run --transport
+settled, and the per-worker bound; a task's mailbox; Redis unreachable. The fleet: two `trio-mcp run --transport
 http --stateless` processes of `tests/fixtures/task_worker.py` on one Redis, spoken to with
 sessionless 2026-07-28 requests: a task made on worker A is read on B (its progress, its
-result), cancelled on B (A's work stops), and when A is killed, B shows it `working` until its
+result), answered on B (through its mailbox; with a broker A is told at once), cancelled on B
+(A's work stops: at its next lease renewal, or at once with a broker), and when A is killed, B shows it `working` until its
 lease runs out and then `failed`, saying why. Skipped without `redis-server` or redis-py; what
 waits for another process polls under a deadline, and no test asserts how long anything takes.
 """
@@ -35,6 +36,12 @@ TASKS = "io.modelcontextprotocol/tasks"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+}
+
+#: A client that declares the tasks extension and can answer elicitations.
+ASKING = {
+    **META,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
 }
 
 
@@ -114,6 +121,26 @@ async def test_the_bound_counts_this_workers_live_tasks(redis_server: RedisProce
     assert a.live_count == 1
 
 
+async def test_a_tasks_mailbox_is_bounded_and_each_batch_taken_once(
+    redis_server: RedisProcess,
+) -> None:
+    a, b = store(redis_server.url, mailbox=2), store(redis_server.url, mailbox=2)
+    posted = [await b.post_answers("t", {"k": n}, 1000.0) for n in range(3)]
+    taken = await a.take_answers("t")
+    again = await a.take_answers("t")
+    after = await b.post_answers("t", {"k": "later"}, 1000.0)
+    redis_server.stop()
+    with pytest.raises(RemoteProtocolError) as unreachable:
+        await b.post_answers("t", {"k": "lost?"}, 1000.0)
+    nothing = await a.take_answers("t")
+    assert posted == [True, True, False]
+    assert taken == [{"k": 0}, {"k": 1}]
+    assert again == []
+    assert after is True
+    assert unreachable.value.code == -32603  # refused, so the client knows it did not go
+    assert nothing == []
+
+
 async def test_redis_unreachable(
     redis_server: RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -161,8 +188,10 @@ class Fleet:
         assert created["resultType"] == "task", created
         return created
 
-    async def tasks(self, worker: Worker, method: str, task_id: str) -> dict[str, Any]:
-        reply = await self.on[worker].request(method, {"taskId": task_id, "_meta": META})
+    async def tasks(
+        self, worker: Worker, method: str, task_id: str, **params: Any
+    ) -> dict[str, Any]:
+        reply = await self.on[worker].request(method, {"taskId": task_id, "_meta": META, **params})
         result: dict[str, Any] = reply.result
         return result
 
@@ -244,6 +273,69 @@ async def test_a_killed_workers_task_fails_when_its_lease_runs_out(
     )
     assert f":{a.process.pid}:" in failed["error"]["data"]["worker"]
     assert again == failed  # settled for good, and saved
+
+
+async def until_status(fleet_: Fleet, worker: Worker, task_id: str, *statuses: str) -> Any:
+    """Poll `worker` until the task shows one of `statuses` (another process: nothing to wake)."""
+    while True:
+        got = await fleet_.get(worker, task_id)
+        if got["status"] in statuses:
+            return got
+        await trio.sleep(0.02)
+
+
+def confirmed(key: str) -> dict[str, Any]:
+    return {key: {"action": "accept", "content": {"confirm": True}}}
+
+
+async def test_answers_sent_to_another_worker_reach_the_task_once(
+    redis_server: RedisProcess,
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with task_fleet(redis_server.url) as (fleet_, a, b):
+            created = await fleet_.on[a].call("confirm", {}, **ASKING)
+            task_id = created.result["taskId"]
+            asked = await until_status(fleet_, b, task_id, "input_required")
+            (key,) = asked["inputRequests"]
+            update = {"inputResponses": confirmed(key)}
+            ack = await fleet_.tasks(b, "tasks/update", task_id, **update)
+            again = await fleet_.tasks(b, "tasks/update", task_id, **update)  # a key answered
+            done = await until_status(fleet_, b, task_id, "completed", "failed", "cancelled")
+    assert ack == again == {"resultType": "complete"}
+    assert done["status"] == "completed", done
+    assert done["result"]["content"] == [{"type": "text", "text": "confirm=True on A"}]
+
+
+async def test_with_a_broker_answers_and_a_cancel_reach_the_worker_at_once(
+    redis_server: RedisProcess,
+) -> None:
+    # A lease of ten minutes, renewed every 200 s: within the test's deadline only the broker's
+    # signal can stop the work on A.
+    with trio.fail_after(TIMEOUT):
+        async with task_fleet(redis_server.url, TASK_TEST_BROKER="1", TASK_TEST_LEASE="600") as (
+            fleet_,
+            a,
+            b,
+        ):
+            await redis_server.until_subscribers(2)
+            created = await fleet_.on[a].call("confirm", {}, **ASKING)
+            asking_id = created.result["taskId"]
+            asked = await until_status(fleet_, b, asking_id, "input_required")
+            (key,) = asked["inputRequests"]
+            update = {"inputResponses": confirmed(key)}
+            ack = await fleet_.tasks(b, "tasks/update", asking_id, **update)
+            done = await until_status(fleet_, b, asking_id, "completed", "failed")
+            task_id = (await fleet_.call(a, "forever", {}))["taskId"]
+            started = await fleet_.get(b, task_id)
+            while started.get("statusMessage") != "started on A":
+                await trio.sleep(0.02)
+                started = await fleet_.get(b, task_id)
+            cancelled = await fleet_.tasks(b, "tasks/cancel", task_id)
+            await a.logged("forever stopped on A")
+            on_a = await fleet_.get(a, task_id)
+    assert ack == cancelled == {"resultType": "complete"}
+    assert done["result"]["content"] == [{"type": "text", "text": "confirm=True on A"}]
+    assert on_a["status"] == "cancelled"
 
 
 # -- the command line -----------------------------------------------------------------------------
