@@ -1,13 +1,14 @@
 """`RedisTaskStore` against a real `redis-server`, and a fleet of two workers sharing it.
 
 The store alone: records round-trip as JSON, expire with their ttl, are never written over once
-settled, and the per-worker bound; a task's mailbox; Redis unreachable. The fleet: two `trio-mcp run --transport
-http --stateless` processes of `tests/fixtures/task_worker.py` on one Redis, spoken to with
-sessionless 2026-07-28 requests: a task made on worker A is read on B (its progress, its
-result), answered on B (through its mailbox; with a broker A is told at once), cancelled on B
-(A's work stops: at its next lease renewal, or at once with a broker), and when A is killed, B shows it `working` until its
-lease runs out and then `failed`, saying why. Skipped without `redis-server` or redis-py; what
-waits for another process polls under a deadline, and no test asserts how long anything takes.
+settled, and the per-worker bound; a task's mailbox; Redis unreachable. The fleet: two
+`trio-mcp run --transport http --stateless` processes of `tests/fixtures/task_worker.py` on one
+Redis, spoken to with sessionless 2026-07-28 requests: a task made on worker A is read on B (its
+progress, its result), answered on B (through its mailbox; with a broker A is told at once),
+cancelled on B (A's work stops: at its next lease renewal, or at once with a broker), and when A
+is killed, B shows it `working` until its lease runs out and then `failed`, saying why. Skipped
+without `redis-server` or redis-py; what waits for another process polls under a deadline, and
+no test asserts how long anything takes.
 """
 
 from __future__ import annotations
