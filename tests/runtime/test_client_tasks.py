@@ -1,7 +1,8 @@
 """The client side of the tasks extension (SEP-2663): `call_tool` follows a task to its end.
 
-In process with trio's autojump clock for the polls, in both eras; then once over stdio and
-over Streamable HTTP, in both eras, against `tests/fixtures/task_tools.py`.
+In process with trio's autojump clock for the polls, in both eras (and the states the server
+pushes, which end the wait between polls); then once over stdio and over Streamable HTTP, in
+both eras, against `tests/fixtures/task_tools.py`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,22 @@ from typing import Any
 
 import pytest
 import trio
+from pydantic import BaseModel
 
 from tests.fixtures import task_tools
 from tests.helpers import MODERN
 from tests.runtime.test_client import http_server
 from trio_mcp import (
     Accepted,
+    Context,
     Declined,
     ElicitRequest,
     LocalProtocolError,
     RequestError,
+    Server,
     TaskCancelledError,
     TaskInfo,
+    TaskSupport,
     ToolResult,
     open_client,
 )
@@ -231,3 +236,36 @@ async def test_over_real_transports(kind: str, version: str) -> None:
     assert asked.text == "yes"
     assert seen[0].status == "working"
     assert seen[-1].status == "completed"
+
+
+def pushing_server() -> Server:
+    """A task tool whose poll interval is longer than any client waits between polls."""
+    server = Server("pushing")
+
+    @server.tool(task=TaskSupport(poll_interval=3600))
+    async def slow(ctx: Context) -> str:
+        await trio.sleep(1)
+        await ctx.elicit("Sure?", Confirm)
+        await trio.sleep(1)
+        return "done"
+
+    return server
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+@pytest.mark.parametrize("version", ERAS)
+async def test_states_the_server_pushes_end_the_wait_between_polls(
+    version: str, autojump_clock: Any
+) -> None:
+    seen: list[TaskInfo] = []
+    async with open_client(
+        pushing_server(), protocol_version=version, tasks=True, elicitation_handler=yes
+    ) as client:
+        # Polls come every MAX_POLL_INTERVAL at most: only the pushed states are sooner.
+        with trio.fail_after(MAX_POLL_INTERVAL / 2):
+            result = await client.call_tool("slow", on_task_status=seen.append)
+    assert result.text == "done"
+    assert [t.status for t in seen] == ["working", "input_required", "working", "completed"]

@@ -51,7 +51,10 @@ Rule 11: a client opened with `tasks=True` declares the tasks extension (SEP-266
         task_client` (polls, answers to its questions, `tasks/cancel` when the caller stops
         waiting); `call_tool` returns the final result as if the call had been plain.
         `call_tool_as_task`, `wait_task`, `get_task`, `update_task` and `cancel_task` expose
-        the task itself.
+        the task itself. While a task is followed, the states the server pushes
+        (`notifications/tasks`) take the place of polls: in the handshake era the server sends
+        them on the session unasked, under 2026-07-28 the listen stream (Rule 10) asks for the
+        ids of the tasks followed, if the server announces the extension.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import trio
@@ -107,7 +111,13 @@ from .._core.jsonrpc import (
 )
 from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.peer import CANCELLED, Peer
-from .._core.subscriptions import ACKNOWLEDGED, LISTEN, RESOURCE_UPDATED, SubscriptionFilter
+from .._core.subscriptions import (
+    ACKNOWLEDGED,
+    LISTEN,
+    RESOURCE_UPDATED,
+    TASK_STATUS,
+    SubscriptionFilter,
+)
 from .._core.versions import (
     HEADER_MISMATCH,
     LATEST_HANDSHAKE_VERSION,
@@ -290,6 +300,8 @@ class Client:
         self._list_handlers: dict[str, ListChangedHandler] = {}
         # Rule 10: the subscriptions/listen stream, once a callback under 2026-07-28 wants it.
         self._subscriptions: Subscriptions | None = None
+        # Rule 11: the tasks followed now, each with the last state pushed and not yet taken.
+        self._followed: dict[str, _Followed] = {}
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -420,7 +432,10 @@ class Client:
         raw = await self._call_raw(name, arguments, progress=progress, retry_safe=retry_safe)
         if task_client.is_task(raw):
             task = task_info(raw, "tools/call")
-            raw = await task_client.follow(task, self._task_send, self._answer_task, on_task_status)
+            with self._following(task.task_id):
+                raw = await task_client.follow(
+                    task, self._task_send, self._answer_task, on_task_status, pushed=self._pushed
+                )
         return self._tool_result(name, raw, raise_on_error=raise_on_error)
 
     async def call_tool_as_task(
@@ -487,9 +502,11 @@ class Client:
         """
         self._require_tasks("wait_task")
         info = task if isinstance(task, TaskInfo) else await self.get_task(task)
-        raw = await task_client.follow(
-            info, self._task_send, self._answer_task, on_status, cancel=cancel
-        )
+        with self._following(info.task_id):
+            raw = await task_client.follow(
+                info, self._task_send, self._answer_task, on_status, cancel=cancel,
+                pushed=self._pushed,
+            )  # fmt: skip
         result = tool_result(raw)
         if result.is_error and raise_on_error:
             raise ToolCallError(f"(task {info.task_id})", result.text or "(no message)", result)
@@ -971,9 +988,55 @@ class Client:
     # -- subscriptions/listen (Rule 10) -------------------------------------------------------
 
     def _wanted(self) -> SubscriptionFilter:
-        # What the callbacks want, as far as the server announces it.
-        wanted = SubscriptionFilter(frozenset(self._list_handlers), tuple(self._updates))
+        # What the callbacks and the tasks followed want, as far as the server announces it.
+        wanted = SubscriptionFilter(
+            frozenset(self._list_handlers), tuple(self._updates), tuple(self._followed)
+        )
         return wanted.granted(self.server_capabilities)
+
+    # -- the states of the tasks followed (Rule 11) -------------------------------------------
+
+    @contextlib.contextmanager
+    def _following(self, task_id: str) -> Iterator[None]:
+        """Take the states pushed for the task while the block runs."""
+        if task_id in self._followed:  # followed twice at once: the first one takes them
+            yield
+            return
+        self._followed[task_id] = _Followed()
+        if self._session.per_request:
+            self._listening_changed()
+        try:
+            yield
+        finally:
+            del self._followed[task_id]
+            if self._session.per_request and self._subscriptions is not None:
+                self._subscriptions.poke()
+
+    async def _pushed(self, task_id: str, timeout: float) -> TaskInfo | None:  # noqa: ASYNC109
+        """The task's state the server pushed within `timeout` seconds, if any (Rule 11)."""
+        followed = self._followed.get(task_id)
+        if followed is None:
+            await trio.sleep(timeout)
+            return None
+        with trio.move_on_after(timeout):
+            await followed.told.wait()
+        state, followed.state = followed.state, None
+        followed.told = trio.Event()
+        return state
+
+    def _task_pushed(self, params: dict[str, Any]) -> None:
+        tag = subscription_of(params)
+        if not (tag is None or self._subscriptions is None or self._subscriptions.delivers(tag)):
+            return
+        try:
+            state = task_info(params, TASK_STATUS)
+        except RemoteProtocolError as exc:
+            logger.debug("ignored a malformed %s: %s", TASK_STATUS, exc)
+            return
+        followed = self._followed.get(state.task_id)
+        if followed is not None:
+            followed.state = state
+            followed.told.set()
 
     def _listening_changed(self) -> Subscriptions:
         if self._subscriptions is None:
@@ -1198,6 +1261,8 @@ class Client:
             await self._log(params)
         elif message.method == RESOURCE_UPDATED or message.method.endswith("/list_changed"):
             self._announcement(message.method, params)
+        elif message.method == TASK_STATUS:
+            self._task_pushed(params)
         elif message.method == ACKNOWLEDGED:
             if self._subscriptions is not None:
                 self._subscriptions.acknowledged(params)
@@ -1436,3 +1501,11 @@ async def open_session(
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         reraise_lone(group)
+
+
+@dataclass(eq=False, slots=True)
+class _Followed:
+    """A task followed now: the last state the server pushed and nobody took yet (Rule 11)."""
+
+    state: TaskInfo | None = None
+    told: trio.Event = field(default_factory=trio.Event)

@@ -9,7 +9,10 @@ Rule 2: a call answered with a task is followed (`follow`): `tasks/get` after ea
         `pollIntervalMs` the server asks for, bounded to [`MIN_POLL_INTERVAL`,
         `MAX_POLL_INTERVAL`] seconds (a server cannot make a client spin, nor stall it past
         any sensible progress bar). `completed` gives the inlined result, `failed` raises its
-        JSON-RPC error as a `RequestError`, `cancelled` raises `TaskCancelledError`.
+        JSON-RPC error as a `RequestError`, `cancelled` raises `TaskCancelledError`. A state
+        the server pushes (`notifications/tasks`: on the handshake-era session, or on a
+        2026-07-28 listen stream that asks for the task) ends the wait early and stands for
+        the poll it replaces: a task that settles is seen as soon as the server says so.
 Rule 3: `input_required`: every question not answered yet is answered at once, with the
         handlers that answer the input rounds of 2026-07-28 (`Answers`, through the client),
         and the answers go back in one `tasks/update`; the next `tasks/get` follows without
@@ -43,6 +46,7 @@ __all__ = [
     "MAX_POLL_INTERVAL",
     "MIN_POLL_INTERVAL",
     "TASKS_EXTENSION",
+    "PushedState",
     "TaskSender",
     "TaskStatusHandler",
     "follow",
@@ -69,6 +73,8 @@ TaskSender = Callable[[str, dict[str, Any]], Awaitable[Any]]
 RoundAnswerer = Callable[[InputRound], Awaitable[dict[str, Any]]]
 #: Called with each new state of a task a call waits for (may be async).
 TaskStatusHandler = Callable[[TaskInfo], Awaitable[None] | None]
+#: Waits at most `timeout` seconds for a state of the task the server pushes: it, or None.
+PushedState = Callable[[str, float], Awaitable[TaskInfo | None]]
 
 
 def is_task(result: Any) -> bool:
@@ -110,6 +116,7 @@ async def follow(
     on_status: TaskStatusHandler | None = None,
     *,
     cancel: bool = True,
+    pushed: PushedState | None = None,
 ) -> dict[str, Any]:
     """Follow `task` to its end (Rules 2-4): the `CallToolResult` object of a completed task.
 
@@ -120,6 +127,7 @@ async def follow(
         on_status: Called with the task at the start and each time its status, status
             message or questions change.
         cancel: Send `tasks/cancel` when the following ends before the task settled.
+        pushed: Waits for a state the server pushes, in place of the sleep between polls.
 
     Raises:
         RequestError: the task failed: its JSON-RPC error.
@@ -128,7 +136,7 @@ async def follow(
     """
     last = [task]
     try:
-        return await _follow(task, send, answer, on_status, last)
+        return await _follow(task, send, answer, on_status, last, pushed=pushed)
     except BaseException:
         if cancel and not last[0].terminal:
             await _cancel_quietly(send, last[0].task_id)
@@ -141,6 +149,8 @@ async def _follow(
     answer: RoundAnswerer,
     on_status: TaskStatusHandler | None,
     last: list[TaskInfo],
+    *,
+    pushed: PushedState | None,
 ) -> dict[str, Any]:
     # The loop of `follow`; `last[0]` is the task as last seen, for the cancellation.
     answered: set[str] = set()
@@ -159,6 +169,11 @@ async def _follow(
             responses = await answer(round_)
             await send("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
             answered.update(waiting)
+        elif pushed is not None:
+            told = await pushed(task.task_id, poll_interval(task))
+            if told is not None:
+                task = last[0] = told
+                continue
         else:
             await trio.sleep(poll_interval(task))
         task = last[0] = await get(send, task.task_id)
