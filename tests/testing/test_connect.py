@@ -168,3 +168,23 @@ def test_importing_the_kit_loads_neither_jsonschema_nor_pytest() -> None:
         "print(json.dumps(sorted(m for m in ('jsonschema', 'pytest') if m in sys.modules)))"
     )
     assert loaded == []
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", MODERN])
+async def test_task_tools_can_be_tested_with_tasks_declared(version: str) -> None:
+    server = Server("tasks")
+
+    @server.tool(task=True)
+    async def slow(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "halfway")
+        await trio.sleep(0.01)
+        return "done"
+
+    seen: list[str] = []
+    async with trio_mcp.testing.connect(server, protocol_version=version, tasks=True) as client:
+        result = await client.call_tool("slow", on_task_status=lambda t: seen.append(t.status))
+        task = await client.call_tool_as_task("slow")
+        assert isinstance(task, trio_mcp.TaskInfo)
+        waited = await client.wait_task(task)
+    assert result.text == waited.text == "done"
+    assert seen[-1] == "completed"

@@ -45,6 +45,7 @@ async def connect(
     elicitation_modes: Collection[str] = ELICITATION_MODES,
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    tasks: bool = False,
 ) -> AsyncIterator[Client]:
     """Serve `server` in this process and yield a connected, initialized `Client`.
 
@@ -72,6 +73,8 @@ async def connect(
         elicitation_modes: The elicitation modes to declare.
         on_elicitation_complete: Hears of URL-mode elicitations completed.
         max_input_rounds: Rounds of input requests one call answers (2026-07-28).
+        tasks: Declare the tasks extension (as in `open_client`): the server may run calls of
+            its `task=` tools as tasks, which `call_tool` follows to their end.
 
     Yields:
         The connected client.
@@ -96,6 +99,7 @@ async def connect(
         elicitation_modes=elicitation_modes,
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
+        tasks=tasks,
     )
     async with open_in_process(server, session, tap=tap) as client:
         yield client

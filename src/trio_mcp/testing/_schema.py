@@ -31,6 +31,11 @@ Rule 4: `MessageChecker` follows one connection both ways. It learns which revis
         revision an `initialize` asks for and the one its result settles on, else the
         connection's revision so far; and it matches each response to the method of the
         request it answers.
+Rule 5: the messages of the tasks extension (SEP-2663) are in no revision's schema (2025-11-25
+        has tasks of an older, different design), so only their JSON-RPC envelope is checked:
+        the `tasks/` requests and their results, the `notifications/tasks` notifications (the
+        prefixes the extension reserves), and a `CreateTaskResult` (`resultType: "task"`)
+        answering a `tools/call`. A client sends them only once it declared the extension.
 """
 
 from __future__ import annotations
@@ -109,6 +114,13 @@ _UNREADABLE_ID_CODES: Final = frozenset({-32700, -32600})
 _ID_PLACEHOLDER: Final = 0
 # How much of an offending message the error shows.
 _SHOWN_CHARS: Final = 2000
+#: The method prefixes the tasks extension reserves (Rule 5).
+_TASKS_PREFIXES: Final = ("tasks/", "notifications/tasks")
+
+
+def _created_task(result: Any) -> bool:
+    """Whether a result is the tasks extension's `CreateTaskResult` (Rule 5)."""
+    return isinstance(result, dict) and result.get("resultType") == "task"
 
 
 @functools.cache
@@ -249,6 +261,7 @@ def _check_one(
     request_id = f" (id {message['id']!r})" if "id" in message else ""
     if "method" in message:
         method = message["method"]
+        extension = isinstance(method, str) and method.startswith(_TASKS_PREFIXES)
         kind, unions = (
             ("request", _REQUESTS) if "id" in message else ("notification", _NOTIFICATIONS)
         )
@@ -257,6 +270,8 @@ def _check_one(
             message, version, "JSONRPCRequest" if "id" in message else "JSONRPCNotification", what
         )
         _check(message, version, "JSONRPCMessage", what)
+        if extension:  # Rule 5
+            return
         union = unions[sender]
         known = _methods(version, union)
         specific = known.get(method) if isinstance(method, str) else None
@@ -299,7 +314,7 @@ def _check_one(
         what,
     )
     _check(message, version, "JSONRPCMessage", what)
-    if result is None:
+    if result is None or _created_task(message.get("result")):
         return
     _check(message["result"], version, result, f"the result of {what}", message)
     # 2026-07-28 also defines a per-method response envelope (e.g. CallToolResultResponse).
@@ -528,5 +543,7 @@ class MessageChecker:
 
     @staticmethod
     def _result_definition(sender: Sender, method: str, version: str) -> str | None:
+        if method.startswith(_TASKS_PREFIXES):  # Rule 5
+            return None
         name = (RESULTS if sender == "server" else CLIENT_RESULTS).get(method)
         return name if name is not None and has_definition(version, name) else None
