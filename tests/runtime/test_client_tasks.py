@@ -221,6 +221,7 @@ async def test_over_real_transports(kind: str, version: str) -> None:
                     "slow", {"seconds": 0.2}, on_task_status=seen.append
                 )
                 asked = await client.call_tool("confirm")
+                told = await client.call_tool("pushed")
         else:
             async with (
                 http_server(task_tools.server) as (base, _),
@@ -232,7 +233,12 @@ async def test_over_real_transports(kind: str, version: str) -> None:
                     "slow", {"seconds": 0.2}, on_task_status=seen.append
                 )
                 asked = await client.call_tool("confirm")
+                told = await client.call_tool("pushed")
     assert result.text == "slept 0.2"
+    # `pushed` asks to be polled hourly, and polls come every MAX_POLL_INTERVAL (30 s) at most:
+    # within the test's deadline (TIMEOUT, 20 s), only the states the server pushed end it.
+    assert TIMEOUT < MAX_POLL_INTERVAL
+    assert told.text == "pushed yes"
     assert asked.text == "yes"
     assert seen[0].status == "working"
     assert seen[-1].status == "completed"
