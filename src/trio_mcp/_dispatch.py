@@ -778,11 +778,9 @@ class Dispatcher:
                 return result
             return self._finish(session, scope, result)
 
-        result = await self.tasks.run(tool.task, body, context)
-        if not scope.modern and result.get("resultType") == "task":
-            # The handshake era has no listen stream: the session hears of its own tasks.
-            session.follow_task(result["taskId"])
-        return result
+        # The handshake era has no listen stream: the session hears of its own tasks.
+        follow = None if scope.modern else session.follow_task
+        return await self.tasks.run(tool.task, body, context, created=follow)
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------
 

@@ -250,8 +250,7 @@ def pushing_server() -> Server:
 
     @server.tool(task=TaskSupport(poll_interval=3600))
     async def slow(ctx: Context) -> str:
-        await trio.sleep(1)
-        await ctx.elicit("Sure?", Confirm)
+        await ctx.elicit("Sure?", Confirm)  # at once: before any listen stream could ask
         await trio.sleep(1)
         return "done"
 
@@ -274,4 +273,6 @@ async def test_states_the_server_pushes_end_the_wait_between_polls(
         with trio.fail_after(MAX_POLL_INTERVAL / 2):
             result = await client.call_tool("slow", on_task_status=seen.append)
     assert result.text == "done"
-    assert [t.status for t in seen] == ["working", "input_required", "working", "completed"]
+    statuses = [t.status for t in seen]
+    assert "input_required" in statuses
+    assert statuses[-1] == "completed"

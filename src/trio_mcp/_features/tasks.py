@@ -434,9 +434,18 @@ class TaskEngine(Protocol):
     """What the dispatcher asks of the runtime that runs tasks (Rule 2)."""
 
     async def run(
-        self, support: TaskSupport, body: CallBody, context: Context | None
+        self,
+        support: TaskSupport,
+        body: CallBody,
+        context: Context | None,
+        *,
+        created: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Run a call that may become a task: its own result, or the `CreateTaskResult`."""
+        """Run a call that may become a task: its own result, or the `CreateTaskResult`.
+
+        `created` is called with the task's id when the call becomes one, before any of its
+        states is told.
+        """
         ...
 
     async def get(self, task_id: str) -> TaskRecord | None:

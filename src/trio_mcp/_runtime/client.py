@@ -1018,6 +1018,17 @@ class Client:
         if followed is None:
             await trio.sleep(timeout)
             return None
+        if not followed.heard and self._session.per_request and self._subscriptions is not None:
+            # Under 2026-07-28, first the listen stream that asks for it: what the task did
+            # before its acknowledgement was told to nobody, so a poll follows it at once.
+            followed.heard = True
+            with trio.move_on_after(timeout):
+                try:
+                    await self._subscriptions.settled()
+                except TrioMCPError as exc:
+                    logger.debug("task %s is polled only: %s", task_id, exc)
+                    await trio.sleep_forever()  # until the poll is due
+            return None
         with trio.move_on_after(timeout):
             await followed.told.wait()
         state, followed.state = followed.state, None
@@ -1509,3 +1520,5 @@ class _Followed:
 
     state: TaskInfo | None = None
     told: trio.Event = field(default_factory=trio.Event)
+    #: Whether a listen stream asking for it was waited for (2026-07-28).
+    heard: bool = False

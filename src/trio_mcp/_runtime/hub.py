@@ -188,13 +188,11 @@ class SessionHub:
             How many sessions it was sent to.
         """
         task_id = task["taskId"]
-        sent = await self.notify_all(
-            "notifications/tasks", task, only=lambda s: s.follows_task(task_id)
-        )
+        following = {session for session in self._live if session.follows_task(task_id)}
         if task.get("status") in ("completed", "failed", "cancelled"):
-            for session in list(self._live):
-                session.forget_task(task_id)
-        return sent
+            for session in following:
+                session.forget_task(task_id)  # settled: nothing more to hear of it
+        return await self.notify_all("notifications/tasks", task, only=following.__contains__)
 
     async def notify_all(
         self,

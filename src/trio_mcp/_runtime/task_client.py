@@ -17,7 +17,8 @@ Rule 3: `input_required`: every question not answered yet is answered at once, w
         handlers that answer the input rounds of 2026-07-28 (`Answers`, through the client),
         and the answers go back in one `tasks/update`; the next `tasks/get` follows without
         waiting. A key is answered once, so a poll that still shows it (the server has not
-        taken the answer in yet) asks nobody twice.
+        taken the answer in yet) asks nobody twice. A task seen `input_required` without its
+        questions (a `CreateTaskResult` carries none) is polled at once.
 Rule 4: whatever ends the following before the task settled (the caller cancelled, Ctrl-C, a
         handler's exception) sends `tasks/cancel`, under a short shielded scope, then goes on:
         the server is not left running work nobody waits for. Looking at a task
@@ -169,6 +170,8 @@ async def _follow(
             responses = await answer(round_)
             await send("tasks/update", {"taskId": task.task_id, "inputResponses": responses})
             answered.update(waiting)
+        elif task.status == "input_required" and not task.input_requests:
+            pass  # a CreateTaskResult names no questions: `tasks/get` does, now
         elif pushed is not None:
             told = await pushed(task.task_id, poll_interval(task))
             if told is not None:

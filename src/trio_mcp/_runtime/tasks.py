@@ -120,6 +120,8 @@ class _Call:
     questions: dict[str, _Question] = field(default_factory=dict)
     #: Where its announcer and mail reader run (Rules 6, 7).
     nursery: trio.Nursery | None = None
+    #: Called with the task's id when the call becomes one.
+    created: Callable[[str], None] | None = None
     #: Set at each change of the record (Rule 6); replaced by the announcer.
     dirty: trio.Event = field(default_factory=trio.Event)
     #: Set when mail may have come, or a question opened (Rule 7); replaced by the reader.
@@ -185,13 +187,22 @@ class TaskRuntime:
     # -- TaskEngine ------------------------------------------------------------------------------
 
     async def run(
-        self, support: TaskSupport, body: CallBody, context: Context | None
+        self,
+        support: TaskSupport,
+        body: CallBody,
+        context: Context | None,
+        *,
+        created: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`."""
+        """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
+
+        `created` is called with the task's id when the call becomes one, before any of its
+        states is told (Rule 6).
+        """
         nursery = self._nursery()
         if nursery is None:
             return await body()
-        call = _Call(support, context, nursery=nursery)
+        call = _Call(support, context, nursery=nursery, created=created)
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
         if support.after == 0:
@@ -295,7 +306,10 @@ class TaskRuntime:
         if payload.get("kind") == "answers":
             call.mail.set()
         elif payload.get("kind") == "cancel":
-            stored = await self.store.get(call.record.task_id, self.clock())
+            try:
+                stored = await self.store.get(call.record.task_id, self.clock())
+            except RemoteProtocolError:  # the store is unreachable: the lease path remains
+                return
             if stored is None or stored.terminal:  # as the signal says: it settled there
                 self._stop(call.record.task_id)
 
@@ -400,8 +414,10 @@ class TaskRuntime:
                 return False
             call.record = record
             self._live[record.task_id] = call
-            if call.nursery is not None:
-                call.nursery.start_soon(self._attend, call)
+            if call.created is not None:
+                call.created(record.task_id)
+            if call.nursery is not None:  # told from here on: what the CreateTaskResult says
+                call.nursery.start_soon(self._attend, call, _shown(record))
             if call.context is not None:
                 call.context._run_as_task(
                     functools.partial(self._ask, call),
@@ -490,21 +506,21 @@ class TaskRuntime:
         except Exception:
             logger.exception("telling the status of task %s failed", record.task_id)
 
-    async def _attend(self, call: _Call) -> None:
+    async def _attend(self, call: _Call, told: tuple[Any, ...]) -> None:
         """Run the task's announcer and mail reader until its call ends (Rules 6, 7)."""
         mailbox = self.store if isinstance(self.store, TaskMailbox) else None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._announce, call)
+            nursery.start_soon(self._announce, call, told)
             if mailbox is not None:
                 nursery.start_soon(self._read_mail, call, mailbox)
             await call.ended.wait()
             nursery.cancel_scope.cancel()
 
-    async def _announce(self, call: _Call) -> None:
-        """Tell each new state of a live task, status changes at once (Rule 6)."""
+    async def _announce(self, call: _Call, told: tuple[Any, ...]) -> None:
+        """Tell each new state of a live task after `told`, status changes at once (Rule 6)."""
         record = call.record
         assert record is not None
-        told, told_at = _shown(record), -math.inf
+        told_at = -math.inf
         while not record.terminal:
             call.dirty = trio.Event()  # before looking: a change from now on wakes us
             shown = _shown(record)
