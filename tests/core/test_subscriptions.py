@@ -3,6 +3,8 @@ server's capabilities, and matched against each notification."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from trio_mcp._core.subscriptions import SubscriptionFilter, tagged
@@ -74,3 +76,21 @@ def test_tagging_keeps_the_params_and_other_meta() -> None:
         "_meta": {"x": 1, SUBSCRIPTION_ID: 7},
     }
     assert tagged(None, "s") == {"_meta": {SUBSCRIPTION_ID: "s"}}
+
+
+def test_task_ids_are_asked_granted_with_the_extension_and_carried_alone() -> None:
+    asked = SubscriptionFilter.parse({"notifications": {"taskIds": ["t2", "t1", "t2"]}})
+    tasks: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    granted = asked.granted(tasks)
+    assert asked == SubscriptionFilter(task_ids=("t2", "t1"))
+    assert not asked.empty
+    assert SubscriptionFilter().empty
+    assert granted.wire() == {"taskIds": ["t2", "t1"]}
+    assert asked.granted(EVERYTHING).wire() == {}  # no extension announced: none granted
+    assert granted.wants("notifications/tasks", {"taskId": "t1", "status": "working"})
+    assert not granted.wants("notifications/tasks", {"taskId": "t3", "status": "working"})
+    assert not granted.wants("notifications/tasks/status", {"taskId": "t1"})
+    with pytest.raises(RemoteProtocolError) as raised:
+        SubscriptionFilter.parse({"notifications": {"taskIds": "t1"}})
+    assert raised.value.code == -32602
+    assert "taskIds" in raised.value.message

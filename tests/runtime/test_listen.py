@@ -18,6 +18,7 @@ import trio
 from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from trio_mcp import Server
+from trio_mcp._core.subscriptions import SubscriptionFilter
 from trio_mcp._runtime.listening import Listener
 from trio_mcp.transports import memory_channel_pair
 
@@ -268,3 +269,22 @@ async def test_a_listener_that_does_not_read_holds_a_bounded_queue(
             # Nothing else was queued: the next message is the next update.
             assert await server.resource_updated(uris[0]) == 1
             assert (await peer.receive())["params"]["uri"] == uris[0]
+
+
+async def test_a_tasks_newer_state_takes_the_place_of_the_one_queued() -> None:
+    granted = SubscriptionFilter(task_ids=("t1", "t2"))
+    listener = Listener(7, granted, max_bytes=1 << 20)
+    assert listener.offer("notifications/tasks", {"taskId": "t1", "status": "working"})
+    assert listener.offer("notifications/tasks", {"taskId": "t2", "status": "working"})
+    assert listener.offer("notifications/tasks", {"taskId": "t1", "status": "completed"})
+    assert not listener.offer("notifications/tasks", {"taskId": "t3", "status": "working"})
+    listener.finish()
+    sent: list[tuple[str, Any]] = []
+
+    async def send(method: str, params: Any = None) -> None:
+        sent.append((method, params))
+
+    await listener.deliver(send)
+    assert [(p["taskId"], p["status"]) for _, p in sent] == [("t1", "completed"), ("t2", "working")]
+    assert all(p["_meta"] == {SUBSCRIPTION_ID: 7} for _, p in sent)
+    assert listener.queued_bytes == 0
