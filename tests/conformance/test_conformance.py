@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conformance import everything_server, suite
-from tests.helpers import MODERN
+from tests.helpers import MODERN, open_memory_peer
 from trio_mcp import LogMessage, Progress, open_client
 
 
@@ -128,6 +128,31 @@ async def test_custom_header_tool_marks_a_string_parameter() -> None:
     assert region["type"] == "string"
     assert region["x-mcp-header"] == "Region"
     assert result.text == "region=eu"
+
+
+async def test_task_states_go_on_a_listen_stream_that_asks_for_them(autojump_clock: object) -> None:
+    # tasks-status-notifications (which the suite itself skips for now): `notifications/tasks`
+    # on the subscriptions/listen stream, carrying taskId and status, a result inlined at the end.
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+    async with open_memory_peer(everything_server.server, initialize=False) as peer:
+        created = await peer.call("slow_compute", {"seconds": 5, "label": "x"}, _meta=meta)
+        task_id = created["result"]["taskId"]
+        await peer.start_request(
+            "subscriptions/listen", {"_meta": meta, "notifications": {"taskIds": [task_id]}}
+        )
+        ack = await peer.receive()
+        told = await peer.receive()
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+    assert told["method"] == "notifications/tasks"
+    assert told["params"]["taskId"] == task_id
+    assert told["params"]["status"] == "completed"
+    assert told["params"]["result"]["content"] == [_text("computed x after 5 s")]
 
 
 async def test_logging_tool_logs_one_info_message() -> None:
