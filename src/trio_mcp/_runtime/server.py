@@ -126,8 +126,9 @@ class Server:
         request_state_max_bytes: The longest `requestState` made or accepted.
         task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded);
             `RedisTaskStore` lets any worker of a fleet answer for a task another runs.
-        broker: Carries resource updates and announced list changes to the other workers of
-            a fleet (`RedisBroker`); one broker object per server. Default: an
+        broker: Carries resource updates, announced list changes and task states to the other
+            workers of a fleet, and tells the worker running a task of answers and cancels
+            sent to another (`RedisBroker`); one broker object per server. Default: an
             `InProcessBroker` of its own, which reaches nothing beyond this server.
     """
 
