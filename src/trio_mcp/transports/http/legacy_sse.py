@@ -46,6 +46,7 @@ from .asgi import (
     check_content_type,
     read_body,
 )
+from .auth import AuthGate
 from .options import HttpOptions
 from .sessions import Entry, HttpBackend, SessionTable
 
@@ -65,10 +66,17 @@ class LegacySse:
         sessions: The session table, shared with Streamable HTTP.
     """
 
-    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+    def __init__(
+        self,
+        backend: HttpBackend,
+        options: HttpOptions,
+        sessions: SessionTable,
+        gate: AuthGate | None = None,
+    ) -> None:
         self.backend = backend
         self.options = options
         self._sessions = sessions
+        self._gate = gate
         self._closing = False
 
     def begin_shutdown(self) -> None:
@@ -140,6 +148,8 @@ class LegacySse:
         # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.
         messages, _ = parse(body)
+        if self._gate is not None:
+            self._gate.check_messages(scope, headers, messages)
         requests = [m.id for m in messages if isinstance(m, Request)]
         if requests and entry.legacy_in_flight + len(requests) > (
             self.options.max_in_flight_per_session

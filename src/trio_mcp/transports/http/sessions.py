@@ -110,6 +110,13 @@ class HttpBackend(Protocol):
             for no such tool.
         """
 
+    def required_scopes(self, request: Request | None) -> tuple[str, ...]:
+        """The OAuth scopes a request needs; with None, the scopes every request needs.
+
+        Those of the tool, resource or prompt it names, and those the server needs for
+        everything. Consulted only when the transport verifies tokens (`HttpOptions.auth`).
+        """
+
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],

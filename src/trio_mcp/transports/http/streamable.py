@@ -94,6 +94,7 @@ from .asgi import (
     read_body,
     send_json,
 )
+from .auth import AuthGate
 from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox
@@ -114,10 +115,17 @@ class StreamableHttp:
         sessions: The session table, shared with the legacy transport.
     """
 
-    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+    def __init__(
+        self,
+        backend: HttpBackend,
+        options: HttpOptions,
+        sessions: SessionTable,
+        gate: AuthGate | None = None,
+    ) -> None:
         self.backend = backend
         self.options = options
         self._sessions = sessions
+        self._gate = gate
         # Requests each session has been handed, counted here and not by the session: the
         # session admits a request only once its task runs, so a burst of POSTs would all pass
         # a check of `session.in_flight` before any of them is admitted.
@@ -159,6 +167,8 @@ class StreamableHttp:
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
         message: Any = messages if is_batch else messages[0]
+        if self._gate is not None:
+            self._gate.check_messages(scope, headers, messages)
         version = headers.get(b"mcp-protocol-version")
         modern = self._is_modern(version, messages)
         has_request = any(isinstance(m, Request) for m in messages)
