@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from mcp import Client as SdkClient
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.http_helpers import Served, parse_sse, serve
 from tests.oauth_server import OAuthServer, serve_oauth
@@ -621,3 +625,27 @@ async def test_an_sse_answer_of_a_protected_call_is_ordinary() -> None:
     kind = response.headers["content-type"].split(";")[0]
     answer = parse_sse(response.text)[-1] if kind == "text/event-stream" else response.json()
     assert answer["result"]["structuredContent"]["subject"] == "user-1"
+
+
+# -- the official SDK's client -------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed as of 2026-07-28")
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_the_official_sdk_client_connects_with_a_token_and_is_refused_without() -> None:
+    notes = Notes()
+    async with protected(notes.server()) as p:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {p.token()}"})
+        transport = streamable_http_client(p.served.url, http_client=http)
+        async with http, SdkClient(transport, mode="legacy") as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("whoami", {})
+        anonymous = SdkClient(streamable_http_client(p.served.url), mode="legacy")
+        with pytest.raises(ExceptionGroup) as refused:
+            async with anonymous as client:
+                await client.list_tools()
+    assert [tool.name for tool in tools.tools] == ["echo", "write_note", "read_notes", "whoami"]
+    assert result.structured_content is not None
+    assert result.structured_content["subject"] == "user-1"
+    # The SDK surfaces the JSON-RPC error body of the 401.
+    assert refused.group_contains(MCPError, match="bearer token")
