@@ -649,3 +649,21 @@ async def test_the_official_sdk_client_connects_with_a_token_and_is_refused_with
     assert result.structured_content["subject"] == "user-1"
     # The SDK surfaces the JSON-RPC error body of the 401.
     assert refused.group_contains(MCPError, match="bearer token")
+
+
+async def test_a_session_belongs_to_the_user_who_opened_it() -> None:
+    async with protected() as p:
+        owner = p.client(p.token(subject="alice"))
+        assert (await owner.initialize()).status == 200
+        sid = owner.session_id
+        assert sid is not None
+        thief = p.client(p.token(subject="mallory"), **{"mcp-session-id": sid})
+        thief.session_id = sid
+        stolen = await thief.call("echo", {"text": "x"})
+        stolen_delete = await thief.delete()
+        refreshed = p.client(p.token(subject="alice"))
+        refreshed.session_id = sid
+        kept = await refreshed.call("echo", {"text": "x"})
+    assert stolen.status == 404
+    assert stolen_delete.status_code == 404
+    assert kept.status == 200
