@@ -178,10 +178,10 @@ class McpHttpApp:
             await send({"type": "http.response.start", "status": 204, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
-        if method not in ("GET", "HEAD"):
+        if method != "GET":
             raise Refused(405, f"Method {method} not allowed", _allow(("GET", "OPTIONS")))
         body = dumps(self._gate.document(scope, header_map(scope)))
-        await send_json(send, 200, b"" if method == "HEAD" else body, _CORS)
+        await send_json(send, 200, body, _CORS)
 
 
 _CORS = [

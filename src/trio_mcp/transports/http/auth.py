@@ -127,9 +127,16 @@ class AuthGate:
         self.base_scopes = tuple(required_scopes(None))
 
     def resource_uri(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str:
-        """The canonical URI of this server (RFC 8707, 2)."""
+        """The canonical URI of this server (RFC 8707, 2).
+
+        The metadata's `resource` if set, else the verifier's `audience` (what its tokens must
+        name), else the URL the request was sent to.
+        """
         if self.resource is not None and self.resource.resource:
             return self.resource.resource
+        audience = getattr(self.verifier, "audience", None)
+        if isinstance(audience, str) and audience.startswith(("https://", "http://")):
+            return audience
         return origin_of(scope, headers) + self.path
 
     def metadata_url(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str | None:
@@ -140,10 +147,16 @@ class AuthGate:
         return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
 
     def metadata_paths(self) -> tuple[str, ...]:
-        """The paths the metadata is served at: the bare well-known one and the path-suffixed."""
+        """The paths the metadata is served at: the bare well-known one and the path-suffixed.
+
+        The suffix is the path of the canonical URI when one is configured (a proxy may serve
+        this server under another path), else the MCP endpoint's.
+        """
         if self.resource is None:
             return ()
-        suffix = urlsplit(self.resource.resource).path if self.resource.resource else self.path
+        suffix = self.path
+        if self.resource.resource:
+            suffix = urlsplit(self.resource.resource).path
         return (METADATA_PATH, METADATA_PATH + suffix.rstrip("/"))
 
     def document(self, scope: Scope, headers: Mapping[bytes, bytes]) -> dict[str, Any]:

@@ -67,9 +67,10 @@ class ProtectedResource:
             server accepts (at least one).
         scopes_supported: Scopes a client may request for this server.
         resource: The server's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp`;
-            the audience its tokens must carry. None: derived from each request (scheme, Host
-            and MCP path), which is right only when clients reach the server directly; behind
-            a proxy, set it.
+            the audience its tokens must carry. None: the verifier's `audience` if it has
+            one (`JwtVerifier`, `IntrospectionVerifier`), else derived from each request
+            (scheme, Host and MCP path), which is right only when clients reach the server
+            directly.
         resource_name: A human-readable name.
         resource_documentation: A URL of documentation for developers.
     """
