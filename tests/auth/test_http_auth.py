@@ -667,3 +667,37 @@ async def test_a_session_belongs_to_the_user_who_opened_it() -> None:
     assert stolen.status == 404
     assert stolen_delete.status_code == 404
     assert kept.status == 200
+
+
+async def test_a_broader_scope_implies_the_narrower_ones() -> None:
+    notes = Notes()
+    hierarchy = {"notes:admin": ("notes:write",), "notes:write": ("notes:read",)}
+    async with protected(notes.server(), scope_hierarchy=hierarchy) as p:
+        admin = p.client(p.token(scopes=["mcp", "notes:admin"]))
+        await admin.initialize()
+        tools = await _names(admin, "tools/list", "tools")
+        written = await admin.call("write_note", {"text": "x"})
+        read = await admin.call("read_notes")
+        who = await admin.call("whoami")
+    assert tools == ["echo", "write_note", "read_notes", "whoami"]
+    assert written.status == 200
+    assert read.status == 200
+    assert who.result["structuredContent"]["scopes"] == [
+        "mcp",
+        "notes:admin",
+        "notes:read",
+        "notes:write",
+    ]
+
+
+async def test_the_audience_scheme_and_host_are_case_insensitive() -> None:
+    async with protected() as p:
+        shouted = p.served.url.replace("http://127.0.0.1", "HTTP://127.0.0.1")
+        upper = await p.client(p.token(audience=shouted)).initialize()
+        path = await p.client(p.token(audience=p.served.url.upper())).initialize()
+        many = await p.client(
+            p.token(audience=["http://other.example/mcp", p.served.url])
+        ).initialize()
+    assert upper.status == 200
+    assert path.status == 401  # the path is case-sensitive
+    assert many.status == 200

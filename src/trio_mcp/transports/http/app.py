@@ -67,7 +67,11 @@ class McpHttpApp:
         if verifier is None and self.options.bearer_token is not None:
             verifier = StaticTokenVerifier(self.options.bearer_token)
         self._gate = AuthGate(
-            verifier, self.options.resource_metadata, self.options.path, backend.required_scopes
+            verifier,
+            self.options.resource_metadata,
+            self.options.path,
+            backend.required_scopes,
+            scope_hierarchy=self.options.scope_hierarchy,
         )
         self._metadata_paths = self._gate.metadata_paths()
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)

@@ -25,6 +25,7 @@ Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` sec
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -92,6 +93,22 @@ def challenge(
     return ("Bearer " + ", ".join(params)).rstrip().encode()
 
 
+def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    """Each broader scope -> every scope it implies, directly or through others."""
+    direct = {scope: set(narrower) for scope, narrower in hierarchy.items()}
+    closed: dict[str, frozenset[str]] = {}
+    for scope, narrowest in direct.items():
+        seen: set[str] = set()
+        todo = list(narrowest)
+        while todo:
+            narrower = todo.pop()
+            if narrower not in seen:
+                seen.add(narrower)
+                todo.extend(direct.get(narrower, ()))
+        closed[scope] = frozenset(seen - {scope})
+    return closed
+
+
 def origin_of(scope: Scope, headers: Mapping[bytes, bytes]) -> str:
     """scheme://host[:port] as the client addressed this server (the Host header)."""
     host = headers.get(b"host", b"").decode("latin-1")
@@ -110,6 +127,7 @@ class AuthGate:
         path: The MCP endpoint's path (for the canonical URI and the metadata URL).
         required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); with
             None, those every request needs, which 401 challenges name.
+        scope_hierarchy: Broader scopes and the narrower ones each implies.
     """
 
     def __init__(
@@ -118,8 +136,11 @@ class AuthGate:
         resource: ProtectedResource | None,
         path: str,
         required_scopes: Callable[[Request | None], Iterable[str]] = lambda _: (),
+        *,
+        scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.verifier = verifier
+        self._implied = _closure(scope_hierarchy or {})
         self.resource = resource
         self.path = path
         self._required = required_scopes
@@ -198,6 +219,10 @@ class AuthGate:
             raise Refused(503, "Cannot verify tokens right now", [(b"retry-after", b"5")]) from None
         if info is None:
             raise self._invalid(metadata, "The access token is not valid")
+        if self._implied:
+            implied = {n for s in info.scopes for n in self._implied.get(s, ())} - info.scopes
+            if implied:
+                info = dataclasses.replace(info, scopes=info.scopes | implied)
         self.check(scope, headers, self.base_scopes, info)
         return info
 
@@ -312,6 +337,25 @@ def _info(claims: Mapping[str, Any]) -> AuthInfo:
         issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None,
         claims=MappingProxyType(dict(claims)),
     )
+
+
+def canonical_uri(uri: str) -> str:
+    """`uri` with its scheme and host in lower case: the canonical form (RFC 8707, 2).
+
+    The spec asks servers to accept upper-case scheme and host components for robustness;
+    the path stays as it is (paths are case-sensitive).
+    """
+    parts = urlsplit(uri)
+    return parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()).geturl()
+
+
+def _check_audience(info: AuthInfo, audience: str) -> None:
+    """Refuse a token whose `aud` does not name this server (RFC 8707; MCP: audience binding)."""
+    wanted = canonical_uri(audience)
+    if not any(canonical_uri(aud) == wanted for aud in info.audience):
+        raise InvalidTokenError(
+            f"The access token is not for this server (aud must include {audience})"
+        )
 
 
 def _require(info: AuthInfo, required: tuple[str, ...]) -> AuthInfo:
@@ -435,19 +479,15 @@ class JwtVerifier:
                 token,
                 key,
                 algorithms=list(self.algorithms),
-                audience=self.audience,
                 issuer=self.issuer,
                 leeway=self.leeway,
-                options={"require": ["exp", "iss", "aud"]},
+                # `aud` is compared below, with scheme and host case-insensitive.
+                options={"require": ["exp", "iss", "aud"], "verify_aud": False},
             )
         except jwt.ExpiredSignatureError:
             raise InvalidTokenError("The access token expired") from None
         except jwt.ImmatureSignatureError:
             raise InvalidTokenError("The access token is not valid yet (nbf)") from None
-        except jwt.InvalidAudienceError:
-            raise InvalidTokenError(
-                f"The access token is not for this server (aud must include {self.audience})"
-            ) from None
         except jwt.InvalidIssuerError:
             raise InvalidTokenError("The access token is from another issuer") from None
         except jwt.InvalidSignatureError:
@@ -456,7 +496,9 @@ class JwtVerifier:
             raise InvalidTokenError(f"The access token lacks the {exc.claim} claim") from None
         except jwt.PyJWTError as exc:
             raise InvalidTokenError(f"The access token is not valid: {exc}") from None
-        return _require(_info(claims), self.required_scopes)
+        info = _info(claims)
+        _check_audience(info, self.audience)
+        return _require(info, self.required_scopes)
 
     async def _key(self, kid: str | None) -> Any:
         now = time.monotonic()
@@ -559,10 +601,8 @@ class IntrospectionVerifier:
         info = _info(answer)
         if info.expires_at is not None and info.expires_at <= now:
             raise InvalidTokenError("The access token expired")
-        if self.audience is not None and self.audience not in info.audience:
-            raise InvalidTokenError(
-                f"The access token is not for this server (aud must include {self.audience})"
-            )
+        if self.audience is not None:
+            _check_audience(info, self.audience)
         if self.cache_seconds > 0:
             until = now + self.cache_seconds
             if info.expires_at is not None:

@@ -12,6 +12,7 @@ options can name them; `auth` has the verifiers and the challenges.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -125,6 +126,12 @@ class HttpOptions:
             /.well-known/oauth-protected-resource (and that path followed by the MCP path),
             and named in every 401 and 403 challenge so that clients can find where to get a
             token.
+        scope_hierarchy: Broader scopes and the narrower ones each implies, followed
+            transitively (e.g. `{"notes:admin": ("notes:read", "notes:write")}`): a token
+            granting a broader scope may do what the narrower ones allow (spec: servers must
+            account for scope hierarchies). `Context.auth.scopes` holds the implied ones too.
+            (A verifier's own `required_scopes` are checked against the token's scopes as
+            granted; `Server(required_scopes=...)` sees the hierarchy.)
         stateless: No sessions: every request stands alone (for many workers behind a load
             balancer). Handshake-era clients are served under their MCP-Protocol-Version.
         legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
@@ -177,6 +184,7 @@ class HttpOptions:
     bearer_token: str | None = None
     auth: TokenVerifier | None = None
     resource_metadata: ProtectedResource | None = None
+    scope_hierarchy: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     stateless: bool = False
     legacy_sse: bool = True
     # 16 MiB, as for a stdio line: room for base64 images and embedded resources.
