@@ -22,6 +22,10 @@ Rule 5: a session's unsent answers are bounded in bytes: what it has produced an
         the bound plus the answers of the requests it took before reaching it (at most
         `max_in_flight_per_session` of them), and an answer larger than the bound still goes
         out whole.
+Rule 6: with token verification, every POST carries a valid token (401) of the user who opened
+        the stream (else the session is unknown: 404, `sessions` Rule 5) with the scopes its
+        requests need (403). A tool sees the verified token of the stream's GET
+        (`Context.auth`): the session's tasks were started by that request.
 """
 
 from __future__ import annotations

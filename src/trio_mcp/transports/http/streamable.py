@@ -2,7 +2,9 @@
 
 Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
         in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
-        shape (400), then either the request metadata of a 2026-07-28 request (400, Rule 5)
+        shape (400), the scopes its requests need that the verified token lacks (403, with
+        token verification only: the backend says which, so this module sees no tool), then
+        either the request metadata of a 2026-07-28 request (400, Rule 5)
         or the protocol version header (400) and the session (400 missing / 404 unknown), and
         last the limits (429 per session / 503 server-wide). A refused request never reaches
         a session.
