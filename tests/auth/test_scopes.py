@@ -10,7 +10,15 @@ from __future__ import annotations
 import pytest
 
 from tests.auth.test_http_auth import Notes
-from trio_mcp import AuthInfo, Server, ToolDefinitionError, open_client, tool
+from trio_mcp import (
+    AuthInfo,
+    HttpOptions,
+    Server,
+    StaticTokenVerifier,
+    ToolDefinitionError,
+    open_client,
+    tool,
+)
 from trio_mcp._core.auth import missing_scopes, parse_scopes
 from trio_mcp.transports.http.auth import challenge
 
@@ -75,3 +83,8 @@ def test_a_challenge_never_carries_a_quote_or_backslash() -> None:
         b'Bearer error="invalid_token", error_description="bad ?token? ? here", scope="a b", '
         b'resource_metadata="https://x/.well-known/oauth-protected-resource"'
     )
+
+
+def test_bearer_token_and_auth_are_one_or_the_other() -> None:
+    with pytest.raises(ValueError, match="bearer_token or auth, not both"):
+        HttpOptions(bearer_token="t", auth=StaticTokenVerifier("t"))

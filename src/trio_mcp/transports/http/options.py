@@ -235,3 +235,10 @@ class HttpOptions:
     # In memory, bounded (transports/http/replay.py, Rule 2): resuming must work out of the
     # box (SEP-1699 polling), and a fleet can hand in a shared store instead.
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
+
+    def __post_init__(self) -> None:
+        if self.auth is not None and self.bearer_token is not None:
+            raise ValueError(
+                "HttpOptions takes bearer_token or auth, not both: bearer_token is "
+                "auth=StaticTokenVerifier(token)"
+            )
