@@ -341,3 +341,25 @@ def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
     assert lazy.isdisjoint(before)
     assert not [m for m in before if m.startswith(("httpx", "hypercorn"))]
     assert lazy <= set(after)
+
+
+_JOSE_ON_USE = """
+import json, sys
+import trio_mcp
+jose = ("jwt", "cryptography")
+imported = sorted(m for m in sys.modules if m.split(".")[0] in jose)
+from trio_mcp import JwtVerifier, StaticTokenVerifier, HttpOptions
+named = sorted(m for m in sys.modules if m.split(".")[0] in jose)
+JwtVerifier(issuer="https://as.example", audience="https://mcp.example/mcp")
+made = sorted(m for m in sys.modules if m.split(".")[0] in jose)
+print(json.dumps([imported, named, made]))
+"""
+
+
+def test_import_loads_no_jose_library_until_a_jwt_verifier_is_made() -> None:
+    # PyJWT and cryptography are the `auth` extra: `import trio_mcp`, and naming the verifiers,
+    # load neither; making a `JwtVerifier` loads PyJWT.
+    imported, named, made = python_json(_JOSE_ON_USE)
+    assert imported == []
+    assert named == []
+    assert "jwt" in made

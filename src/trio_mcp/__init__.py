@@ -46,6 +46,7 @@ from ._core.asking import (
     SamplingRequest,
     SamplingResult,
 )
+from ._core.auth import AuthInfo
 from ._core.types import (
     Annotations,
     AudioContent,
@@ -65,6 +66,8 @@ from ._exceptions import (
     ClientCapabilityError,
     ClientTimeoutError,
     ConnectionClosed,
+    InsufficientScopeError,
+    InvalidTokenError,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
@@ -112,6 +115,13 @@ if TYPE_CHECKING:
     from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
+    from .transports.http.auth import (
+        IntrospectionVerifier,
+        JwtVerifier,
+        ProtectedResource,
+        StaticTokenVerifier,
+        TokenVerifier,
+    )
     from .transports.http.client import RetryPolicy
     from .transports.http.replay import EventStore, MemoryEventStore
 
@@ -145,6 +155,12 @@ _LAZY = {
     "ToolResult": "._core.client_records",
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
+    # The verifiers load PyJWT (the `auth` extra) only when a `JwtVerifier` is made.
+    "IntrospectionVerifier": ".transports.http.auth",
+    "JwtVerifier": ".transports.http.auth",
+    "ProtectedResource": ".transports.http.auth",
+    "StaticTokenVerifier": ".transports.http.auth",
+    "TokenVerifier": ".transports.http.auth",
     "RetryPolicy": ".transports.http.client",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
@@ -171,6 +187,7 @@ __all__ = [
     "Accepted",
     "Annotations",
     "AudioContent",
+    "AuthInfo",
     "Broker",
     "CacheHint",
     "CallToolResult",
@@ -191,6 +208,10 @@ __all__ = [
     "Icon",
     "ImageContent",
     "InProcessBroker",
+    "InsufficientScopeError",
+    "IntrospectionVerifier",
+    "InvalidTokenError",
+    "JwtVerifier",
     "LocalProtocolError",
     "LogMessage",
     "MemoryEventStore",
@@ -202,6 +223,7 @@ __all__ = [
     "PromptInfo",
     "PromptMessage",
     "PromptResult",
+    "ProtectedResource",
     "ProtocolError",
     "RedisBroker",
     "RedisTaskStore",
@@ -222,12 +244,14 @@ __all__ = [
     "SamplingResult",
     "Server",
     "SessionExpiredError",
+    "StaticTokenVerifier",
     "TaskCancelledError",
     "TaskInfo",
     "TaskRecord",
     "TaskStore",
     "TaskSupport",
     "TextContent",
+    "TokenVerifier",
     "Tool",
     "ToolAnnotations",
     "ToolCallError",

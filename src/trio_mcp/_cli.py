@@ -3,6 +3,8 @@
     trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
                         [--workers N] [--allow-origin ORIGIN]... [--allow-host HOST]...
                         [--no-legacy-sse] [--task-store URL] [--broker URL] [--log-level LEVEL]
+                        [--auth-issuer URL --auth-audience URI [--auth-jwks URL]
+                         [--auth-scopes SCOPE...]]
     trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
     trio-mcp resources SERVER [--json] | trio-mcp read SERVER URI [--out FILE] [--json]
     trio-mcp prompts SERVER [--json] | trio-mcp prompt SERVER NAME [NAME=VALUE]... [--json]
@@ -14,7 +16,11 @@ The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, 
 `--`.
 
 Over HTTP, `--workers N` serves one socket from N worker processes (`_workers`), in stateless
-mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment.
+mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment;
+with `--auth-issuer` and `--auth-audience` the server is an OAuth protected resource instead:
+JWT access tokens of that issuer, for that audience (the server's canonical URI), verified with
+the issuer's JWKS (`--auth-jwks`, or found in its RFC 8414 metadata), and the scopes of
+`--auth-scopes` needed by every request; its RFC 9728 metadata names the issuer.
 `--task-store` and `--broker` (or TRIO_MCP_TASK_STORE and TRIO_MCP_BROKER, where a URL with a
 password belongs: the command line shows in `ps`) give the server a Redis for its tasks and its
 notifications, so that a fleet's workers share them; they replace what the module set.
@@ -202,6 +208,29 @@ def _parser() -> argparse.ArgumentParser:
         "(or set TRIO_MCP_BROKER)",
     )
     run_cmd.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="HTTP: accept only JWT access tokens of this OAuth authorization server",
+    )
+    run_cmd.add_argument(
+        "--auth-audience",
+        metavar="URI",
+        help="HTTP: this server's canonical URI, which tokens must name as their audience "
+        "(e.g. https://mcp.example.com/mcp)",
+    )
+    run_cmd.add_argument(
+        "--auth-jwks",
+        metavar="URL",
+        help="HTTP: the issuer's key set (default: from its authorization server metadata)",
+    )
+    run_cmd.add_argument(
+        "--auth-scopes",
+        nargs="+",
+        default=[],
+        metavar="SCOPE",
+        help="HTTP: scopes every request's token must grant",
+    )
+    run_cmd.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -275,13 +304,10 @@ def _main(argv: list[str] | None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    if args.transport != "http" and args.workers != 1:
-        parser.error("--workers serves HTTP: add --transport http")
-    refused = _workers.refusal(args.workers, args.stateless)
+    options, refused = _run_options(parser, args)
     if refused is not None:
         print(f"trio-mcp: {refused}", file=sys.stderr)
         return 2
-    options = _http_options(args) if args.transport == "http" else None
     if options is not None and args.workers > 1 and args.worker_fds is None:
         return _serve_workers(args, argv, options)
     try:
@@ -293,6 +319,9 @@ def _main(argv: list[str] | None) -> int:
         print(f"trio-mcp: warning: {warning}", file=sys.stderr)
     try:
         _use_redis(server, args)
+        if args.auth_scopes:
+            server.required_scopes = tuple(dict.fromkeys([*server.required_scopes,
+                                                          *args.auth_scopes]))  # fmt: skip
         if options is not None and args.worker_fds is not None:
             listen_fd, link_fd = (int(fd) for fd in args.worker_fds.split(","))
             run_worker(
@@ -328,12 +357,56 @@ def _use_redis(server: Server, args: argparse.Namespace) -> None:
         server.broker = RedisBroker(args.broker)
 
 
+def _run_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[HttpOptions | None, str | None]:
+    """`run`'s HTTP options (None over stdio), or why it cannot run (exit 2).
+
+    A contradiction among the options is a usage error (`parser.error`, which exits).
+    """
+    if args.transport != "http" and args.workers != 1:
+        parser.error("--workers serves HTTP: add --transport http")
+    if (args.auth_issuer is None) != (args.auth_audience is None):
+        parser.error("--auth-issuer and --auth-audience go together")
+    if args.auth_issuer is not None and args.transport != "http":
+        parser.error("--auth-issuer protects an HTTP server: add --transport http")
+    refused = _workers.refusal(args.workers, args.stateless)
+    if refused is not None:
+        return None, refused
+    try:
+        return (_http_options(args) if args.transport == "http" else None), None
+    except ImportError:
+        return None, 'verifying JWTs needs PyJWT: pip install "trio-mcp[auth]"'
+
+
 def _http_options(args: argparse.Namespace) -> HttpOptions:
+    """The HTTP options the command line asks for.
+
+    Raises:
+        ImportError: `--auth-issuer` without PyJWT installed.
+    """
+    auth = metadata = None
+    if args.auth_issuer is not None:
+        from .transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
+            JwtVerifier,
+            ProtectedResource,
+        )
+
+        auth = JwtVerifier(
+            issuer=args.auth_issuer, audience=args.auth_audience, jwks_url=args.auth_jwks
+        )
+        metadata = ProtectedResource(
+            authorization_servers=(args.auth_issuer,),
+            scopes_supported=tuple(args.auth_scopes),
+            resource=args.auth_audience,
+        )
     return HttpOptions(
         allowed_origins=(*DEFAULT_ALLOWED_ORIGINS, *args.allow_origin),
         allowed_hosts=tuple(args.allow_host),
         # A token on the command line would show in `ps`; it comes from the environment.
         bearer_token=os.environ.get("TRIO_MCP_BEARER_TOKEN") or None,
+        auth=auth,
+        resource_metadata=metadata,
         stateless=args.stateless,
         legacy_sse=not args.no_legacy_sse,
     )

@@ -28,6 +28,11 @@ Rule 6: a tool registered with `task=` may become a task (`_features/tasks`) for
         A task's status changes (`notifications/tasks`) reach a 2026-07-28 client on a listen
         stream that asked for its id (`taskIds`: -32021 without the extension declared), and
         a handshake-era session whose call became the task on its own stream (it follows it).
+Rule 7: what a request's verified OAuth token (`_core/auth.current_auth`, set by the HTTP
+        transport) may use: the transport refuses (403) a call, read or get needing scopes the
+        token lacks, before it reaches here; the lists leave such items out unless
+        `hide_unauthorized` is False. Without a token (stdio, memory) everything is listed, and
+        a tool's `Context.auth` is None.
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -42,6 +47,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
+from ._core.auth import current_auth
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -196,6 +202,8 @@ class Dispatcher:
             a random key of this process).
         ask_timeout: Seconds a function waits for the client's answer to one question in the
             handshake era, unless the question says otherwise.
+        hide_unauthorized: Leave out of the lists what the request's verified token lacks the
+            scopes for (Rule 7); False lists everything.
     """
 
     def __init__(
@@ -209,6 +217,7 @@ class Dispatcher:
         prompts: PromptRegistry | None = None,
         state_seal: StateSeal | None = None,
         ask_timeout: float | None = DEFAULT_ASK_TIMEOUT,
+        hide_unauthorized: bool = True,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be positive")
@@ -220,6 +229,7 @@ class Dispatcher:
         self.invoker = invoker
         self.state_seal = state_seal if state_seal is not None else StateSeal()
         self.ask_timeout = ask_timeout
+        self.hide_unauthorized = hide_unauthorized
         #: Caching hints of each list method (2026-07-28); unset ones send `CACHE_HINTS`.
         self.cache_hints: dict[str, CacheHint] = {}
         #: Every method this dispatcher answers (Rule 4).
@@ -350,6 +360,10 @@ class Dispatcher:
         if cursor is not None and not isinstance(cursor, str):
             raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
         items, next_cursor = registry.page(cursor, self.page_size)
+        auth = current_auth.get()
+        if auth is not None and self.hide_unauthorized:
+            # Rule 7: a page may come out shorter than `page_size`; cursors stay the registry's.
+            items = [item for item in items if auth.has_scopes(item.scopes)]
         result: dict[str, Any] = {key: [item.definition(scope.version) for item in items]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -996,6 +1010,7 @@ class Dispatcher:
             requester=None if book is not None else requester,
             book=book,
             ask_timeout=self.ask_timeout,
+            auth=current_auth.get(),
         )
         return context
 

@@ -8,6 +8,8 @@
     ├── TaskCancelledError         client: the task running a call was cancelled
     ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
     ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
+    ├── InvalidTokenError          server: a bearer token failed verification (HTTP 401)
+    ├── InsufficientScopeError     server: a valid bearer token lacks scopes (HTTP 403)
     ├── RequestError               client: the server answered a request with a JSON-RPC error
     ├── ProtocolError              a JSON-RPC / MCP rule was broken
     │   ├── LocalProtocolError     ... by us (a bug or misuse on this side)
@@ -28,6 +30,8 @@ __all__ = [
     "ClientCapabilityError",
     "ClientTimeoutError",
     "ConnectionClosed",
+    "InsufficientScopeError",
+    "InvalidTokenError",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
@@ -72,6 +76,30 @@ class ResourceNotFoundError(TrioMCPError):
     The client gets the protocol's resource-not-found error for the URI it read (-32002 up to
     2025-11-25, -32602 from 2026-07-28), as if no template had matched.
     """
+
+
+class InvalidTokenError(TrioMCPError):
+    """A token verifier refused a bearer token: expired, for another audience, badly signed...
+
+    The HTTP transport answers 401 with `WWW-Authenticate: Bearer error="invalid_token"` and
+    the message as `error_description`, so the message says what was wrong and never contains
+    the token.
+    """
+
+
+class InsufficientScopeError(TrioMCPError):
+    """A valid bearer token lacks scopes that the request needs.
+
+    The HTTP transport answers 403 with `WWW-Authenticate: Bearer error="insufficient_scope"`
+    naming the scopes.
+
+    Attributes:
+        scopes: The scopes needed.
+    """
+
+    def __init__(self, scopes: tuple[str, ...], message: str = "") -> None:
+        super().__init__(message or f"The token lacks scope(s): {' '.join(scopes)}")
+        self.scopes = scopes
 
 
 class ProtocolError(TrioMCPError):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ._core.jsonrpc import Request
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
@@ -100,6 +101,22 @@ class _HttpBackend:
     def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
         found = self.server.registry.get(tool)
         return {} if found is None else found.param_headers
+
+    def required_scopes(self, request: Request | None) -> tuple[str, ...]:
+        base = self.server.required_scopes
+        if request is None:
+            return base
+        params = request.params or {}
+        own: frozenset[str] = frozenset()
+        if request.method == "tools/call" and isinstance(params.get("name"), str):
+            tool = self.server.registry.get(params["name"])
+            own = tool.scopes if tool is not None else own
+        elif request.method == "prompts/get" and isinstance(params.get("name"), str):
+            prompt = self.server.prompt_registry.get(params["name"])
+            own = prompt.scopes if prompt is not None else own
+        elif request.method == "resources/read" and isinstance(params.get("uri"), str):
+            own = self.server.resource_registry.scopes_of(params["uri"])
+        return (*base, *sorted(own - set(base)))
 
     async def serve_channels(
         self,

@@ -31,6 +31,7 @@ from .._core.asking import (
     roots_from_wire,
     sampling_messages,
 )
+from .._core.auth import AuthInfo
 from .._core.jsonrpc import RequestId
 from .._core.server_session import RequestScope, ServerSession
 from .._core.stream_control import current_stream
@@ -89,6 +90,7 @@ class Context:
     __slots__ = (
         "_ask_many",
         "_ask_timeout",
+        "_auth",
         "_book",
         "_detacher",
         "_no_requester",
@@ -111,6 +113,7 @@ class Context:
         book: AskBook | None = None,
         ask_timeout: float | None = None,
         no_requester: str = "this transport cannot carry requests to the client",
+        auth: AuthInfo | None = None,
     ) -> None:
         self.request_id = request_id
         self.tool_name = tool_name
@@ -120,6 +123,7 @@ class Context:
         self._book = book
         self._ask_timeout = ask_timeout
         self._no_requester = no_requester
+        self._auth = auth
         #: Set by the task runtime for a call that may become a task.
         self._detacher: TaskDetacher | None = None
         #: Set once the call is a task: where progress messages go (Rule 4).
@@ -160,6 +164,16 @@ class Context:
         self._ask_many = many
         self._send = _dropped
         self._status = status
+
+    @property
+    def auth(self) -> AuthInfo | None:
+        """The caller's verified OAuth token's facts (subject, client, scopes, claims).
+
+        None when the request carried no verified token: over stdio or in memory, or over
+        HTTP without `HttpOptions(auth=...)`. The token itself is never given to tools: the
+        spec forbids passing it on to other services (token passthrough).
+        """
+        return self._auth
 
     @property
     def protocol_version(self) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
@@ -24,7 +24,7 @@ from .._core.types import CONTENT_BLOCK_TYPES, Icon, PromptMessage, TextContent
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
-from .reflect import discover, marker, tag
+from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry
 from .schema import CompiledTool, compile_signature
 from .signature import describe_function
@@ -62,6 +62,7 @@ class PromptMeta:
     inline: bool | None = None
     timeout: float | None = None
     completions: Mapping[str, Callable[..., Any]] | None = None
+    scopes: Iterable[str] | None = None
 
     def over(self, base: PromptMeta) -> PromptMeta:
         """These options, with what they leave None taken from `base`."""
@@ -86,6 +87,7 @@ def prompt(
     inline: bool = False,
     timeout: float | None = None,
     completions: Mapping[str, Callable[..., Any]] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]: ...
 def prompt(
     name: Any = None,
@@ -97,6 +99,7 @@ def prompt(
     inline: bool = False,
     timeout: float | None = None,
     completions: Mapping[str, Callable[..., Any]] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Any:
     """Mark a function as an MCP prompt. It is registered later by `Server.add_prompts(...)`.
 
@@ -111,13 +114,21 @@ def prompt(
         inline: Declare a sync function fast and non-blocking, to run on the event loop.
         timeout: Seconds after which a `prompts/get` is cancelled and answered with an error.
         completions: Completers of arguments by name (see `Param(complete=...)`).
+        scopes: OAuth scopes a caller's token must grant to get it, over HTTP with
+            `HttpOptions(auth=...)` (403 insufficient_scope otherwise); by default it is
+            also left out of `prompts/list` for a token without them. Not enforced over stdio or
+            in memory, where there is no token.
 
     Returns:
         The function itself (bare use), or a decorator that tags one and returns it.
     """
     if callable(name) and not isinstance(name, str):  # bare `@prompt`: the function came
         return prompt()(name)
-    options = PromptMeta(name, description, title, icons, meta, inline, timeout, completions)
+    if scopes is not None:
+        check_scopes(scopes, "@prompt")
+    options = PromptMeta(
+        name, description, title, icons, meta, inline, timeout, completions, scopes
+    )  # fmt: skip
 
     def mark(fn: F) -> F:
         return tag(fn, _ATTR, options, "@prompt")
@@ -152,6 +163,8 @@ class Prompt:
     is_async: bool
     inline: bool
     timeout: float | None
+    #: OAuth scopes a token must grant to get it (HTTP with `HttpOptions.auth` only).
+    scopes: frozenset[str] = frozenset()
     _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def definition(self, version: str) -> dict[str, Any]:
@@ -307,4 +320,5 @@ def make_prompt(fn: Callable[..., Any], options: PromptMeta = PromptMeta()) -> P
         is_async=sig.is_async,
         inline=bool(options.inline),
         timeout=options.timeout,
+        scopes=check_scopes(options.scopes or (), f"prompt {name!r}"),
     )

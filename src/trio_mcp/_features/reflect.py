@@ -11,13 +11,17 @@ Rule 2: discovery looks at a module (its tagged functions), a class (its tagged 
 from __future__ import annotations
 
 import inspect
+import re
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from .._exceptions import ToolDefinitionError
 
-__all__ = ["discover", "marker", "tag"]
+__all__ = ["check_scopes", "discover", "marker", "tag"]
+
+# RFC 6749, 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M")
@@ -37,6 +41,27 @@ def tag(fn: F, attr: str, meta: Any, decorator: str) -> F:
             f"{decorator} cannot tag {fn!r}: it takes no attributes; wrap it in a function"
         ) from None
     return fn
+
+
+def check_scopes(scopes: Iterable[str], where: str) -> frozenset[str]:
+    """The OAuth scopes a tool, resource or prompt needs, checked (RFC 6749, 3.3).
+
+    Raises:
+        ToolDefinitionError: for one string instead of a list, or a name that is no
+            scope-token (empty, with a space, a quote or a backslash).
+    """
+    if isinstance(scopes, str):
+        raise ToolDefinitionError(
+            f"scopes of {where} must be a list of scope names, not one string: scopes=[{scopes!r}]"
+        )
+    found = frozenset(scopes)
+    for scope in found:
+        if not isinstance(scope, str) or not _SCOPE_TOKEN.fullmatch(scope):
+            raise ToolDefinitionError(
+                f"scope {scope!r} of {where} is not a valid OAuth scope name (visible ASCII, "
+                "no space, quote or backslash)"
+            )
+    return found
 
 
 def marker(obj: Any, attr: str, kind: type[M]) -> M | None:

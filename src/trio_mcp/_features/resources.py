@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import mimetypes
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -32,9 +32,9 @@ from .._core.types import Annotations, CacheHint, EmbeddedResource, Icon, Resour
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
-from .reflect import discover, marker, tag
+from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry
-from .schema import CompiledTool, compile_signature
+from .schema import ArgumentsInvalid, CompiledTool, compile_signature
 from .signature import describe_function
 from .uri_template import UriTemplate
 
@@ -78,6 +78,7 @@ class ResourceMeta:
     timeout: float | None = None
     cache: CacheHint | None = None
     completions: Mapping[str, Callable[..., Any]] | None = None
+    scopes: Iterable[str] | None = None
 
     def over(self, base: ResourceMeta) -> ResourceMeta:
         """These options, with what they leave None taken from `base`."""
@@ -104,6 +105,7 @@ def resource(
     timeout: float | None = None,
     cache: CacheHint | None = None,
     completions: Mapping[str, Callable[..., Any]] | None = None,
+    scopes: Iterable[str] | None = None,
 ) -> Callable[[F], F]:
     """Mark a function as an MCP resource, or a resource template when `uri` has variables.
 
@@ -126,13 +128,17 @@ def resource(
         timeout: Seconds after which a read is cancelled and answered with an error.
         cache: Caching hints of its reads (2026-07-28 `ttlMs`, `cacheScope`).
         completions: Completers of template variables by name (see `Param(complete=...)`).
+        scopes: OAuth scopes a caller's token must grant to read it, over HTTP with
+            `HttpOptions(auth=...)` (403 insufficient_scope otherwise); by default it is
+            also left out of its list for a token without them. Not enforced over stdio or
+            in memory, where there is no token.
 
     Returns:
         The function itself, unchanged but for the attached metadata.
     """
     options = ResourceMeta(
         uri, name, title, description, mime_type, size, icons, annotations, meta,
-        inline, timeout, cache, completions,
+        inline, timeout, cache, completions, scopes,
     )  # fmt: skip
     _check_options(options, "@resource")
 
@@ -169,6 +175,8 @@ class _Described:
     is_async: bool
     inline: bool
     timeout: float | None
+    #: OAuth scopes a token must grant to read it (HTTP with `HttpOptions.auth` only).
+    scopes: frozenset[str] = frozenset()
     _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def _describe(self, wire: dict[str, Any], version: str) -> dict[str, Any]:
@@ -348,6 +356,23 @@ class ResourceRegistry:
                 return template, kwargs
         return None
 
+    def scopes_of(self, uri: str) -> frozenset[str]:
+        """The OAuth scopes reading `uri` needs: those of what serves it (none if nothing).
+
+        A template whose variables fail validation still names its scopes: the read needs
+        them before it is told what is wrong.
+        """
+        found = self.static.get(uri)
+        if found is not None:
+            return found.scopes
+        for template in self.templates:
+            try:
+                if template.bind(uri) is not None:
+                    return template.scopes
+            except ArgumentsInvalid:
+                return template.scopes
+        return frozenset()
+
     def template_by_uri(self, uri_template: str) -> ResourceTemplate | None:
         """The enabled template written exactly `uri_template`, or None."""
         return self.templates.get(uri_template)
@@ -406,6 +431,8 @@ def _check_options(options: ResourceMeta, where: str) -> None:
         raise ToolDefinitionError(f"size of {where} must be a whole number of bytes >= 0")
     if options.cache is not None and not isinstance(options.cache, CacheHint):
         raise ToolDefinitionError(f"cache of {where} must be a trio_mcp.CacheHint")
+    if options.scopes is not None:
+        check_scopes(options.scopes, where)
 
 
 def _common(
@@ -435,6 +462,7 @@ def _common(
         "is_async": is_async,
         "inline": bool(options.inline),
         "timeout": options.timeout,
+        "scopes": frozenset(options.scopes or ()),
     }
 
 

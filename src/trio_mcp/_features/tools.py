@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar, overload
 
@@ -19,7 +19,7 @@ from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.types import ToolAnnotations
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
-from .reflect import discover, marker
+from .reflect import check_scopes, discover, marker
 from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
@@ -63,6 +63,7 @@ class ToolOptions:
     inline: bool | None = None
     timeout: float | None = None
     task: bool | float | TaskSupport | None = None
+    scopes: Iterable[str] | None = None
 
 
 #: No options given: everything comes from the function and its `@tool` metadata.
@@ -80,6 +81,7 @@ class ToolMeta:
     inline: bool = False
     timeout: float | None = None
     task: TaskSupport | None = None
+    scopes: frozenset[str] = frozenset()
 
 
 @overload
@@ -94,6 +96,7 @@ def tool(
     inline: bool = False,
     timeout: float | None = None,
     task: bool | float | TaskSupport | None = None,
+    scopes: Iterable[str] = (),
 ) -> Callable[[F], F]: ...
 def tool(
     name: Any = None,
@@ -104,6 +107,7 @@ def tool(
     inline: bool = False,
     timeout: float | None = None,
     task: bool | float | TaskSupport | None = None,
+    scopes: Iterable[str] = (),
 ) -> Any:
     """Mark a function as an MCP tool. It is registered later by `Server.add_tools(...)`.
 
@@ -120,6 +124,10 @@ def tool(
         task: Whether a call may become a task (the tasks extension) for clients that
             declared it: True (a task from the start), seconds (a task when the call has not
             finished by then), or a `TaskSupport`; default: never.
+        scopes: OAuth scopes a caller's token must grant to call it, over HTTP with
+            `HttpOptions(auth=...)` (403 insufficient_scope otherwise); by default it is
+            also left out of `tools/list` for a token without them. Not enforced over
+            stdio or in memory, where there is no token.
 
     Returns:
         The function itself, unchanged but for the attached metadata.
@@ -128,7 +136,10 @@ def tool(
         return tool()(name)
     _check_timeout(timeout, "@tool")
     support = task_support(task, "@tool")
-    meta = ToolMeta(name, description, title, annotations, inline, timeout, support)
+    meta = ToolMeta(
+        name, description, title, annotations, inline, timeout, support,
+        check_scopes(scopes, "@tool"),
+    )  # fmt: skip
 
     def mark(fn: F) -> F:
         target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
@@ -166,6 +177,8 @@ class Tool:
     timeout: float | None = None
     #: How a call may become a task; None: never (`_features/tasks`).
     task: TaskSupport | None = None
+    #: OAuth scopes a token must grant to call it (HTTP with `HttpOptions.auth` only).
+    scopes: frozenset[str] = frozenset()
     #: Arguments mirrored into HTTP headers (`x-mcp-header`): header name (lower case) -> path.
     param_headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _wire: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -306,6 +319,9 @@ def make_tool(fn: Callable[..., Any], options: ToolOptions = NO_OPTIONS) -> Tool
             else meta.timeout
         ),
         task=support,
+        scopes=(
+            check_scopes(options.scopes, qualname) if options.scopes is not None else meta.scopes
+        ),
         param_headers=_check_headers(compiled.input_schema, f"tool {tool_name!r} ({qualname})"),
     )
 
@@ -345,6 +361,7 @@ def make_raw_tool(
         inline=bool(options.inline),
         timeout=_check_timeout(options.timeout, name),
         task=_check_task(task_support(options.task, name), bool(options.inline), name),
+        scopes=check_scopes(options.scopes or (), name),
         param_headers=_check_headers(input_schema, f"tool {name!r}"),
     )
 

@@ -22,7 +22,7 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
@@ -42,6 +42,7 @@ from .._features.prompts import (
     discover_prompts,
     make_prompt,
 )
+from .._features.reflect import check_scopes
 from .._features.resources import (
     Resource,
     ResourceMeta,
@@ -130,6 +131,13 @@ class Server:
             workers of a fleet, and tells the worker running a task of answers and cancels
             sent to another (`RedisBroker`); one broker object per server. Default: an
             `InProcessBroker` of its own, which reaches nothing beyond this server.
+        required_scopes: OAuth scopes every request needs, over HTTP with
+            `HttpOptions(auth=...)` (403 insufficient_scope without them; 401 challenges name
+            them); tools, resources and prompts may need more of their own (`scopes=`).
+            Nothing is enforced over stdio or in memory, where there is no token.
+        hide_unauthorized: List only the tools, resources, templates and prompts the
+            request's token has the scopes for (True, the default), or list everything and
+            refuse the calls (False). Over stdio or in memory everything is listed.
     """
 
     def __init__(
@@ -151,6 +159,8 @@ class Server:
         request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
         task_store: TaskStore | None = None,
         broker: Broker | None = None,
+        required_scopes: Iterable[str] = (),
+        hide_unauthorized: bool = True,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
@@ -182,7 +192,12 @@ class Server:
                 request_state_key, ttl=request_state_ttl, max_bytes=request_state_max_bytes
             ),
             ask_timeout=ask_timeout,
+            hide_unauthorized=hide_unauthorized,
         )
+        #: Scopes every request needs over HTTP with token verification (not public API).
+        given = required_scopes if isinstance(required_scopes, str) else tuple(required_scopes)
+        check_scopes(given, "Server(required_scopes=...)")
+        self.required_scopes = tuple(dict.fromkeys(given))
         self.dispatcher.cache_hints.update(list_cache or {})
         #: The sessions open now (not public API): where a broadcast to every client goes.
         self.hub = SessionHub(
@@ -218,10 +233,12 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         task: bool | float | TaskSupport | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Tool:
         """Register one function as a tool; arguments override its `@tool` metadata.
 
-        `task` says whether a call may become a task (see `@tool`).
+        `task` says whether a call may become a task, `scopes` which OAuth scopes a token
+        must grant to call it (see `@tool`).
 
         Returns:
             The registered tool.
@@ -229,7 +246,7 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a tool or the name is taken.
         """
-        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
         new = make_tool(fn, options)
         self.registry.add(new)
         return new
@@ -259,6 +276,7 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         task: bool | float | TaskSupport | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -270,6 +288,7 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         task: bool | float | TaskSupport | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Any:
         """Decorator registering a function as a tool on this server right away.
 
@@ -286,6 +305,7 @@ class Server:
             inline: Run a sync function on the event loop instead of in a worker thread.
             timeout: Seconds after which a call is cancelled and reported as an error.
             task: Whether a call may become a task (see `@tool`).
+            scopes: OAuth scopes a token must grant to call it (see `@tool`).
 
         Returns:
             The function (bare use), or a decorator that registers one and returns it.
@@ -297,7 +317,7 @@ class Server:
             # Bare `@server.tool`: the function came in the name's place. Without this it was
             # taken for a name, and the decorator returned in place of the function.
             return self.tool()(name)
-        options = ToolOptions(name, description, title, annotations, inline, timeout, task)
+        options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
 
         def register(fn: F) -> F:
             self.registry.add(make_tool(fn, options))
@@ -339,6 +359,7 @@ class Server:
         inline: bool = False,
         timeout: float | None = None,
         task: bool | float | TaskSupport | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Tool:
         """Register a tool from a hand-written JSON Schema and a handler `(arguments) -> result`.
 
@@ -348,7 +369,7 @@ class Server:
         Raises:
             ToolDefinitionError: for a bad name, a non-object schema or a taken name.
         """
-        options = ToolOptions(None, description, title, annotations, inline, timeout, task)
+        options = ToolOptions(None, description, title, annotations, inline, timeout, task, scopes)
         new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
         self.registry.add(new)
         return new
@@ -377,6 +398,7 @@ class Server:
         timeout: float | None = None,
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Resource | ResourceTemplate:
         """Register a resource or a resource template.
 
@@ -394,7 +416,7 @@ class Server:
         """
         options = ResourceMeta(
             None, name, title, description, mime_type, size, icons, annotations, meta, inline,
-            timeout, cache, completions,
+            timeout, cache, completions, scopes,
         )  # fmt: skip
         if value is _MISSING:
             if isinstance(target, str):
@@ -427,6 +449,7 @@ class Server:
         timeout: float | None = None,
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Decorator registering a function as a resource (or template) on this server now.
 
@@ -441,7 +464,7 @@ class Server:
                 uri, fn, name=name, title=title, description=description,
                 mime_type=mime_type, size=size, icons=icons, annotations=annotations,
                 meta=meta, inline=inline, timeout=timeout, cache=cache,
-                completions=completions,
+                completions=completions, scopes=scopes,
             )  # fmt: skip
             return fn
 
@@ -521,6 +544,7 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Prompt:
         """Register one function as a prompt; arguments override its `@prompt` metadata.
 
@@ -530,7 +554,9 @@ class Server:
         Raises:
             ToolDefinitionError: when the function cannot be a prompt or the name is taken.
         """
-        options = PromptMeta(name, description, title, icons, meta, inline, timeout, completions)
+        options = PromptMeta(
+            name, description, title, icons, meta, inline, timeout, completions, scopes
+        )  # fmt: skip
         new = make_prompt(fn, options)
         self.prompt_registry.add(new)
         return new
@@ -549,6 +575,7 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]: ...
     def prompt(
         self,
@@ -561,6 +588,7 @@ class Server:
         inline: bool | None = None,
         timeout: float | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Any:
         """Decorator registering a function as a prompt on this server right away.
 
@@ -576,7 +604,7 @@ class Server:
         def register(fn: F) -> F:
             self.add_prompt(
                 fn, name=name, description=description, title=title, icons=icons, meta=meta,
-                inline=inline, timeout=timeout, completions=completions,
+                inline=inline, timeout=timeout, completions=completions, scopes=scopes,
             )  # fmt: skip
             return fn
 

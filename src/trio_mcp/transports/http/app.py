@@ -8,11 +8,14 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
         channel server for the legacy transport.
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
         framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
-        (405), Host (421) and Origin (403) (`guard`), bearer token (401) here, then the
+        (405), Host (421) and Origin (403) (`guard`), bearer token (401, or 403 for scopes
+        every request needs: `auth`) here, then the
         transport's own (Content-Type 415, Accept 406, body size 413 or too slow 408, JSON-RPC
         shape 400, request metadata or version and session 400/404, limits 429/503:
-        `streamable` Rule 1). A refused request never reaches a session: every refusal is
-        raised as `Refused` and answered here, in one shape.
+        `streamable` Rule 1; then the scopes of what the body asks for, 403). A refused
+        request never reaches a session: every refusal is raised as `Refused` and answered
+        here, in one shape. The protected resource metadata (RFC 9728) is public: it is
+        answered before any of these but framing.
 Rule 3: shutting down (`begin_shutdown`) ends the legacy streams and the Streamable HTTP GET
         streams, which would never end by themselves; Streamable HTTP requests end with their
         answers, and those still running when the grace period is over are answered "server
@@ -22,12 +25,14 @@ Rule 3: shutting down (`begin_shutdown`) ends the legacy streams and the Streama
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterable
 
 import trio
 
-from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse
+from ..._core.auth import current_auth
+from ..._core.jsonrpc import dumps
+from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse, send_json
+from .auth import AuthGate, StaticTokenVerifier, TokenVerifier
 from .guard import source_refusal
 from .legacy_sse import LegacySse
 from .options import DEFAULT_ALLOWED_ORIGINS, HttpOptions
@@ -58,8 +63,19 @@ class McpHttpApp:
         self.backend = backend
         self.options = options or HttpOptions()
         self._sessions = SessionTable(self.options)
-        self._streamable = StreamableHttp(backend, self.options, self._sessions)
-        self._legacy = LegacySse(backend, self.options, self._sessions)
+        verifier: TokenVerifier | None = self.options.auth
+        if verifier is None and self.options.bearer_token is not None:
+            verifier = StaticTokenVerifier(self.options.bearer_token)
+        self._gate = AuthGate(
+            verifier,
+            self.options.resource_metadata,
+            self.options.path,
+            backend.required_scopes,
+            scope_hierarchy=self.options.scope_hierarchy,
+        )
+        self._metadata_paths = self._gate.metadata_paths()
+        self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)
+        self._legacy = LegacySse(backend, self.options, self._sessions, self._gate)
 
     @property
     def session_count(self) -> int:
@@ -112,6 +128,9 @@ class McpHttpApp:
         method = scope["method"]
         opts = self.options
         allowed: tuple[str, ...]
+        if path in self._metadata_paths:
+            await self._metadata(scope, send)
+            return
         if path == opts.path:
             # No GET and no DELETE without sessions: a request that stands alone has no stream
             # for the server to speak on outside its answer (spec: 405 then). `Allow` lists
@@ -132,7 +151,18 @@ class McpHttpApp:
         refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
         if refusal is not None:
             raise Refused(*refusal)
-        self._check_auth(headers)
+        # The verified token rides along in a context variable to the tasks that answer this
+        # request (`_core/auth`, Rule 2); this request's task is its own, so it is set here.
+        reset = current_auth.set(await self._gate.authenticate(scope, headers))
+        try:
+            await self._serve(scope, headers, receive, send)
+        finally:
+            current_auth.reset(reset)
+
+    async def _serve(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
+        path, method = scope["path"], scope["method"]
         if path == "/sse":
             await self._legacy.stream(headers, receive, send)
         elif path == "/messages":
@@ -144,22 +174,25 @@ class McpHttpApp:
         else:  # DELETE
             await self._streamable.delete(headers, send)
 
-    # -- checks -------------------------------------------------------------------------------
-
-    def _check_auth(self, headers: dict[bytes, bytes]) -> None:
-        token = self.options.bearer_token
-        if token is None:
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """Serve the protected resource metadata (RFC 9728), to anyone (`auth` Rule 2)."""
+        method = scope["method"]
+        if method == "OPTIONS":  # a CORS preflight
+            headers = [*_CORS, (b"access-control-max-age", b"86400")]
+            await send({"type": "http.response.start", "status": 204, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
             return
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        # The scheme name is case-insensitive (RFC 9110, 11.1); the token is compared in
-        # constant time.
-        valid = hmac.compare_digest(given.strip(), token.encode())
-        if scheme.lower() != b"bearer" or not valid:
-            raise Refused(
-                401,
-                "Missing or invalid bearer token",
-                [(b"www-authenticate", b'Bearer realm="mcp"')],
-            )
+        if method != "GET":
+            raise Refused(405, f"Method {method} not allowed", _allow(("GET", "OPTIONS")))
+        body = dumps(self._gate.document(scope, header_map(scope)))
+        await send_json(send, 200, body, _CORS)
+
+
+_CORS = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, OPTIONS"),
+    (b"access-control-allow-headers", b"mcp-protocol-version"),
+]
 
 
 def _allow(methods: Iterable[str]) -> list[tuple[bytes, bytes]]:

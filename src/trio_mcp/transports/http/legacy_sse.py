@@ -22,6 +22,10 @@ Rule 5: a session's unsent answers are bounded in bytes: what it has produced an
         the bound plus the answers of the requests it took before reaching it (at most
         `max_in_flight_per_session` of them), and an answer larger than the bound still goes
         out whole.
+Rule 6: with token verification, every POST carries a valid token (401) of the user who opened
+        the stream (else the session is unknown: 404, `sessions` Rule 5) with the scopes its
+        requests need (403). A tool sees the verified token of the stream's GET
+        (`Context.auth`): the session's tasks were started by that request.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from .asgi import (
     check_content_type,
     read_body,
 )
+from .auth import AuthGate
 from .options import HttpOptions
 from .sessions import Entry, HttpBackend, SessionTable
 
@@ -65,10 +70,17 @@ class LegacySse:
         sessions: The session table, shared with Streamable HTTP.
     """
 
-    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+    def __init__(
+        self,
+        backend: HttpBackend,
+        options: HttpOptions,
+        sessions: SessionTable,
+        gate: AuthGate | None = None,
+    ) -> None:
         self.backend = backend
         self.options = options
         self._sessions = sessions
+        self._gate = gate
         self._closing = False
 
     def begin_shutdown(self) -> None:
@@ -140,6 +152,8 @@ class LegacySse:
         # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.
         messages, _ = parse(body)
+        if self._gate is not None:
+            self._gate.check_messages(scope, headers, messages)
         requests = [m.id for m in messages if isinstance(m, Request)]
         if requests and entry.legacy_in_flight + len(requests) > (
             self.options.max_in_flight_per_session

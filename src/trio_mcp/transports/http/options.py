@@ -5,17 +5,27 @@ Rule 2: the defaults are safe for a server on this machine: browser pages from e
         refused (DNS-rebinding guard: Host and Origin, see `guard`), and every resource a
         client can make the server hold (sessions, requests in flight, body bytes, idle time,
         time to send a request, connections) is bounded.
-Nothing here performs I/O; `app` re-exports both names, where the facade and the CLI find them.
+Nothing here performs I/O; `app` re-exports these names, where the facade and the CLI find them.
+The OAuth side's records live here too (`TokenVerifier`, `ProtectedResource`), so that the
+options can name them; `auth` has the verifiers and the challenges.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final, Protocol
 
+from ..._core.auth import AuthInfo
 from .replay import EventStore, MemoryEventStore
 
-__all__ = ["DEFAULT_ALLOWED_ORIGINS", "HttpOptions"]
+__all__ = [
+    "DEFAULT_ALLOWED_ORIGINS",
+    "HttpOptions",
+    "ProtectedResource",
+    "TokenVerifier",
+    "TokenVerifierError",
+]
 
 #: Browser origins accepted by default: pages served from this machine only (DNS-rebinding
 #: guard). Requests without an Origin header (non-browser clients) are always accepted.
@@ -29,6 +39,71 @@ DEFAULT_ALLOWED_ORIGINS: Final = (
 )
 
 
+class TokenVerifier(Protocol):
+    """Decides whether a bearer token is good for this server, and whose it is."""
+
+    async def verify(self, token: str) -> AuthInfo | None:
+        """The verified token's facts; None (or `InvalidTokenError`) when it is not valid.
+
+        Raises:
+            InvalidTokenError: the token is not valid; the message says why (sent to the
+                client as `error_description`).
+            InsufficientScopeError: the token is valid but lacks scopes every request needs.
+            TokenVerifierError: the verifier could not decide (authorization server
+                unreachable): answered 503.
+        """
+        ...
+
+
+class TokenVerifierError(Exception):
+    """A verifier could not reach what it needs to decide (JWKS, introspection endpoint)."""
+
+
+@dataclass(frozen=True)
+class ProtectedResource:
+    """The RFC 9728 metadata of this server, served at `/.well-known/oauth-protected-resource`.
+
+    Attributes:
+        authorization_servers: Issuer URLs of the authorization servers whose tokens this
+            server accepts (at least one).
+        scopes_supported: Scopes a client may request for this server.
+        resource: The server's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp`;
+            the audience its tokens must carry. None: the verifier's `audience` if it has
+            one (`JwtVerifier`, `IntrospectionVerifier`), else derived from each request
+            (scheme, Host and MCP path), which is right only when clients reach the server
+            directly.
+        resource_name: A human-readable name.
+        resource_documentation: A URL of documentation for developers.
+    """
+
+    authorization_servers: tuple[str, ...]
+    scopes_supported: tuple[str, ...] = ()
+    resource: str | None = None
+    resource_name: str | None = None
+    resource_documentation: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.authorization_servers, str):
+            object.__setattr__(self, "authorization_servers", (self.authorization_servers,))
+        if not self.authorization_servers:
+            raise ValueError("ProtectedResource needs at least one authorization server")
+
+    def document(self, resource: str) -> dict[str, Any]:
+        """The metadata document for the canonical URI `resource`."""
+        doc: dict[str, Any] = {
+            "resource": resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported:
+            doc["scopes_supported"] = list(self.scopes_supported)
+        if self.resource_name:
+            doc["resource_name"] = self.resource_name
+        if self.resource_documentation:
+            doc["resource_documentation"] = self.resource_documentation
+        return doc
+
+
 @dataclass(frozen=True)
 class HttpOptions:
     """Limits and security settings of the HTTP transport.
@@ -40,7 +115,23 @@ class HttpOptions:
             on loopback, localhost, 127.0.0.1 and [::1]) with its port: "name" with any port,
             "name:port" with that port; "*" accepts any Host. `serve_http` on a wildcard
             address (0.0.0.0, ::) requires it.
-        bearer_token: When set, every request must carry `Authorization: Bearer <token>`.
+        bearer_token: When set, every request must carry `Authorization: Bearer <token>`
+            (a shorthand for `auth=StaticTokenVerifier(token)`, for development).
+        auth: Verifies the bearer token every request to the MCP endpoint (and the legacy
+            SSE endpoints) must carry: a `JwtVerifier`, an `IntrospectionVerifier`, a
+            `StaticTokenVerifier` or any `TokenVerifier`. Missing or invalid: 401; lacking
+            a scope the request needs: 403 (see `transports/http/auth`).
+        resource_metadata: This server as an OAuth protected resource (RFC 9728): its
+            authorization servers, scopes and canonical URI, served at
+            /.well-known/oauth-protected-resource (and that path followed by the MCP path),
+            and named in every 401 and 403 challenge so that clients can find where to get a
+            token.
+        scope_hierarchy: Broader scopes and the narrower ones each implies, followed
+            transitively (e.g. `{"notes:admin": ("notes:read", "notes:write")}`): a token
+            granting a broader scope may do what the narrower ones allow (spec: servers must
+            account for scope hierarchies). `Context.auth.scopes` holds the implied ones too.
+            (A verifier's own `required_scopes` are checked against the token's scopes as
+            granted; `Server(required_scopes=...)` sees the hierarchy.)
         stateless: No sessions: every request stands alone (for many workers behind a load
             balancer). Handshake-era clients are served under their MCP-Protocol-Version.
         legacy_sse: Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages.
@@ -91,6 +182,9 @@ class HttpOptions:
     # from elsewhere are the deployer's to list, as for Django's ALLOWED_HOSTS.
     allowed_hosts: tuple[str, ...] = ()
     bearer_token: str | None = None
+    auth: TokenVerifier | None = None
+    resource_metadata: ProtectedResource | None = None
+    scope_hierarchy: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     stateless: bool = False
     legacy_sse: bool = True
     # 16 MiB, as for a stdio line: room for base64 images and embedded resources.
@@ -141,3 +235,10 @@ class HttpOptions:
     # In memory, bounded (transports/http/replay.py, Rule 2): resuming must work out of the
     # box (SEP-1699 polling), and a fleet can hand in a shared store instead.
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
+
+    def __post_init__(self) -> None:
+        if self.auth is not None and self.bearer_token is not None:
+            raise ValueError(
+                "HttpOptions takes bearer_token or auth, not both: bearer_token is "
+                "auth=StaticTokenVerifier(token)"
+            )

@@ -21,6 +21,11 @@ Rule 4: a Streamable HTTP session in the table has a server-to-client stream (`o
         session's GET stream. A session whose GET stream is open is in use: it never expires
         and is never ended to make room. The session's own tasks run in the nursery of `run`
         (`expire_idle`); without it they do not run (the stream still carries what is sent).
+Rule 5: with token verification, a session belongs to whoever opened it: the issuer, subject
+        and client of the verified token of its `initialize` (or legacy /sse GET). A request
+        naming it with another's token finds no such session (404), so a session id that
+        leaked is no credential (spec: security best practices, session hijacking). The same
+        user's refreshed token keeps the session.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any, Protocol
 
 import trio
 
+from ..._core.auth import current_auth
 from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
@@ -110,6 +116,13 @@ class HttpBackend(Protocol):
             for no such tool.
         """
 
+    def required_scopes(self, request: Request | None) -> tuple[str, ...]:
+        """The OAuth scopes a request needs; with None, the scopes every request needs.
+
+        Those of the tool, resource or prompt it names, and those the server needs for
+        everything. Consulted only when the transport verifies tokens (`HttpOptions.auth`).
+        """
+
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
@@ -144,6 +157,8 @@ class Entry:
     # Streamable HTTP: the numbered SSE streams of the session and their event ids, set by
     # `add` (transports/http/replay.py).
     streams: SessionStreams | None = None
+    # With token verification: who opened the session (Rule 5), set by `add`.
+    owner: tuple[str | None, str | None, str | None] | None = None
 
     @property
     def listening(self) -> bool:
@@ -168,8 +183,11 @@ class SessionTable:
         return len(self._entries)
 
     def get(self, sid: str) -> Entry | None:
-        """The session named `sid`, if it is open."""
-        return self._entries.get(sid)
+        """The session named `sid`, if it is open and this request's token may use it (Rule 5)."""
+        entry = self._entries.get(sid)
+        if entry is not None and entry.owner != _owner():
+            return None
+        return entry
 
     def check_room(self) -> None:
         """Make room for a new session, or refuse it (503) when none can go (Rule 2)."""
@@ -187,7 +205,8 @@ class SessionTable:
         self.end(sid)
 
     def add(self, sid: str, entry: Entry) -> None:
-        """Open a session under `sid`."""
+        """Open a session under `sid`, owned by this request's verified token (Rule 5)."""
+        entry.owner = _owner()
         self._entries[sid] = entry
         if entry.session is not None:
             entry.session.open()
@@ -243,3 +262,9 @@ class SessionTable:
                 if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
                     logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
                     self.end(sid)
+
+
+def _owner() -> tuple[str | None, str | None, str | None] | None:
+    """Who the request being served is, by its verified token (None without one)."""
+    info = current_auth.get()
+    return None if info is None else (info.issuer, info.subject, info.client_id)

@@ -2,7 +2,9 @@
 
 Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
         in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
-        shape (400), then either the request metadata of a 2026-07-28 request (400, Rule 5)
+        shape (400), the scopes its requests need that the verified token lacks (403, with
+        token verification only: the backend says which, so this module sees no tool), then
+        either the request metadata of a 2026-07-28 request (400, Rule 5)
         or the protocol version header (400) and the session (400 missing / 404 unknown), and
         last the limits (429 per session / 503 server-wide). A refused request never reaches
         a session.
@@ -94,6 +96,7 @@ from .asgi import (
     read_body,
     send_json,
 )
+from .auth import AuthGate
 from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox
@@ -114,10 +117,17 @@ class StreamableHttp:
         sessions: The session table, shared with the legacy transport.
     """
 
-    def __init__(self, backend: HttpBackend, options: HttpOptions, sessions: SessionTable) -> None:
+    def __init__(
+        self,
+        backend: HttpBackend,
+        options: HttpOptions,
+        sessions: SessionTable,
+        gate: AuthGate | None = None,
+    ) -> None:
         self.backend = backend
         self.options = options
         self._sessions = sessions
+        self._gate = gate
         # Requests each session has been handed, counted here and not by the session: the
         # session admits a request only once its task runs, so a burst of POSTs would all pass
         # a check of `session.in_flight` before any of them is admitted.
@@ -159,6 +169,8 @@ class StreamableHttp:
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
         message: Any = messages if is_batch else messages[0]
+        if self._gate is not None:
+            self._gate.check_messages(scope, headers, messages)
         version = headers.get(b"mcp-protocol-version")
         modern = self._is_modern(version, messages)
         has_request = any(isinstance(m, Request) for m in messages)

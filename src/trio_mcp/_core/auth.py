@@ -1,0 +1,76 @@
+"""Who a request is from, as a verified bearer token says (`AuthInfo`), and what it may do.
+
+Rule 1: an `AuthInfo` is what a token verifier concluded, never the token: it holds no
+        credential, so it may be logged, shown to tools (`Context.auth`) and kept. The spec
+        forbids a server to pass the client's token on to other services (token passthrough);
+        a tool that must call one gets a token of its own for it.
+Rule 2: the HTTP transport verifies a request's token before the request reaches a session and
+        puts the result in `current_auth` for the task that answers it; trio copies context
+        variables into the tasks (and worker threads) that task starts, so the dispatcher reads
+        it where it builds a tool's `Context` and where it lists what a token may use. Over
+        stdio and in memory nothing sets it: None, and scopes are not enforced (no token).
+Rule 3: scopes are compared as sets of strings (RFC 6749, 3.3: space-delimited, case-sensitive).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["AuthInfo", "current_auth", "missing_scopes", "parse_scopes"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuthInfo:
+    """A verified access token's facts: who, for which client, with which scopes, until when.
+
+    It never holds the token itself (Rule 1).
+
+    Attributes:
+        subject: The resource owner (`sub`), or None when the token names none.
+        client_id: The OAuth client the token was issued to, when known.
+        scopes: The scopes granted.
+        expires_at: When the token expires (seconds since the epoch), when known.
+        audience: The resources the token is for (`aud`).
+        issuer: Who issued it (`iss`), when known.
+        claims: Every claim of the token (JWT) or introspection answer, read-only.
+    """
+
+    subject: str | None = None
+    client_id: str | None = None
+    scopes: frozenset[str] = frozenset()
+    expires_at: float | None = None
+    audience: tuple[str, ...] = ()
+    issuer: str | None = None
+    claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def has_scopes(self, needed: Iterable[str]) -> bool:
+        """Whether every scope of `needed` was granted."""
+        return not missing_scopes(needed, self.scopes)
+
+
+#: The verified token of the request being answered (Rule 2); None when none was verified.
+current_auth: contextvars.ContextVar[AuthInfo | None] = contextvars.ContextVar(
+    "trio_mcp_auth", default=None
+)
+
+
+def parse_scopes(value: Any) -> frozenset[str]:
+    """Scopes from a `scope` claim (space-separated string) or an `scp` claim (list or string).
+
+    Anything else (a number, None) grants nothing.
+    """
+    if isinstance(value, str):
+        return frozenset(value.split())
+    if isinstance(value, list | tuple):
+        return frozenset(item for item in value if isinstance(item, str) and item)
+    return frozenset()
+
+
+def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
+    """The scopes of `needed` that `granted` lacks, in `needed`'s order."""
+    have = set(granted)
+    return tuple(dict.fromkeys(scope for scope in needed if scope not in have))

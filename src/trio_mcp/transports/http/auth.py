@@ -1,0 +1,630 @@
+"""The server as an OAuth 2.1 protected resource: token verifiers, metadata and challenges.
+
+Rule 1: a request to a protected endpoint (the MCP endpoint, the legacy /sse and /messages)
+        carries `Authorization: Bearer <token>` (RFC 6750, 2.1; never a query parameter). The
+        `TokenVerifier` decides: an `AuthInfo`, or None / `InvalidTokenError` (401). Missing
+        token: 401 with `WWW-Authenticate: Bearer resource_metadata="...", scope="..."`; a bad
+        one adds `error="invalid_token"`; a valid one lacking scopes is 403 with
+        `error="insufficient_scope"` and the scopes (RFC 6750, 3; RFC 9728, 5.1; MCP
+        authorization: scope challenges). A verifier that fails itself (JWKS unreachable) is
+        503, not 401: the client's token may be fine.
+Rule 2: the metadata documents (RFC 9728) are public: no token, no Host or Origin check, any
+        origin may read them (CORS), so that browser-based clients can discover the
+        authorization server.
+Rule 3: a token must have been issued for this server (RFC 8707 audience): `JwtVerifier` and
+        `IntrospectionVerifier` check `aud` against the server's canonical URI. Tokens are never
+        logged, kept in an `AuthInfo` or echoed in an error.
+Rule 4: JOSE is PyJWT's (the `auth` extra), imported when a `JwtVerifier` is made: importing
+        trio_mcp, or serving without one, loads neither it nor cryptography.
+Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` seconds, and
+        fetched again early only for a `kid` it lacks (key rotation), at most once per
+        `jwks_min_refetch` seconds, so unknown `kid`s cannot make the server hammer the
+        authorization server; an active introspection answer for `cache_seconds` (never past
+        the token's `exp`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import logging
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+import trio
+
+from ..._core.auth import AuthInfo, current_auth, missing_scopes, parse_scopes
+from ..._core.jsonrpc import Request
+from ..._exceptions import InsufficientScopeError, InvalidTokenError
+from .asgi import Refused, Scope
+from .options import ProtectedResource, TokenVerifier, TokenVerifierError
+
+if TYPE_CHECKING:
+    import jwt as pyjwt
+
+__all__ = [
+    "METADATA_PATH",
+    "AuthGate",
+    "IntrospectionVerifier",
+    "JwtVerifier",
+    "ProtectedResource",
+    "StaticTokenVerifier",
+    "TokenVerifier",
+    "TokenVerifierError",
+    "challenge",
+]
+
+logger = logging.getLogger("trio_mcp.http")
+
+#: RFC 9728, 3: the well-known path of protected resource metadata.
+METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
+
+
+# -- challenges ---------------------------------------------------------------------------------
+
+# RFC 6750, 3: error_description and scope values exclude '"' and '\' (and control characters).
+_UNQUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
+
+
+def challenge(
+    *,
+    resource_metadata: str | None,
+    scopes: Iterable[str] = (),
+    error: str | None = None,
+    description: str | None = None,
+) -> bytes:
+    """A `WWW-Authenticate: Bearer ...` value (RFC 6750, 3; RFC 9728, 5.1)."""
+    params: list[str] = []
+    if error is not None:
+        params.append(f'error="{error}"')
+        if description:
+            params.append(f'error_description="{_UNQUOTABLE.sub("?", description)}"')
+    scope = " ".join(dict.fromkeys(scopes))
+    if scope:
+        params.append(f'scope="{_UNQUOTABLE.sub("?", scope)}"')
+    if resource_metadata is not None:
+        params.append(f'resource_metadata="{resource_metadata}"')
+    return ("Bearer " + ", ".join(params)).rstrip().encode()
+
+
+def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    """Each broader scope -> every scope it implies, directly or through others."""
+    direct = {scope: set(narrower) for scope, narrower in hierarchy.items()}
+    closed: dict[str, frozenset[str]] = {}
+    for scope, narrowest in direct.items():
+        seen: set[str] = set()
+        todo = list(narrowest)
+        while todo:
+            narrower = todo.pop()
+            if narrower not in seen:
+                seen.add(narrower)
+                todo.extend(direct.get(narrower, ()))
+        closed[scope] = frozenset(seen - {scope})
+    return closed
+
+
+def origin_of(scope: Scope, headers: Mapping[bytes, bytes]) -> str:
+    """scheme://host[:port] as the client addressed this server (the Host header)."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not host:
+        server = scope.get("server") or ("localhost", None)
+        host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+class AuthGate:
+    """Checks the bearer token of a request to a protected endpoint (Rule 1).
+
+    Args:
+        verifier: Decides on tokens; None: no token is asked for (only metadata is served).
+        resource: The metadata to serve, and to point clients to in challenges; None: none.
+        path: The MCP endpoint's path (for the canonical URI and the metadata URL).
+        required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); with
+            None, those every request needs, which 401 challenges name.
+        scope_hierarchy: Broader scopes and the narrower ones each implies.
+    """
+
+    def __init__(
+        self,
+        verifier: TokenVerifier | None,
+        resource: ProtectedResource | None,
+        path: str,
+        required_scopes: Callable[[Request | None], Iterable[str]] = lambda _: (),
+        *,
+        scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
+        self.verifier = verifier
+        self._implied = _closure(scope_hierarchy or {})
+        self.resource = resource
+        self.path = path
+        self._required = required_scopes
+        #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
+        self.base_scopes = tuple(required_scopes(None))
+
+    def resource_uri(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str:
+        """The canonical URI of this server (RFC 8707, 2).
+
+        The metadata's `resource` if set, else the verifier's `audience` (what its tokens must
+        name), else the URL the request was sent to.
+        """
+        if self.resource is not None and self.resource.resource:
+            return self.resource.resource
+        audience = getattr(self.verifier, "audience", None)
+        if isinstance(audience, str) and audience.startswith(("https://", "http://")):
+            return audience
+        return origin_of(scope, headers) + self.path
+
+    def metadata_url(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str | None:
+        """The absolute URL of the metadata document for this server (RFC 9728, 3.1)."""
+        if self.resource is None:
+            return None
+        parts = urlsplit(self.resource_uri(scope, headers))
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
+
+    def metadata_paths(self) -> tuple[str, ...]:
+        """The paths the metadata is served at: the bare well-known one and the path-suffixed.
+
+        The suffix is the path of the canonical URI when one is configured (a proxy may serve
+        this server under another path), else the MCP endpoint's.
+        """
+        if self.resource is None:
+            return ()
+        suffix = self.path
+        if self.resource.resource:
+            suffix = urlsplit(self.resource.resource).path
+        return (METADATA_PATH, METADATA_PATH + suffix.rstrip("/"))
+
+    def document(self, scope: Scope, headers: Mapping[bytes, bytes]) -> dict[str, Any]:
+        """The metadata document (served only when `resource` is set)."""
+        assert self.resource is not None
+        return self.resource.document(self.resource_uri(scope, headers))
+
+    async def authenticate(self, scope: Scope, headers: Mapping[bytes, bytes]) -> AuthInfo | None:
+        """Verify the request's bearer token; raise `Refused` (401, 403 or 503) when it fails.
+
+        Returns:
+            The token's facts (None when no verifier is set).
+        """
+        if self.verifier is None:
+            return None
+        metadata = self.metadata_url(scope, headers)
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        token = token.strip()
+        # The scheme name is case-insensitive (RFC 9110, 11.1).
+        if scheme.lower() != "bearer" or not token:
+            raise Refused(
+                401,
+                "Missing bearer token",
+                [
+                    (
+                        b"www-authenticate",
+                        challenge(resource_metadata=metadata, scopes=self._needed_scopes()),
+                    )
+                ],
+            )
+        try:
+            info = await self.verifier.verify(token)
+        except InvalidTokenError as exc:
+            raise self._invalid(metadata, str(exc)) from None
+        except InsufficientScopeError as exc:
+            raise self.insufficient(scope, headers, exc.scopes, None) from None
+        except TokenVerifierError as exc:
+            logger.warning("token verification failed: %s", exc)
+            raise Refused(503, "Cannot verify tokens right now", [(b"retry-after", b"5")]) from None
+        if info is None:
+            raise self._invalid(metadata, "The access token is not valid")
+        if self._implied:
+            implied = {n for s in info.scopes for n in self._implied.get(s, ())} - info.scopes
+            if implied:
+                info = dataclasses.replace(info, scopes=info.scopes | implied)
+        self.check(scope, headers, self.base_scopes, info)
+        return info
+
+    def check_messages(
+        self, scope: Scope, headers: Mapping[bytes, bytes], messages: Iterable[Any]
+    ) -> None:
+        """Refuse (403) a body whose requests need scopes the verified token lacks."""
+        if self.verifier is None:
+            return
+        needed: dict[str, None] = {}
+        for message in messages:
+            if isinstance(message, Request):
+                needed.update(dict.fromkeys(self._required(message)))
+        self.check(scope, headers, needed)
+
+    def check(
+        self,
+        scope: Scope,
+        headers: Mapping[bytes, bytes],
+        needed: Iterable[str],
+        info: AuthInfo | None = None,
+    ) -> None:
+        """Refuse (403) when the verified token lacks any of `needed` (no verifier: nothing)."""
+        if self.verifier is None:
+            return
+        info = info if info is not None else current_auth.get()
+        granted = info.scopes if info is not None else frozenset()
+        missing = missing_scopes(needed, granted)
+        if missing:
+            raise self.insufficient(scope, headers, missing, info)
+
+    def insufficient(
+        self,
+        scope: Scope,
+        headers: Mapping[bytes, bytes],
+        missing: Iterable[str],
+        info: AuthInfo | None,
+    ) -> Refused:
+        """The 403 for a token that lacks `missing`."""
+        # The spec's recommended approach: the scopes already granted and the new ones, so that
+        # a client asking again for exactly these loses nothing it had.
+        granted = sorted(info.scopes) if info is not None else []
+        header = challenge(
+            error="insufficient_scope",
+            scopes=[*granted, *missing],
+            resource_metadata=self.metadata_url(scope, headers),
+            description=f"This request needs scope(s): {' '.join(missing)}",
+        )
+        return Refused(403, "Insufficient scope", [(b"www-authenticate", header)])
+
+    def _needed_scopes(self) -> tuple[str, ...]:
+        # Only what every request needs: without it a client asks for the metadata's
+        # `scopes_supported` (spec: scope selection strategy).
+        return self.base_scopes
+
+    def _invalid(self, metadata: str | None, description: str) -> Refused:
+        header = challenge(
+            error="invalid_token",
+            description=description,
+            scopes=self._needed_scopes(),
+            resource_metadata=metadata,
+        )
+        return Refused(401, "Invalid bearer token", [(b"www-authenticate", header)])
+
+
+# -- verifiers ------------------------------------------------------------------------------------
+
+
+class StaticTokenVerifier:
+    """One fixed token (for development): accepted in constant time, with fixed scopes.
+
+    Args:
+        token: The token.
+        scopes: The scopes it grants.
+        subject: The subject it stands for.
+    """
+
+    def __init__(
+        self, token: str, *, scopes: Iterable[str] = (), subject: str | None = None
+    ) -> None:
+        if not token:
+            raise ValueError("StaticTokenVerifier needs a non-empty token")
+        self._token = token.encode()
+        self._info = AuthInfo(subject=subject, scopes=frozenset(scopes))
+
+    def __repr__(self) -> str:
+        return f"StaticTokenVerifier(scopes={sorted(self._info.scopes)!r})"
+
+    async def verify(self, token: str) -> AuthInfo | None:
+        """The fixed facts when `token` is the one; else None."""
+        return self._info if hmac.compare_digest(token.encode(), self._token) else None
+
+
+def _audiences(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(item for item in value if isinstance(item, str))
+    return ()
+
+
+def _info(claims: Mapping[str, Any]) -> AuthInfo:
+    scopes = parse_scopes(claims.get("scope")) | parse_scopes(claims.get("scp"))
+    exp = claims.get("exp")
+    client_id = claims.get("client_id", claims.get("azp"))
+    return AuthInfo(
+        subject=claims.get("sub") if isinstance(claims.get("sub"), str) else None,
+        client_id=client_id if isinstance(client_id, str) else None,
+        scopes=scopes,
+        expires_at=float(exp) if isinstance(exp, int | float) else None,
+        audience=_audiences(claims.get("aud")),
+        issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None,
+        claims=MappingProxyType(dict(claims)),
+    )
+
+
+def canonical_uri(uri: str) -> str:
+    """`uri` with its scheme and host in lower case: the canonical form (RFC 8707, 2).
+
+    The spec asks servers to accept upper-case scheme and host components for robustness;
+    the path stays as it is (paths are case-sensitive).
+    """
+    parts = urlsplit(uri)
+    return parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()).geturl()
+
+
+def _check_audience(info: AuthInfo, audience: str) -> None:
+    """Refuse a token whose `aud` does not name this server (RFC 8707; MCP: audience binding)."""
+    wanted = canonical_uri(audience)
+    if not any(canonical_uri(aud) == wanted for aud in info.audience):
+        raise InvalidTokenError(
+            f"The access token is not for this server (aud must include {audience})"
+        )
+
+
+def _require(info: AuthInfo, required: tuple[str, ...]) -> AuthInfo:
+    missing = missing_scopes(required, info.scopes)
+    if missing:
+        raise InsufficientScopeError(missing)
+    return info
+
+
+async def _get_json(url: str, seconds: float) -> Any:
+    import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first fetches
+
+    try:
+        async with httpx.AsyncClient(timeout=seconds) as http:
+            response = await http.get(url, headers={"accept": "application/json"})
+            response.raise_for_status()
+            return response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise TokenVerifierError(f"cannot fetch {url}: {exc}") from None
+
+
+async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
+    """The `jwks_uri` of an issuer, from its RFC 8414 (or OpenID Connect) metadata.
+
+    Tries, in the MCP spec's order: the path-inserted OAuth metadata URL, the path-inserted
+    OpenID one, then the OpenID one appended to the issuer.
+
+    Raises:
+        TokenVerifierError: none of them answers with a `jwks_uri`.
+    """
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    candidates = [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+    ]
+    if path:
+        candidates.append(f"{origin}{path}/.well-known/openid-configuration")
+    for url in candidates:
+        try:
+            doc = await _get_json(url, seconds)
+        except TokenVerifierError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("jwks_uri"), str):
+            return str(doc["jwks_uri"])
+    raise TokenVerifierError(f"no authorization server metadata with a jwks_uri for {issuer}")
+
+
+class JwtVerifier:
+    """Verifies JWT access tokens (RFC 9068) against an authorization server's JWKS.
+
+    Checks the signature (a key of the JWKS, chosen by `kid`, in `algorithms`), `iss`, `aud`
+    (must contain `audience`, this server's canonical URI: RFC 8707), `exp` and `nbf` (with
+    `leeway`), and `required_scopes` (from `scope`, space-separated, or `scp`). Needs the
+    `auth` extra (PyJWT with cryptography).
+
+    Args:
+        issuer: The authorization server's issuer identifier (`iss`).
+        audience: This server's canonical URI (e.g. `https://mcp.example.com/mcp`).
+        jwks_url: Where the key set is; None: discovered from the issuer's metadata.
+        algorithms: Accepted JWS algorithms (never "none", never HMAC with a public key).
+        leeway: Seconds of clock skew allowed for `exp`, `nbf` and `iat`.
+        required_scopes: Scopes every request needs (403 without them).
+        jwks_ttl: Seconds a fetched key set is used before it is fetched again.
+        jwks_min_refetch: Seconds between two early fetches for an unknown `kid` (Rule 5).
+        timeout: Seconds one fetch may take.
+    """
+
+    def __init__(
+        self,
+        *,
+        issuer: str,
+        audience: str,
+        jwks_url: str | None = None,
+        algorithms: Iterable[str] = ("RS256", "ES256"),
+        leeway: float = 30.0,
+        required_scopes: Iterable[str] = (),
+        # 10 minutes: keys rotate on the scale of days, and an unknown `kid` fetches anyway.
+        jwks_ttl: float = 600.0,
+        # 30 s: a rotated key is picked up at once, yet garbage `kid`s cost one fetch per 30 s.
+        jwks_min_refetch: float = 30.0,
+        timeout: float = 10.0,
+    ) -> None:
+        import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 4)
+
+        self._jwt = jwt
+        self.issuer = issuer
+        self.audience = audience
+        self.jwks_url = jwks_url
+        self.algorithms = tuple(algorithms)
+        bad = [a for a in self.algorithms if a == "none" or a.startswith("HS")]
+        if bad or not self.algorithms:
+            raise ValueError(f"JwtVerifier takes asymmetric algorithms only, not {bad}")
+        self.leeway = leeway
+        self.required_scopes = tuple(required_scopes)
+        self.jwks_ttl = jwks_ttl
+        self.jwks_min_refetch = jwks_min_refetch
+        self.timeout = timeout
+        self._keys: dict[str | None, pyjwt.PyJWK] = {}
+        self._fetched_at: float | None = None
+        self._lock = trio.Lock()
+        #: Key set fetches so far (for tests and monitoring).
+        self.fetches = 0
+
+    def __repr__(self) -> str:
+        return f"JwtVerifier(issuer={self.issuer!r}, audience={self.audience!r})"
+
+    async def verify(self, token: str) -> AuthInfo | None:
+        """Verify `token`; see the class docstring."""
+        jwt = self._jwt
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise InvalidTokenError("The access token is not a well-formed JWT") from None
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg not in self.algorithms:
+            raise InvalidTokenError(f"The access token's algorithm {alg!r} is not accepted")
+        key = await self._key(kid if isinstance(kid, str) else None)
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=list(self.algorithms),
+                issuer=self.issuer,
+                leeway=self.leeway,
+                # `aud` is compared below, with scheme and host case-insensitive.
+                options={"require": ["exp", "iss", "aud"], "verify_aud": False},
+            )
+        except jwt.ExpiredSignatureError:
+            raise InvalidTokenError("The access token expired") from None
+        except jwt.ImmatureSignatureError:
+            raise InvalidTokenError("The access token is not valid yet (nbf)") from None
+        except jwt.InvalidIssuerError:
+            raise InvalidTokenError("The access token is from another issuer") from None
+        except jwt.InvalidSignatureError:
+            raise InvalidTokenError("The access token's signature does not verify") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise InvalidTokenError(f"The access token lacks the {exc.claim} claim") from None
+        except jwt.PyJWTError as exc:
+            raise InvalidTokenError(f"The access token is not valid: {exc}") from None
+        info = _info(claims)
+        _check_audience(info, self.audience)
+        return _require(info, self.required_scopes)
+
+    async def _key(self, kid: str | None) -> Any:
+        now = time.monotonic()
+        stale = self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
+        if stale or (
+            kid not in self._keys
+            and (self._fetched_at is None or now - self._fetched_at >= self.jwks_min_refetch)
+        ):
+            await self._refresh(kid)
+        found = self._keys.get(kid)
+        if found is None and kid is None and len(self._keys) == 1:
+            found = next(iter(self._keys.values()))
+        if found is None:
+            raise InvalidTokenError("The access token was signed with an unknown key")
+        return found.key
+
+    async def _refresh(self, kid: str | None) -> None:
+        async with self._lock:
+            fetched = self._fetched_at
+            if (
+                fetched is not None
+                and kid in self._keys
+                and time.monotonic() - fetched <= (self.jwks_ttl)
+            ):
+                return  # another request fetched it meanwhile
+            if self.jwks_url is None:
+                self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
+            doc = await _get_json(self.jwks_url, self.timeout)
+            self.fetches += 1
+            self._fetched_at = time.monotonic()
+            keys: dict[str | None, Any] = {}
+            for entry in doc.get("keys", []) if isinstance(doc, dict) else []:
+                if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+                    continue
+                try:
+                    jwk = self._jwt.PyJWK(entry)
+                except self._jwt.PyJWTError:
+                    continue  # a key type this library does not know: skipped
+                keys[entry.get("kid")] = jwk
+            self._keys = keys
+
+
+class IntrospectionVerifier:
+    """Verifies tokens by asking the authorization server (RFC 7662 introspection).
+
+    The server authenticates itself with HTTP Basic (client_secret_basic). A token is valid
+    when the answer says `active`, its `exp` (if any) is ahead, and, with `audience`, its `aud`
+    contains this server's canonical URI (RFC 8707). Active answers are cached (Rule 5).
+
+    Args:
+        endpoint: The introspection endpoint.
+        client_id: This server's client id at the authorization server.
+        client_secret: Its secret.
+        audience: This server's canonical URI; None accepts any audience (not advised).
+        required_scopes: Scopes every request needs (403 without them).
+        cache_seconds: Seconds an active answer is reused (0: ask every time).
+        timeout: Seconds one introspection may take.
+    """
+
+    # 10,000 tokens: a few MiB at most; past it the oldest answers are dropped.
+    MAX_CACHED: Final = 10_000
+
+    def __init__(
+        self,
+        endpoint: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        audience: str | None = None,
+        required_scopes: Iterable[str] = (),
+        # 30 s: a revoked token is refused within half a minute, and a busy client costs one
+        # introspection per half minute instead of one per request.
+        cache_seconds: float = 30.0,
+        timeout: float = 10.0,
+    ) -> None:
+        self.endpoint = endpoint
+        self.client_id = client_id
+        self._secret = client_secret
+        self.audience = audience
+        self.required_scopes = tuple(required_scopes)
+        self.cache_seconds = cache_seconds
+        self.timeout = timeout
+        # sha256 of the token -> (facts, until when): the tokens themselves are not kept.
+        self._cache: OrderedDict[bytes, tuple[AuthInfo, float]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"IntrospectionVerifier({self.endpoint!r}, audience={self.audience!r})"
+
+    async def verify(self, token: str) -> AuthInfo | None:
+        """Verify `token`; see the class docstring."""
+        key = hashlib.sha256(token.encode()).digest()
+        now = time.time()
+        cached = self._cache.get(key)
+        if cached is not None and cached[1] > now:
+            return _require(cached[0], self.required_scopes)
+        self._cache.pop(key, None)
+        answer = await self._introspect(token)
+        if not isinstance(answer, dict) or answer.get("active") is not True:
+            raise InvalidTokenError("The access token is not active")
+        info = _info(answer)
+        if info.expires_at is not None and info.expires_at <= now:
+            raise InvalidTokenError("The access token expired")
+        if self.audience is not None:
+            _check_audience(info, self.audience)
+        if self.cache_seconds > 0:
+            until = now + self.cache_seconds
+            if info.expires_at is not None:
+                until = min(until, info.expires_at)
+            self._cache[key] = (info, until)
+            while len(self._cache) > self.MAX_CACHED:
+                self._cache.popitem(last=False)
+        return _require(info, self.required_scopes)
+
+    async def _introspect(self, token: str) -> Any:
+        import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first asks
+
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as http:
+                response = await http.post(
+                    self.endpoint,
+                    data={"token": token, "token_type_hint": "access_token"},
+                    auth=(self.client_id, self._secret),
+                    headers={"accept": "application/json"},
+                )
+                response.raise_for_status()
+                return response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            # The exception names the endpoint, never the token.
+            raise TokenVerifierError(f"introspection at {self.endpoint} failed: {exc}") from None
