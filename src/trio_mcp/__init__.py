@@ -62,6 +62,7 @@ from ._core.types import (
 )
 from ._core.versions import SUPPORTED_VERSIONS
 from ._exceptions import (
+    AuthorizationError,
     ClientCapabilityError,
     ClientTimeoutError,
     ConnectionClosed,
@@ -113,6 +114,16 @@ if TYPE_CHECKING:
     from ._runtime.server import Server
     from .transports.http.app import HttpOptions
     from .transports.http.client import RetryPolicy
+    from .transports.http.oauth import (
+        AssertionRequest,
+        AuthorizationResponse,
+        ClientRegistration,
+        MemoryTokenStorage,
+        OAuth,
+        OAuthTokens,
+        TokenStorage,
+    )
+    from .transports.http.oauth_flow import AutoRedirect, id_jag_assertion
     from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
@@ -146,6 +157,15 @@ _LAZY = {
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
     "RetryPolicy": ".transports.http.client",
+    "AssertionRequest": ".transports.http.oauth",
+    "AuthorizationResponse": ".transports.http.oauth",
+    "ClientRegistration": ".transports.http.oauth",
+    "MemoryTokenStorage": ".transports.http.oauth",
+    "OAuth": ".transports.http.oauth",
+    "OAuthTokens": ".transports.http.oauth",
+    "TokenStorage": ".transports.http.oauth",
+    "AutoRedirect": ".transports.http.oauth_flow",
+    "id_jag_assertion": ".transports.http.oauth_flow",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
 }
@@ -170,7 +190,11 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Accepted",
     "Annotations",
+    "AssertionRequest",
     "AudioContent",
+    "AuthorizationError",
+    "AuthorizationResponse",
+    "AutoRedirect",
     "Broker",
     "CacheHint",
     "CallToolResult",
@@ -178,6 +202,7 @@ __all__ = [
     "Choices",
     "Client",
     "ClientCapabilityError",
+    "ClientRegistration",
     "ClientTimeoutError",
     "Completion",
     "ConnectionClosed",
@@ -195,6 +220,9 @@ __all__ = [
     "LogMessage",
     "MemoryEventStore",
     "MemoryTaskStore",
+    "MemoryTokenStorage",
+    "OAuth",
+    "OAuthTokens",
     "Param",
     "Progress",
     "Prompt",
@@ -228,6 +256,7 @@ __all__ = [
     "TaskStore",
     "TaskSupport",
     "TextContent",
+    "TokenStorage",
     "Tool",
     "ToolAnnotations",
     "ToolCallError",
@@ -240,6 +269,7 @@ __all__ = [
     "TrioMCPError",
     "TrioRequiredError",
     "http_app",
+    "id_jag_assertion",
     "open_client",
     "prompt",
     "resource",
