@@ -12,8 +12,12 @@ The client is unattended: it answers every form elicitation by accepting it, wit
 schema's defaults (which trio-mcp fills in itself, SEP-1034) and a value of each other field's
 type; `call_tool` answers 2026-07-28 input requests with the same handler.
 
-A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: OAuth, the skills
-extension, resuming an SSE stream), and a scenario this script does not know, ends at once
+An auth/ scenario connects with the `OAuth` settings `oauth_for` makes of its context: an
+unattended user whose authorization server approves at once (`AutoRedirect`), or the machine
+client (client credentials, JWT-bearer grant) the scenario describes.
+
+A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: DPoP-bound tokens, the
+skills extension), and a scenario this script does not know, ends at once
 with exit code 2 and one line on stderr, so that a suite run never waits out its 30 s timeout
 on it. A scenario that fails exits 1 with the traceback.
 

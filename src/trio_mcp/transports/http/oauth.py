@@ -21,8 +21,8 @@ Rule 2: what discovery brings is checked before it is used. The metadata's `reso
         (`check_authorization_response`).
 Rule 3: scopes (`select_scope`): the challenge's `scope`, else the protected resource's
         `scopes_supported`, else none at all; on a step-up, the union with what was asked
-        before (SEP-2350); `offline_access` added when the authorization server lists it and
-        the grant can use a refresh token (SEP-2207).
+        before (SEP-2350); `offline_access` added to a non-empty choice when the authorization
+        server lists it and the grant can use a refresh token (SEP-2207).
 Rule 4: tokens and client secrets never appear in a repr, a log line or an exception message.
 """
 
@@ -254,6 +254,9 @@ class OAuth:
             Metadata Document (`client_metadata_url`) where the server supports one, else
             registers itself (RFC 7591).
         client_secret: The pre-registered client's secret.
+        token_endpoint_auth_method: How the pre-registered client authenticates at the token
+            endpoint ("client_secret_basic", "client_secret_post", "private_key_jwt",
+            "none"); None chooses from the server's metadata.
         private_key: PEM private key for `private_key_jwt` (RFC 7523 client assertions;
             needs PyJWT: `pip install "trio-mcp[auth]"`).
         signing_algorithm: The JWS algorithm of `private_key` ("ES256", "RS256", ...).
@@ -271,6 +274,7 @@ class OAuth:
     callback_handler: CallbackHandler | None = None
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
+    token_endpoint_auth_method: str | None = None
     private_key: str | None = field(default=None, repr=False)
     signing_algorithm: str = "ES256"
     client_metadata_url: str | None = None
@@ -406,7 +410,8 @@ def select_scope(
     else:
         chosen = []
     chosen = _union(_scopes(previous), chosen)
-    if refresh and server_scopes and "offline_access" in server_scopes:
+    # Only beside other scopes: alone it would replace the server's default scopes.
+    if refresh and chosen and server_scopes and "offline_access" in server_scopes:
         chosen = _union(chosen, ["offline_access"])
     return " ".join(chosen) or None
 

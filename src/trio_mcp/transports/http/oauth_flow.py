@@ -301,7 +301,7 @@ class OAuthFlow(httpx.Auth):
             return self._client
         if config.client_id is not None:
             client: ClientRegistration | None = ClientRegistration(
-                config.client_id, config.client_secret, issuer=issuer
+                config.client_id, config.client_secret, config.token_endpoint_auth_method, issuer
             )
         elif config.grant != "authorization_code":
             client = None  # a JWT-bearer grant whose assertion names the client
