@@ -124,6 +124,11 @@ if TYPE_CHECKING:
         TokenStorage,
     )
     from .transports.http.oauth_flow import AutoRedirect, id_jag_assertion
+    from .transports.http.oauth_loopback import (
+        LoopbackCallback,
+        open_browser,
+        open_loopback_callback,
+    )
     from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
@@ -166,6 +171,9 @@ _LAZY = {
     "TokenStorage": ".transports.http.oauth",
     "AutoRedirect": ".transports.http.oauth_flow",
     "id_jag_assertion": ".transports.http.oauth_flow",
+    "LoopbackCallback": ".transports.http.oauth_loopback",
+    "open_browser": ".transports.http.oauth_loopback",
+    "open_loopback_callback": ".transports.http.oauth_loopback",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
 }
@@ -218,6 +226,7 @@ __all__ = [
     "InProcessBroker",
     "LocalProtocolError",
     "LogMessage",
+    "LoopbackCallback",
     "MemoryEventStore",
     "MemoryTaskStore",
     "MemoryTokenStorage",
@@ -270,7 +279,9 @@ __all__ = [
     "TrioRequiredError",
     "http_app",
     "id_jag_assertion",
+    "open_browser",
     "open_client",
+    "open_loopback_callback",
     "prompt",
     "resource",
     "run",

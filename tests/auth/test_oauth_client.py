@@ -12,6 +12,7 @@ import base64
 import hashlib
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -28,6 +29,7 @@ from trio_mcp import (
     OAuthTokens,
     TransportError,
     open_client,
+    open_loopback_callback,
 )
 from trio_mcp.transports.http.oauth import (
     authorization_server_metadata_urls,
@@ -411,3 +413,55 @@ async def test_issuer_with_a_path_is_discovered_by_path_insertion() -> None:
                 assert await client.list_tools()
             assert oauth.requests["openid"] >= 1
             assert oauth.requests["authorize"] == 1
+
+
+# -- the loopback listener -----------------------------------------------------------------------
+
+
+async def test_loopback_callback_answers_the_redirect_and_ignores_other_paths() -> None:
+    results: list[AuthorizationResponse] = []
+    with trio.fail_after(TEST_TIMEOUT):
+        async with open_loopback_callback() as loopback, httpx.AsyncClient() as browser:
+            assert loopback.redirect_uri.startswith("http://127.0.0.1:")
+            async with trio.open_nursery() as nursery:
+
+                async def wait() -> None:
+                    results.append(await loopback.callback())
+
+                nursery.start_soon(wait)
+                origin = loopback.redirect_uri.removesuffix("/callback")
+                stray = await browser.get(origin + "/favicon.ico")
+                assert stray.status_code == 404
+                back = await browser.get(
+                    loopback.redirect_uri, params={"code": "c1", "state": "s1", "iss": "https://as"}
+                )
+                assert back.status_code == 200
+                assert "close this window" in back.text
+    assert [(r.code, r.state, r.iss) for r in results] == [("c1", "s1", "https://as")]
+
+
+async def test_loopback_callback_in_a_whole_flow() -> None:
+    # A "browser" that follows the authorization server's redirect to the loopback listener,
+    # started the way a real browser is: without waiting for it.
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_oauth() as oauth,
+            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            open_loopback_callback() as loopback,
+            httpx.AsyncClient(follow_redirects=True) as browser,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def open_page(url: str) -> None:
+                nursery.start_soon(browser.get, url)
+
+            auth = OAuth(
+                redirect_uri=loopback.redirect_uri,
+                redirect_handler=open_page,
+                callback_handler=loopback.callback,
+            )
+            async with open_client(mcp.url, auth=auth) as client:
+                assert await client.list_tools()
+            assert oauth.requests["authorize"] == 1
+            (registered,) = oauth.clients.values()
+            assert registered.redirect_uris == (loopback.redirect_uri,)
