@@ -465,3 +465,53 @@ async def test_loopback_callback_in_a_whole_flow() -> None:
             assert oauth.requests["authorize"] == 1
             (registered,) = oauth.clients.values()
             assert registered.redirect_uris == (loopback.redirect_uri,)
+
+
+async def test_requests_meeting_the_same_401_share_one_new_token() -> None:
+    storage = MemoryTokenStorage()
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_oauth(refresh_tokens=False) as oauth,
+            serve_protected(demo_tools.build_server(), oauth) as mcp,
+        ):
+            async with open_client(mcp.url, auth=_user(storage=storage)) as client:
+                await client.list_tools()
+                tokens = await storage.get_tokens(mcp.url)
+                assert tokens is not None
+                oauth.revoke(tokens.access_token)
+                async with trio.open_nursery() as nursery:
+                    for n in range(4):
+                        nursery.start_soon(client.call_tool, "calculator.add", {"a": n, "b": 1})
+            # The first authorization, then one more for all four calls.
+            assert oauth.requests["authorize"] == 2
+            assert len(_grants(oauth, "authorization_code")) == 2
+
+
+async def test_credentials_of_another_authorization_server_are_not_offered() -> None:
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_oauth() as oauth,
+            serve_protected(demo_tools.build_server(), oauth) as mcp,
+        ):
+            registered = oauth.register_client(
+                redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
+            )
+            auth = _user(
+                client_id=registered.client_id,
+                client_secret=registered.client_secret,
+                issuer="https://old-issuer.example",
+            )
+            with pytest.raises(AuthorizationError, match="not offered"):
+                async with open_client(mcp.url, auth=auth):
+                    pass
+            assert oauth.requests["authorize"] == 0
+            assert oauth.requests["token"] == 0
+
+
+async def test_an_authorization_server_without_metadata_is_an_error() -> None:
+    # The protected resource names an authorization server that is not running.
+    with trio.fail_after(TEST_TIMEOUT):
+        async with serve_protected(demo_tools.build_server(), OAuthServer()) as mcp:
+            with pytest.raises(AuthorizationError, match="no authorization server metadata"):
+                async with open_client(mcp.url, auth=_user()):
+                    pass

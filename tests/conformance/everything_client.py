@@ -253,6 +253,7 @@ def oauth_for(scenario: str, context: Mapping[str, Any]) -> OAuth | None:
         callback_handler=redirect.callback,
         client_id=context.get("client_id"),
         client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
         client_metadata_url=CLIENT_METADATA_URL,
         client_name="trio-mcp conformance client",
     )

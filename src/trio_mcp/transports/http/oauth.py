@@ -254,6 +254,8 @@ class OAuth:
             Metadata Document (`client_metadata_url`) where the server supports one, else
             registers itself (RFC 7591).
         client_secret: The pre-registered client's secret.
+        issuer: The authorization server the configured client belongs to: when discovery
+            finds another, authorization fails rather than offer it the credentials (SEP-2352).
         token_endpoint_auth_method: How the pre-registered client authenticates at the token
             endpoint ("client_secret_basic", "client_secret_post", "private_key_jwt",
             "none"); None chooses from the server's metadata.
@@ -274,6 +276,7 @@ class OAuth:
     callback_handler: CallbackHandler | None = None
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
+    issuer: str | None = None
     token_endpoint_auth_method: str | None = None
     private_key: str | None = field(default=None, repr=False)
     signing_algorithm: str = "ES256"

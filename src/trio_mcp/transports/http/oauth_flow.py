@@ -26,10 +26,11 @@ is needed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 from urllib.parse import quote, urlencode, urljoin, urlsplit
@@ -113,7 +114,7 @@ class OAuthFlow(httpx.Auth):
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         """Send `request` with a token, authorizing on 401 and stepping up on 403 (Rule 1)."""
-        async with self._lock:
+        async with self._lock, _reaching():
             tokens = await self._usable_tokens()
         _present(request, tokens)
         response = yield request
@@ -123,7 +124,7 @@ class OAuthFlow(httpx.Auth):
             _, challenge = parse_www_authenticate(response.headers.get("www-authenticate", ""))
             if response.status_code == 401 and not retried:
                 retried = True
-                async with self._lock:
+                async with self._lock, _reaching():
                     if self._tokens is not None and self._tokens is not tokens:
                         tokens = self._tokens  # Rule 2: another request authorized meanwhile
                     else:
@@ -134,7 +135,7 @@ class OAuthFlow(httpx.Auth):
                 and step_ups < self._config.max_step_ups
             ):
                 step_ups += 1
-                async with self._lock:
+                async with self._lock, _reaching():
                     tokens = await self._authorize(challenge, step_up=True)
             else:
                 return
@@ -299,6 +300,11 @@ class OAuthFlow(httpx.Auth):
         issuer = discovery.issuer
         if self._client is not None and self._client.issuer == issuer:
             return self._client
+        if config.issuer is not None and config.issuer != issuer:
+            raise AuthorizationError(
+                f"the server's authorization server is now {issuer!r}, not {config.issuer!r} "
+                "that the configured client belongs to: its credentials are not offered there"
+            )
         if config.client_id is not None:
             client: ClientRegistration | None = ClientRegistration(
                 config.client_id, config.client_secret, config.token_endpoint_auth_method, issuer
@@ -514,6 +520,17 @@ class OAuthFlow(httpx.Auth):
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _reaching() -> AsyncIterator[None]:
+    # An authorization server out of reach is an authorization failure, not a network error of
+    # the MCP request: the link would otherwise send the request again (Rule 2 of `client`)
+    # and report the MCP server unreachable.
+    try:
+        yield
+    except httpx.HTTPError as exc:
+        raise AuthorizationError(f"the authorization could not reach a server: {exc!r}") from exc
 
 
 def _present(request: httpx.Request, tokens: OAuthTokens | None) -> None:
