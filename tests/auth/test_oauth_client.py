@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 import trio
 
@@ -40,6 +42,7 @@ from trio_mcp.transports.http.oauth import (
     resource_matches,
     select_scope,
 )
+from trio_mcp.transports.http.oauth_flow import _DpopKey
 
 REDIRECT = "http://127.0.0.1:8765/callback"
 # Bounds one test's flows and calls: loopback exchanges that take milliseconds.
@@ -515,3 +518,24 @@ async def test_an_authorization_server_without_metadata_is_an_error() -> None:
             with pytest.raises(AuthorizationError, match="no authorization server metadata"):
                 async with open_client(mcp.url, auth=_user()):
                     pass
+
+
+def test_dpop_proofs_are_fresh_and_bound_to_request_token_and_nonce() -> None:
+    key = _DpopKey()
+    token = "access-token"
+    first = key.proof("POST", "https://mcp.example/mcp?x=1#f", access_token=token, nonce="n1")
+    second = key.proof("POST", "https://mcp.example/mcp", access_token=token)
+    header = jwt.get_unverified_header(first)
+    assert header["typ"] == "dpop+jwt"
+    assert header["alg"] == "ES256"
+    assert "d" not in header["jwk"]  # the public key only
+    public = jwt.algorithms.ECAlgorithm.from_jwk(json.dumps(header["jwk"]))
+    claims = jwt.decode(first, public, algorithms=["ES256"])  # type: ignore[arg-type]
+    assert claims["htm"] == "POST"
+    assert claims["htu"] == "https://mcp.example/mcp"
+    assert claims["nonce"] == "n1"
+    digest = hashlib.sha256(token.encode()).digest()
+    assert claims["ath"] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    again = jwt.decode(second, public, algorithms=["ES256"])  # type: ignore[arg-type]
+    assert "nonce" not in again
+    assert again["jti"] != claims["jti"]

@@ -16,8 +16,8 @@ An auth/ scenario connects with the `OAuth` settings `oauth_for` makes of its co
 unattended user whose authorization server approves at once (`AutoRedirect`), or the machine
 client (client credentials, JWT-bearer grant) the scenario describes.
 
-A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: DPoP-bound tokens, the
-skills extension), and a scenario this script does not know, ends at once
+A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: the skills extension),
+and a scenario this script does not know, ends at once
 with exit code 2 and one line on stderr, so that a suite run never waits out its 30 s timeout
 on it. A scenario that fails exits 1 with the traceback.
 
@@ -184,13 +184,14 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
             "client-credentials-basic",
             "enterprise-managed-authorization",
             "wif-jwt-bearer",
+            "dpop",
+            "dpop-nonce",
         )
     },
 }
 
 #: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
 UNSUPPORTED: Final[Mapping[str, str]] = {
-    "auth/dpop": "DPoP-bound tokens (RFC 9449, SEP-1932)",
     "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
 }
 
@@ -256,6 +257,7 @@ def oauth_for(scenario: str, context: Mapping[str, Any]) -> OAuth | None:
         issuer=context.get("issuer"),
         client_metadata_url=CLIENT_METADATA_URL,
         client_name="trio-mcp conformance client",
+        dpop=name.startswith("dpop"),
     )
 
 

@@ -268,6 +268,9 @@ class OAuth:
         assertion: The JWT-bearer grant's assertion provider.
         storage: Where tokens and registrations are kept (`MemoryTokenStorage` by default).
         max_step_ups: Re-authorizations one request may start after its first.
+        dpop: Ask for DPoP-bound tokens (RFC 9449) where the authorization server takes ES256
+            proofs; a resource that challenges with the DPoP scheme asks for them too. Needs
+            PyJWT (`pip install "trio-mcp[auth]"`).
     """
 
     grant: Grant = "authorization_code"
@@ -286,6 +289,7 @@ class OAuth:
     assertion: AssertionProvider | None = None
     storage: TokenStorage = field(default_factory=MemoryTokenStorage)
     max_step_ups: int = DEFAULT_MAX_STEP_UPS
+    dpop: bool = False
 
     def __post_init__(self) -> None:
         if self.grant == "authorization_code":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import logging
 import secrets
 import time
@@ -104,6 +105,10 @@ class OAuthFlow(httpx.Auth):
         self._discovery: _Discovery | None = None
         self._client: ClientRegistration | None = None
         self._scope: str | None = None
+        # DPoP (RFC 9449): the key that tokens get bound to, once an authorization server
+        # that supports it is asked for one (`OAuth.dpop`, or a resource's DPoP challenge).
+        self._dpop: _DpopKey | None = None
+        self._dpop_wanted = config.dpop
 
     def __repr__(self) -> str:
         return f"<OAuthFlow for {self._url} ({self._config.grant})>"
@@ -116,13 +121,25 @@ class OAuthFlow(httpx.Auth):
         """Send `request` with a token, authorizing on 401 and stepping up on 403 (Rule 1)."""
         async with self._lock, _reaching():
             tokens = await self._usable_tokens()
-        _present(request, tokens)
+        self._present(request, tokens)
         response = yield request
-        retried = False
+        retried = nonce_retried = False
         step_ups = 0
         while True:
-            _, challenge = parse_www_authenticate(response.headers.get("www-authenticate", ""))
-            if response.status_code == 401 and not retried:
+            scheme, challenge = parse_www_authenticate(response.headers.get("www-authenticate", ""))
+            if scheme == "dpop":
+                self._dpop_wanted = True
+            nonce = response.headers.get("dpop-nonce")
+            if nonce and self._dpop is not None:
+                self._dpop.resource_nonce = nonce
+            if (
+                response.status_code == 401
+                and challenge.get("error") == "use_dpop_nonce"
+                and nonce
+                and not nonce_retried
+            ):
+                nonce_retried = True  # RFC 9449 section 9: the same token, a proof with the nonce
+            elif response.status_code == 401 and not retried:
                 retried = True
                 async with self._lock, _reaching():
                     if self._tokens is not None and self._tokens is not tokens:
@@ -139,8 +156,34 @@ class OAuthFlow(httpx.Auth):
                     tokens = await self._authorize(challenge, step_up=True)
             else:
                 return
-            _present(request, tokens)
+            self._present(request, tokens)
             response = yield request
+
+    def _present(self, request: httpx.Request, tokens: OAuthTokens | None) -> None:
+        if tokens is None:
+            return
+        if tokens.token_type.lower() == "dpop" and self._dpop is not None:
+            request.headers["authorization"] = f"DPoP {tokens.access_token}"
+            request.headers["dpop"] = self._dpop.proof(
+                request.method,
+                str(request.url),
+                access_token=tokens.access_token,
+                nonce=self._dpop.resource_nonce,
+            )
+        else:
+            request.headers["authorization"] = f"Bearer {tokens.access_token}"
+
+    def _dpop_key(self, discovery: _Discovery) -> _DpopKey | None:
+        # Only with an authorization server that takes ES256 proofs: others would refuse them.
+        algorithms = _strings(discovery.metadata.get("dpop_signing_alg_values_supported"))
+        if not self._dpop_wanted or "ES256" not in (algorithms or []):
+            return None
+        if self._dpop is None:
+            try:
+                self._dpop = _DpopKey()
+            except ImportError as exc:
+                raise AuthorizationError('DPoP needs PyJWT: pip install "trio-mcp[auth]"') from exc
+        return self._dpop
 
     # -- tokens -----------------------------------------------------------------------------
 
@@ -464,7 +507,18 @@ class OAuthFlow(httpx.Auth):
                 data["client_assertion"] = self._client_assertion(client, discovery)
             else:
                 data["client_id"] = client.client_id
-        response = await http.post(endpoint, data=data, headers=headers)
+        dpop = self._dpop_key(discovery)
+        for _ in range(2):
+            if dpop is not None:
+                headers["dpop"] = dpop.proof("POST", endpoint, nonce=dpop.server_nonce)
+            response = await http.post(endpoint, data=data, headers=headers)
+            nonce = response.headers.get("dpop-nonce")
+            if dpop is None or not nonce:
+                break
+            dpop.server_nonce = nonce
+            # RFC 9449 section 8: a use_dpop_nonce error asks for the request again, with it.
+            if response.status_code != 400 or _json(response).get("error") != "use_dpop_nonce":
+                break
         body = _json(response)
         token = body.get("access_token")
         if response.status_code != 200 or not isinstance(token, str):
@@ -533,9 +587,43 @@ async def _reaching() -> AsyncIterator[None]:
         raise AuthorizationError(f"the authorization could not reach a server: {exc!r}") from exc
 
 
-def _present(request: httpx.Request, tokens: OAuthTokens | None) -> None:
-    if tokens is not None:
-        request.headers["authorization"] = f"Bearer {tokens.access_token}"
+class _DpopKey:
+    """A DPoP key pair and the nonces servers gave for it (RFC 9449)."""
+
+    def __init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+        from jwt.algorithms import ECAlgorithm  # noqa: PLC0415
+
+        self._private = ec.generate_private_key(ec.SECP256R1())
+        self._jwk = ECAlgorithm.to_jwk(self._private.public_key(), as_dict=True)
+        #: The last `DPoP-Nonce` of the authorization server and of the resource server.
+        self.server_nonce: str | None = None
+        self.resource_nonce: str | None = None
+
+    def __repr__(self) -> str:
+        return "<DPoP key>"
+
+    def proof(
+        self, method: str, url: str, *, access_token: str | None = None, nonce: str | None = None
+    ) -> str:
+        """A fresh proof JWT for one request (RFC 9449 section 4.2)."""
+        import jwt  # noqa: PLC0415
+
+        parts = urlsplit(url)
+        claims: dict[str, Any] = {
+            "jti": secrets.token_urlsafe(16),
+            "htm": method,
+            "htu": f"{parts.scheme}://{parts.netloc}{parts.path}",
+            "iat": int(time.time()),
+        }
+        if access_token is not None:
+            digest = hashlib.sha256(access_token.encode("ascii")).digest()
+            claims["ath"] = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+        if nonce is not None:
+            claims["nonce"] = nonce
+        return jwt.encode(
+            claims, self._private, algorithm="ES256", headers={"typ": "dpop+jwt", "jwk": self._jwk}
+        )
 
 
 def _basic(client_id: str, secret: str) -> str:
