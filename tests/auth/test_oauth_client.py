@@ -539,3 +539,25 @@ def test_dpop_proofs_are_fresh_and_bound_to_request_token_and_nonce() -> None:
     again = jwt.decode(second, public, algorithms=["ES256"])  # type: ignore[arg-type]
     assert "nonce" not in again
     assert again["jti"] != claims["jti"]
+
+
+async def test_a_401_is_answered_with_the_refresh_token_first() -> None:
+    storage = MemoryTokenStorage()
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_oauth() as oauth,
+            serve_protected(demo_tools.build_server(), oauth) as mcp,
+        ):
+            async with open_client(mcp.url, auth=_user(storage=storage)) as client:
+                await client.list_tools()
+                tokens = await storage.get_tokens(mcp.url)
+                assert tokens is not None
+                oauth.revoke(tokens.access_token)
+                result = await client.call_tool("calculator.add", {"a": 1, "b": 1})
+                assert result.structured == {"result": 2}
+                renewed = await storage.get_tokens(mcp.url)
+                assert renewed is not None
+                assert renewed.access_token != tokens.access_token
+            assert oauth.requests["authorize"] == 1
+            (refresh,) = _grants(oauth, "refresh_token")
+            assert refresh["resource"] == mcp.url
