@@ -63,6 +63,7 @@ from ._core.types import (
 )
 from ._core.versions import SUPPORTED_VERSIONS
 from ._exceptions import (
+    AuthorizationError,
     ClientCapabilityError,
     ClientTimeoutError,
     ConnectionClosed,
@@ -123,6 +124,21 @@ if TYPE_CHECKING:
         TokenVerifier,
     )
     from .transports.http.client import RetryPolicy
+    from .transports.http.oauth import (
+        AssertionRequest,
+        AuthorizationResponse,
+        ClientRegistration,
+        MemoryTokenStorage,
+        OAuth,
+        OAuthTokens,
+        TokenStorage,
+    )
+    from .transports.http.oauth_flow import AutoRedirect, id_jag_assertion
+    from .transports.http.oauth_loopback import (
+        LoopbackCallback,
+        open_browser,
+        open_loopback_callback,
+    )
     from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
@@ -162,6 +178,18 @@ _LAZY = {
     "StaticTokenVerifier": ".transports.http.auth",
     "TokenVerifier": ".transports.http.auth",
     "RetryPolicy": ".transports.http.client",
+    "AssertionRequest": ".transports.http.oauth",
+    "AuthorizationResponse": ".transports.http.oauth",
+    "ClientRegistration": ".transports.http.oauth",
+    "MemoryTokenStorage": ".transports.http.oauth",
+    "OAuth": ".transports.http.oauth",
+    "OAuthTokens": ".transports.http.oauth",
+    "TokenStorage": ".transports.http.oauth",
+    "AutoRedirect": ".transports.http.oauth_flow",
+    "id_jag_assertion": ".transports.http.oauth_flow",
+    "LoopbackCallback": ".transports.http.oauth_loopback",
+    "open_browser": ".transports.http.oauth_loopback",
+    "open_loopback_callback": ".transports.http.oauth_loopback",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
 }
@@ -186,8 +214,12 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Accepted",
     "Annotations",
+    "AssertionRequest",
     "AudioContent",
     "AuthInfo",
+    "AuthorizationError",
+    "AuthorizationResponse",
+    "AutoRedirect",
     "Broker",
     "CacheHint",
     "CallToolResult",
@@ -195,6 +227,7 @@ __all__ = [
     "Choices",
     "Client",
     "ClientCapabilityError",
+    "ClientRegistration",
     "ClientTimeoutError",
     "Completion",
     "ConnectionClosed",
@@ -214,8 +247,12 @@ __all__ = [
     "JwtVerifier",
     "LocalProtocolError",
     "LogMessage",
+    "LoopbackCallback",
     "MemoryEventStore",
     "MemoryTaskStore",
+    "MemoryTokenStorage",
+    "OAuth",
+    "OAuthTokens",
     "Param",
     "Progress",
     "Prompt",
@@ -251,6 +288,7 @@ __all__ = [
     "TaskStore",
     "TaskSupport",
     "TextContent",
+    "TokenStorage",
     "TokenVerifier",
     "Tool",
     "ToolAnnotations",
@@ -264,7 +302,10 @@ __all__ = [
     "TrioMCPError",
     "TrioRequiredError",
     "http_app",
+    "id_jag_assertion",
+    "open_browser",
     "open_client",
+    "open_loopback_callback",
     "prompt",
     "resource",
     "run",

@@ -34,6 +34,7 @@ from ._runtime.guard import require_trio
 from ._runtime.link import Link
 from ._runtime.server import Server
 from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
+from .transports.http.oauth import OAuth
 from .transports.links import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ChannelLink,
@@ -57,6 +58,7 @@ async def open_client(
     cwd: str | os.PathLike[str] | None = None,
     headers: Mapping[str, str] | None = None,
     retry: RetryPolicy | None = None,
+    auth: OAuth | None = None,
     client_info: Mapping[str, str] | None = None,
     protocol_version: str = LATEST_HANDSHAKE_VERSION,
     log_handler: LogHandler | None = None,
@@ -90,6 +92,8 @@ async def open_client(
         cwd: stdio: the server's working directory.
         headers: HTTP: sent with every request (e.g. `{"Authorization": "Bearer ..."}`).
         retry: HTTP: how transient network failures are retried (`RetryPolicy`).
+        auth: HTTP: authorize with OAuth 2.1 as the MCP spec says (`OAuth`): every request
+            carries the access token, and a 401 runs discovery, registration and the grant.
         client_info: `{"name": ..., "version": ...}` sent to the server.
         protocol_version: The revision to ask for; the server may answer with an older one.
             "2026-07-28" speaks per-request metadata (no handshake) when the server does, and
@@ -138,6 +142,7 @@ async def open_client(
     Raises:
         ConnectionClosed: when the server cannot be reached or ends before answering.
         TransportError: when the server cannot be started or refuses the connection.
+        AuthorizationError: when OAuth cannot authorize the connection (`auth`).
         RemoteProtocolError: when the server answers the handshake in a way this client
             cannot speak.
         ValueError: for a target that is neither a command, a URL nor a `Server`, an
@@ -175,7 +180,7 @@ async def open_client(
             )
             if sse:
                 async with (
-                    open_sse_link(target, headers=headers, retry=retry) as sse_link,
+                    open_sse_link(target, headers=headers, retry=retry, auth=auth) as sse_link,
                     session(sse_link) as client,
                 ):
                     yield client
@@ -193,7 +198,7 @@ async def open_client(
                 )
                 async with (
                     open_streamable_http_link(
-                        target, headers=headers, retry=retry, listen=listen
+                        target, headers=headers, retry=retry, listen=listen, auth=auth
                     ) as http_link,
                     session(http_link) as client,
                 ):

@@ -16,7 +16,8 @@
     │   └── RemoteProtocolError    ... by the peer (carries the JSON-RPC error code to answer with)
     └── TransportError             the byte stream itself failed (line too long, closed)
         ├── ConnectionClosed       client: the connection to the server ended (pending calls fail)
-        └── SessionExpiredError    client: the HTTP server no longer knows the session (404)
+        ├── SessionExpiredError    client: the HTTP server no longer knows the session (404)
+        └── AuthorizationError     client: OAuth could not authorize the request (or was refused)
 
 Rule: `BaseException`s that are not `Exception`s (trio.Cancelled, KeyboardInterrupt) are never
 wrapped or caught by this library; they pass through untouched.
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuthorizationError",
     "ClientCapabilityError",
     "ClientTimeoutError",
     "ConnectionClosed",
@@ -173,6 +175,17 @@ class ConnectionClosed(TransportError):  # noqa: N818 - the name the issue gives
 
     The message says why, as far as it is known: for a server run as a subprocess, its exit
     code and the last lines it wrote to stderr; for HTTP, the network error after retries.
+    """
+
+
+class AuthorizationError(TransportError):
+    """OAuth could not authorize a request to an HTTP server.
+
+    Discovery found no usable metadata, metadata failed a check (a protected resource naming
+    another server, an authorization server whose `issuer` is not the one asked for), the
+    authorization response failed a check (`state`, `iss`), an endpoint refused (its `error`
+    and `error_description` are in the message), or the server still refused the request
+    after the bounded number of authorizations. Never carries a token or a secret.
     """
 
 

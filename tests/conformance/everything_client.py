@@ -12,8 +12,12 @@ The client is unattended: it answers every form elicitation by accepting it, wit
 schema's defaults (which trio-mcp fills in itself, SEP-1034) and a value of each other field's
 type; `call_tool` answers 2026-07-28 input requests with the same handler.
 
-A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: OAuth, the skills
-extension, resuming an SSE stream), and a scenario this script does not know, ends at once
+An auth/ scenario connects with the `OAuth` settings `oauth_for` makes of its context: an
+unattended user whose authorization server approves at once (`AutoRedirect`), or the machine
+client (client credentials, JWT-bearer grant) the scenario describes.
+
+A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: the skills extension),
+and a scenario this script does not know, ends at once
 with exit code 2 and one line on stderr, so that a suite run never waits out its 30 s timeout
 on it. A scenario that fails exits 1 with the traceback.
 
@@ -37,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from trio_mcp import Accepted, Client, ElicitRequest, ToolInfo
+    from trio_mcp import Accepted, AssertionRequest, Client, ElicitRequest, OAuth, ToolInfo
 
 #: A scenario's client behaviour: given the connected client and the suite's context object.
 Handler = Callable[["Client", Mapping[str, Any]], Awaitable[None]]
@@ -119,6 +123,13 @@ async def mrtr_request_state(client: Client, context: Mapping[str, Any]) -> None
         await client.call_tool(tool.name, placeholder_arguments(tool), raise_on_error=True)
 
 
+async def authorized_calls(client: Client, context: Mapping[str, Any]) -> None:
+    # open_client authorized as the scenario's OAuth settings say (`oauth_for`); listing and
+    # calling then meet the server's per-operation challenges (step-up on tools/call) and, in
+    # the migration scenario, a second authorization server.
+    await call_every_tool(client, context)
+
+
 async def elicitation_defaults(client: Client, context: Mapping[str, Any]) -> None:
     # The tool elicits a form whose every field has a default; the server checks that the
     # answer carries them all. Its elicitation/create comes on the session's GET stream, which
@@ -139,13 +150,115 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
     "sep-2322-client-request-state": mrtr_request_state,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": call_every_tool,
+    **{
+        f"auth/{name}": authorized_calls
+        for name in (
+            "metadata-default",
+            "metadata-var1",
+            "metadata-var2",
+            "metadata-var3",
+            "basic-cimd",
+            "scope-from-www-authenticate",
+            "scope-from-scopes-supported",
+            "scope-omitted-when-undefined",
+            "scope-step-up",
+            "scope-retry-limit",
+            "token-endpoint-auth-basic",
+            "token-endpoint-auth-post",
+            "token-endpoint-auth-none",
+            "pre-registration",
+            "2025-03-26-oauth-metadata-backcompat",
+            "2025-03-26-oauth-endpoint-fallback",
+            "resource-mismatch",
+            "offline-access-scope",
+            "offline-access-not-supported",
+            "authorization-server-migration",
+            "iss-supported",
+            "iss-not-advertised",
+            "iss-supported-missing",
+            "iss-wrong-issuer",
+            "iss-unexpected",
+            "iss-normalized",
+            "metadata-issuer-mismatch",
+            "client-credentials-jwt",
+            "client-credentials-basic",
+            "enterprise-managed-authorization",
+            "wif-jwt-bearer",
+            "dpop",
+            "dpop-nonce",
+        )
+    },
 }
 
 #: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
 UNSUPPORTED: Final[Mapping[str, str]] = {
-    "auth/": "OAuth authorization (the client cannot obtain or present tokens)",
     "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
 }
+
+
+# -- how a client authorizes itself ---------------------------------------------------------------
+
+# The Client ID Metadata Document URL the suite's authorization servers expect (SEP-991); they
+# never fetch it during the flow.
+CLIENT_METADATA_URL: Final = "https://conformance-test.local/client-metadata.json"
+# Never opened: the suite's authorization servers approve at once and redirect here, and
+# `AutoRedirect` reads the redirect instead of following it.
+REDIRECT_URI: Final = "http://localhost:3000/callback"
+
+
+def oauth_for(scenario: str, context: Mapping[str, Any]) -> OAuth | None:
+    """The `OAuth` settings of an auth/ scenario (None for the others): an unattended user
+    who approves everything, or the machine client the scenario's context describes."""
+    if not scenario.startswith("auth/"):
+        return None
+    from trio_mcp import AutoRedirect, OAuth, id_jag_assertion  # noqa: PLC0415
+
+    name = scenario.removeprefix("auth/")
+    if name == "client-credentials-jwt":
+        return OAuth(
+            grant="client_credentials",
+            client_id=context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    if name == "client-credentials-basic":
+        return OAuth(
+            grant="client_credentials",
+            client_id=context["client_id"],
+            client_secret=context["client_secret"],
+        )
+    if name == "enterprise-managed-authorization":
+        return OAuth(
+            grant="jwt_bearer",
+            client_id=context["client_id"],
+            client_secret=context["client_secret"],
+            assertion=id_jag_assertion(
+                token_endpoint=context["idp_token_endpoint"],
+                id_token=context["idp_id_token"],
+                client_id=context["idp_client_id"],
+            ),
+        )
+    if name == "wif-jwt-bearer":
+        workload_token: str = context["valid_jwt"]
+
+        async def workload_identity(request: AssertionRequest) -> str:
+            return workload_token
+
+        return OAuth(
+            grant="jwt_bearer", client_id=context["client_id"], assertion=workload_identity
+        )
+    redirect = AutoRedirect()
+    return OAuth(
+        redirect_uri=REDIRECT_URI,
+        redirect_handler=redirect.redirect,
+        callback_handler=redirect.callback,
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="trio-mcp conformance client",
+        dpop=name.startswith("dpop"),
+    )
 
 
 # -- what a client does with a server's tools -----------------------------------------------------
@@ -227,7 +340,11 @@ def unsupported(scenario: str) -> str | None:
 
 
 def run_scenario(
-    handler: Handler, url: str, version: str | None, context: Mapping[str, Any]
+    handler: Handler,
+    url: str,
+    version: str | None,
+    context: Mapping[str, Any],
+    auth: OAuth | None = None,
 ) -> int:
     """Connect to `url`, speaking `version` (trio-mcp's default when None), and run `handler`.
 
@@ -250,6 +367,8 @@ def run_scenario(
             options: dict[str, Any] = {"elicitation_handler": accept_form}
             if version is not None:
                 options["protocol_version"] = version
+            if auth is not None:
+                options["auth"] = auth
             async with open_client(url, **options) as client:
                 await handler(client, context)
 
@@ -281,7 +400,7 @@ def main(argv: list[str]) -> int:
         return EXIT_UNSUPPORTED
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
-    return run_scenario(handler, argv[-1], version, context)
+    return run_scenario(handler, argv[-1], version, context, oauth_for(scenario, context))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ Rule 7: the session's GET stream that ends or breaks is opened again after the `
         waiting out `RetryPolicy`'s growing delay, the stream is let go with a warning. It
         stops at 404 or 405, when a new session takes its place, and when the link closes;
         nothing of it is ever raised into the client.
+Rule 8: with `auth` (an `OAuth`), the link's HTTP client carries `oauth_flow.OAuthFlow`, so
+        every request (POST, GET stream, DELETE) is authorized the same way: a 401 or 403
+        it cannot cure comes back as the HTTP error it is; an authorization that fails raises
+        `AuthorizationError` from the request that needed it.
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ from .headers import encode_value, request_headers
 
 if TYPE_CHECKING:
     import httpx
+
+    from .oauth import OAuth
 
 __all__ = [
     "RetryPolicy",
@@ -251,13 +257,22 @@ def _retry_after(response: httpx.Response, fallback: float) -> float:
     return max(0.0, min(seconds, MAX_RETRY_AFTER))
 
 
-def _http_client(headers: Mapping[str, str] | None) -> httpx.AsyncClient:
+def _http_client(
+    headers: Mapping[str, str] | None, url: str, auth: OAuth | None
+) -> httpx.AsyncClient:
     try:
         import httpx  # noqa: PLC0415 - HTTP code loads only when used
     except ImportError as exc:
         raise TransportError('HTTP needs httpx: pip install "trio-mcp[http]"') from exc
+    flow: httpx.Auth | None = None
+    if auth is not None:
+        from .oauth_flow import OAuthFlow  # noqa: PLC0415 - loads with the first OAuth link
+
+        flow = OAuthFlow(auth, url)
     return httpx.AsyncClient(
         headers=dict(headers or {}),
+        # OAuth (Rule 8): every request of the link carries the token and answers 401 and 403.
+        auth=flow,
         # Rule 4: reads are bounded by the caller; connecting is bounded here.
         timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
         # Every call in flight holds a connection (HTTP/1.1): no cap, or concurrent calls past
@@ -710,6 +725,7 @@ async def open_streamable_http_link(
     headers: Mapping[str, str] | None = None,
     retry: RetryPolicy | None = None,
     listen: bool = False,
+    auth: OAuth | None = None,
 ) -> AsyncIterator[StreamableHttpLink]:
     """Link to the Streamable HTTP endpoint at `url` for the `async with` block.
 
@@ -719,12 +735,13 @@ async def open_streamable_http_link(
         retry: How transient failures are retried.
         listen: Open the session's GET stream once it is initialized (Rule 5); `listen()`
             asks for it later.
+        auth: Authorize every request with OAuth (Rule 8).
 
     Yields:
         The link. On exit the session is ended with DELETE.
     """
     incoming = trio.open_memory_channel[bytes](INCOMING_BUFFER)
-    async with _http_client(headers) as http, trio.open_nursery() as nursery:
+    async with _http_client(headers, url, auth) as http, trio.open_nursery() as nursery:
         link = StreamableHttpLink(
             http, url, retry or RetryPolicy(), incoming, nursery, listen=listen
         )
@@ -875,6 +892,7 @@ async def open_sse_link(
     *,
     headers: Mapping[str, str] | None = None,
     retry: RetryPolicy | None = None,
+    auth: OAuth | None = None,
 ) -> AsyncIterator[SseLink]:
     """Link to the legacy HTTP+SSE server whose event stream is at `url` (e.g. .../sse).
 
@@ -882,6 +900,7 @@ async def open_sse_link(
         url: The event stream's URL.
         headers: Sent with every request.
         retry: How failures to connect are retried.
+        auth: Authorize every request with OAuth (Rule 8).
 
     Yields:
         The link, once the server has named its message endpoint.
@@ -890,7 +909,7 @@ async def open_sse_link(
         ConnectionClosed: when the stream cannot be opened or names no endpoint.
     """
     send, receive = trio.open_memory_channel[bytes](INCOMING_BUFFER)
-    async with _http_client(headers) as http:
+    async with _http_client(headers, url, auth) as http:
         link = SseLink(http, url, retry or RetryPolicy(), receive)
         async with trio.open_nursery() as nursery:
             await nursery.start(link._stream, send)

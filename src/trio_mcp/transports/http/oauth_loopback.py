@@ -1,0 +1,129 @@
+"""The user's way through an authorization: a browser, and a loopback listener for the redirect.
+
+Rule 1: the listener binds 127.0.0.1 on a port the system picks (RFC 8252 section 7.3: a native
+        app's redirect URI is a loopback IP literal with any port), before the authorization
+        starts, so that its URI can be registered; it lives for the `async with` and nothing
+        else reaches it from outside the machine.
+Rule 2: `callback` answers one request on the redirect path with a short page and returns its
+        query parameters; a request for another path (a browser asking for /favicon.ico) gets
+        404 and the wait goes on. A request that is not HTTP is dropped; bounded reads
+        (`MAX_REQUEST_BYTES`) keep a stray client from holding memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import webbrowser
+from collections.abc import AsyncIterator
+from typing import Final
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+from .oauth import AuthorizationResponse
+
+__all__ = ["LoopbackCallback", "open_browser", "open_loopback_callback"]
+
+# An authorization redirect is one request line with a query of a few hundred bytes; browsers
+# cap URLs near 64 KiB, and no request here has a body.
+MAX_REQUEST_BYTES: Final = 65536
+# Seconds one connection may take to send its request: a browser sends at once.
+READ_TIMEOUT: Final = 10.0
+
+_PAGE: Final = (
+    b"<!doctype html><meta charset=utf-8><title>Authorization</title>"
+    b"<p>The authorization is back with the application. You may close this window."
+)
+
+
+async def open_browser(authorization_url: str) -> None:
+    """A `redirect_handler` that opens the authorization URL in the user's web browser."""
+    await trio.to_thread.run_sync(webbrowser.open, authorization_url)
+
+
+class LoopbackCallback:
+    """A `callback_handler` listening on 127.0.0.1 (make it with `open_loopback_callback`)."""
+
+    def __init__(self, listener: trio.SocketListener, path: str) -> None:
+        self._listener = listener
+        self._path = path
+        host, port = listener.socket.getsockname()[:2]
+        #: The redirect URI to give `OAuth(redirect_uri=...)`.
+        self.redirect_uri = f"http://{host}:{port}{path}"
+
+    def __repr__(self) -> str:
+        return f"<LoopbackCallback {self.redirect_uri}>"
+
+    async def callback(self) -> AuthorizationResponse:
+        """Wait for the authorization server's redirect and return its parameters (Rule 2)."""
+        while True:
+            stream = await self._listener.accept()
+            async with stream:
+                target = await _answer(stream, self._path)
+            if target is not None:
+                return AuthorizationResponse.from_url(target)
+
+
+async def _answer(stream: trio.SocketStream, path: str) -> str | None:
+    connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST_BYTES)
+    request: h11.Request | None = None
+    with trio.move_on_after(READ_TIMEOUT):
+        while request is None:
+            try:
+                event = connection.next_event()
+            except h11.RemoteProtocolError:
+                return None
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(MAX_REQUEST_BYTES)
+                if not data:
+                    return None
+                connection.receive_data(data)
+            elif isinstance(event, h11.Request):
+                request = event
+            else:
+                return None
+    if request is None:
+        return None
+    target = request.target.decode("latin-1")
+    found = urlsplit(target).path == path and request.method == b"GET"
+    body = _PAGE if found else b"not found"
+    headers = [
+        ("content-type", "text/html; charset=utf-8" if found else "text/plain"),
+        ("content-length", str(len(body))),
+        ("connection", "close"),
+    ]
+    with contextlib.suppress(trio.BrokenResourceError, h11.LocalProtocolError):
+        await stream.send_all(
+            connection.send(h11.Response(status_code=200 if found else 404, headers=headers))
+            + connection.send(h11.Data(data=body))
+            + connection.send(h11.EndOfMessage())
+        )
+    return target if found else None
+
+
+@contextlib.asynccontextmanager
+async def open_loopback_callback(
+    path: str = "/callback", *, port: int = 0
+) -> AsyncIterator[LoopbackCallback]:
+    """Listen on 127.0.0.1 for the redirect back from the authorization server (Rule 1).
+
+    ```python
+    async with open_loopback_callback() as loopback:
+        auth = OAuth(redirect_uri=loopback.redirect_uri, redirect_handler=open_browser,
+                     callback_handler=loopback.callback)
+        async with open_client(url, auth=auth) as client: ...
+    ```
+
+    Args:
+        path: The redirect URI's path.
+        port: A fixed port (for an authorization server that insists on one); 0 picks one.
+
+    Yields:
+        The listener; it closes when the block ends.
+    """
+    listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
+    async with listeners[0] as listener:
+        for extra in listeners[1:]:
+            await extra.aclose()
+        yield LoopbackCallback(listener, path)
