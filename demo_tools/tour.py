@@ -2,7 +2,9 @@
 
 Two of the tools ask the client: `wh40k.wager` asks the user (elicitation) and
 `wh40k.battle_report` asks the client's model (sampling). The tour answers both with canned
-handlers (`canned_answers`), printing each exchange as it happens.
+handlers (`canned_answers`), printing each exchange as it happens. The last call,
+`wh40k.campaign`, runs as a task (the tour's client declares the tasks extension), whose states
+are printed as they change.
 
 The tour lives beside the tools it calls; trio-mcp's command line only knows how to run a list
 of calls against a server (its `walkthrough`) and hands it to `run_tour`, which uses the public
@@ -41,6 +43,9 @@ TOUR: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ("wh40k.battle_simulation", {"imperial_force": "Space Marines", "enemy_force": "Orks"}),
     ("wh40k.wager", {"imperial_force": "Cadian 8th", "enemy_force": "Black Legion"}),
     ("wh40k.battle_report", {"imperial_force": "Space Wolves", "enemy_force": "Necrons"}),
+    # A long job: the client declared the tasks extension, so the call becomes a task whose
+    # status the tour shows as it changes.
+    ("wh40k.campaign", {"battles": 2}),
 )
 
 #: What the tour's user answers `wh40k.wager`, and what its "model" writes.
@@ -109,8 +114,9 @@ async def run_tour(client: Client, walkthrough: Walkthrough, out: TextIO | None 
     got = await client.get_prompt(briefing.name, arguments)
     say(f"get {briefing.name}({arguments})\n  = {got.text}\n")
 
-    # Updates travel on the connection's own stream: stdio has one; a Streamable HTTP session
-    # would need its GET stream, which the client does not open yet.
+    # Updates travel on the connection's own stream: stdio has one, in order with the battle's
+    # result. A Streamable HTTP session's come on its GET stream, in no set order with the
+    # result of the call that made them, which would jumble the tour's printout.
     subscribed = client.session_id is None
 
     def on_update(uri: str) -> None:
@@ -122,5 +128,5 @@ async def run_tour(client: Client, walkthrough: Walkthrough, out: TextIO | None 
         await client.subscribe(LATEST_BATTLE, on_update)
         say(f"Subscribed to {LATEST_BATTLE}: the battle below updates it.\n")
     else:
-        say(f"(Not subscribing to {LATEST_BATTLE}: updates do not reach this client over HTTP.)\n")
+        say(f"(Not subscribing to {LATEST_BATTLE}: over HTTP its updates race the results.)\n")
     return await walkthrough(client, TOUR, out)

@@ -474,6 +474,11 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
         '11. wh40k.battle_report(imperial_force="Space Wolves", enemy_force="Necrons")',
         "the server asks the client's model: Write a three-sentence battle report",
         "   = Frost cracked under ceramite",
+        "12. wh40k.campaign(battles=2)",
+        "     task working: battle 1 of 2: on ",
+        "     task working: battle 2 of 2: on ",
+        "     task completed: the campaign is over",
+        "     verdict:            The ",
     ]
     positions = [out.index(call) for call in calls]
     assert positions == sorted(positions)

@@ -1176,11 +1176,11 @@ async def _demo(http: bool) -> int:
         if http:
             async with _demo_http_server() as url:
                 print(f"Demo server: {url} (Streamable HTTP)")
-                async with open_client(url, **canned_answers()) as client:
+                async with open_client(url, tasks=True, **canned_answers()) as client:
                     return await run_tour(client, walkthrough)
         command = [sys.executable, "-m", "demo_tools"]
         print("Demo server: python -m demo_tools (stdio, a subprocess)")
-        async with open_client(command, **canned_answers()) as client:
+        async with open_client(command, tasks=True, **canned_answers()) as client:
             return await run_tour(client, walkthrough)
     except TrioMCPError as exc:
         print(f"trio-mcp demo: {exc}", file=sys.stderr)
@@ -1200,6 +1200,15 @@ async def walkthrough(
         file=out,
     )
     failures = 0
+    shown_states: list[str] = []  # this call's task states, as printed
+
+    def task_status(task: TaskInfo) -> None:
+        # A state is told once however often it is seen (pushed, then polled).
+        line = format_task(task)
+        if not shown_states or shown_states[-1] != line:
+            shown_states.append(line)
+            print(f"     {line}", file=out, flush=True)
+
     for number, (tool, arguments) in enumerate(calls, start=1):
         shown = ", ".join(f"{key}={json.dumps(value)}" for key, value in arguments.items())
         print(f"{number}. {tool}({shown})", file=out, flush=True)
@@ -1207,9 +1216,13 @@ async def walkthrough(
         def progress(update: Progress) -> None:
             print(f"     progress {format_progress(update)}", file=out, flush=True)
 
+        shown_states.clear()
+
         started = trio.current_time()
         try:
-            result = await client.call_tool(tool, arguments, progress=progress)
+            result = await client.call_tool(
+                tool, arguments, progress=progress, on_task_status=task_status
+            )
         except TrioMCPError as exc:
             failures += 1
             elapsed = trio.current_time() - started
