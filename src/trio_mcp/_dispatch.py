@@ -946,7 +946,12 @@ class Dispatcher:
         if not scope.modern:
             return None
         params = request.params or {}
-        bound = binding(request.method, target, arguments if isinstance(arguments, dict) else None)
+        bound = binding(
+            request.method,
+            target,
+            arguments if isinstance(arguments, dict) else None,
+            current_principal(),  # a state minted for one user's request is no other's
+        )
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise RemoteProtocolError(

@@ -29,10 +29,12 @@ from trio_mcp import (
     Context,
     InProcessBroker,
     MemoryTaskStore,
+    RemoteProtocolError,
     Server,
     TaskRecord,
 )
 from trio_mcp._core.auth import current_auth
+from trio_mcp._core.request_state import StateSeal, binding
 
 TASKS = "io.modelcontextprotocol/tasks"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -299,3 +301,47 @@ async def test_a_tasks_states_reach_only_its_principals_listen_streams_on_every_
             nursery.cancel_scope.cancel()
     assert {message["method"] for message in heard} == {"notifications/tasks"}
     assert heard[-1]["params"]["taskId"] == task_id
+
+
+# -- requestState --------------------------------------------------------------------------------
+
+
+async def ask(client: McpHttp, topic: str, **retry: Any) -> dict[str, Any]:
+    params = {"name": "ask", "arguments": {"topic": topic}, "_meta": META, **retry}
+    reply = await client.request("tools/call", params)
+    assert reply.status == 200, reply.response.text
+    answer: dict[str, Any] = reply.last
+    return answer
+
+
+@pytest.mark.parametrize("stranger", STRANGERS)
+async def test_a_request_state_is_refused_with_another_users_token(stranger: str) -> None:
+    async with bound_server() as served:
+        alice = as_user(served, "alice")
+        first = (await ask(alice, "rain"))["result"]
+        assert first["resultType"] == "input_required"
+        key = next(iter(first["inputRequests"]))
+        retry = {
+            "requestState": first["requestState"],
+            "inputResponses": {key: {"action": "decline"}},
+        }
+        stolen = await ask(as_user(served, stranger), "rain", **retry)
+        other_request = await ask(alice, "snow", **retry)
+        refreshed = await ask(as_user(served, "alice-refreshed"), "rain", **retry)
+    assert stolen["error"]["code"] == -32602
+    assert stolen["error"] == other_request["error"]  # no hint of which check refused it
+    assert refreshed["result"]["content"][0]["text"] == "rain: Declined"
+
+
+def test_the_binding_names_the_principal_and_is_unchanged_without_one() -> None:
+    plain = binding("tools/call", "ask", {"topic": "rain"})
+    alice = binding("tools/call", "ask", {"topic": "rain"}, (ISSUER, "alice", "app"))
+    mallory = binding("tools/call", "ask", {"topic": "rain"}, (ISSUER, "mallory", "app"))
+    assert plain == binding("tools/call", "ask", {"topic": "rain"}, None)
+    assert len({plain, alice, mallory}) == 3
+    seal = StateSeal(b"k" * 32)
+    state = seal.seal(alice, {"a": 1}, 0.0)
+    assert seal.open(state, alice, 1.0) == {"a": 1}
+    with pytest.raises(RemoteProtocolError, match="another request") as refused:
+        seal.open(state, mallory, 1.0)
+    assert refused.value.code == -32602
