@@ -245,9 +245,11 @@ def _dump(message: dict[str, Any]) -> bytes:
 class Session:
     """An initialized MCP session on its own keep-alive connection."""
 
-    def __init__(self, url: str, version: str = PROTOCOL_VERSION) -> None:
+    def __init__(
+        self, url: str, version: str = PROTOCOL_VERSION, headers: dict[str, str] | None = None
+    ) -> None:
         self.url = url
-        self.http = HttpConnection(url, HEADERS, IO_TIMEOUT)
+        self.http = HttpConnection(url, {**HEADERS, **(headers or {})}, IO_TIMEOUT)
         init = {
             "jsonrpc": "2.0",
             "id": 0,

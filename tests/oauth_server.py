@@ -41,6 +41,9 @@ Knobs (keyword arguments of `OAuthServer` and `serve_oauth`):
         tests). refresh_token_lifetime: seconds a refresh token lives (default 86400).
     scopes_supported: Scopes the server knows (advertised; requests beyond them are
         `invalid_scope`). default_scopes: granted when a request names none.
+    withheld_scopes: Scopes it knows and accepts in a request but never grants: the token
+        and the token response's `scope` leave them out (RFC 6749, 3.3: an authorization
+        server may issue a narrower scope than requested), so no step-up ever gets them.
     default_audience: `aud` of tokens issued without a `resource` (default: none, so no `aud`).
     require_resource / allowed_resources: RFC 8707 rules described above.
     issuer_path: A path for the issuer (e.g. "/tenant"), to exercise RFC 8414 path insertion.
@@ -177,6 +180,7 @@ class OAuthServer:
         refresh_token_lifetime: float = 86400,
         scopes_supported: Iterable[str] = ("mcp", "notes:read", "notes:write", "admin"),
         default_scopes: Iterable[str] = ("mcp",),
+        withheld_scopes: Iterable[str] = (),
         default_audience: str | None = None,
         require_resource: bool = False,
         allowed_resources: Iterable[str] | None = None,
@@ -194,6 +198,7 @@ class OAuthServer:
         self.refresh_token_lifetime = refresh_token_lifetime
         self.scopes_supported = tuple(scopes_supported)
         self.default_scopes = tuple(default_scopes)
+        self.withheld_scopes = frozenset(withheld_scopes)
         self.default_audience = default_audience
         self.require_resource = require_resource
         self.allowed_resources = None if allowed_resources is None else tuple(allowed_resources)
@@ -755,7 +760,7 @@ class OAuthServer:
         unknown = [s for s in scopes if s not in self.scopes_supported]
         if unknown:
             raise OAuthError("invalid_scope", f"unknown scope(s): {' '.join(unknown)}")
-        return scopes
+        return tuple(s for s in scopes if s not in self.withheld_scopes)
 
     def _resources(self, params: Mapping[str, str], *, required: bool = True) -> tuple[str, ...]:
         # parse_qsl into a dict keeps the last of repeated `resource` parameters: one is what

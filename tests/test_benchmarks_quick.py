@@ -200,3 +200,24 @@ def test_reliability_smoke_run_reports_every_row(tmp_path: Path) -> None:
     assert page in done.stdout
     for fact in ("cores", "Python", "trio-mcp commit", "run: smoke, seed 1"):
         assert fact in page
+
+
+AUTH_VARIANTS = {"no auth", "static", "JWT RS256", "JWT ES256", "introspection"}
+
+
+def test_quick_auth_run_compares_every_verifier_with_no_auth(tmp_path: Path) -> None:
+    # The token-verification benchmark runs a server per verifier and checks every answer it
+    # times, then the client with a static header and with OAuth; only the shape is asserted.
+    out = tmp_path / "auth.json"
+    done, result = _run_quick(RUN.parent / "auth_bench.py", "--json", str(out), out=out)
+    assert result["quick"] is True
+    assert result["results"].keys() == AUTH_VARIANTS
+    for variant, (values,) in result["results"].items():
+        assert values["seq_calls_per_s"] > 0, variant
+        assert values["conc_calls_per_s"] > 0, variant
+    assert result["ratios"]["no auth"] == {"seq_calls_per_s": 1.0, "conc_calls_per_s": 1.0}
+    ((client),) = result["client"]
+    assert client["static_calls_per_s"] > 0
+    assert client["oauth_calls_per_s"] > 0
+    assert "ratio to no auth" in done.stdout
+    assert "OAuth/static" in done.stdout

@@ -22,12 +22,14 @@ Rule 6: a tool registered with `task=` may become a task (`_features/tasks`) for
         declared the extension: its call runs through the runtime's `TaskEngine` (`tasks`),
         which answers either the call's own result or a `CreateTaskResult`; `tasks/get`,
         `tasks/update` and `tasks/cancel` are refused (-32021) for a request that did not
-        declare the extension, and an unknown task id is -32602. A `required` task tool refuses
-        such a client's call (-32021) before its function runs. A task-capable tool that raises
-        `RemoteProtocolError` reports a protocol error (a JSON-RPC error, or a `failed` task).
-        A task's status changes (`notifications/tasks`) reach a 2026-07-28 client on a listen
-        stream that asked for its id (`taskIds`: -32021 without the extension declared), and
-        a handshake-era session whose call became the task on its own stream (it follows it).
+        declare the extension, and an unknown task id is -32602, as is the id of a task of
+        another principal (a task made under a verified token is its principal's: tasks Rule
+        7). A `required` task tool refuses such a client's call (-32021) before its function
+        runs. A task-capable tool that raises `RemoteProtocolError` reports a protocol error (a
+        JSON-RPC error, or a `failed` task). A task's status changes (`notifications/tasks`)
+        reach a 2026-07-28 client on a listen stream of its principal that asked for its id
+        (`taskIds`: -32021 without the extension declared), and a handshake-era session whose
+        call became the task on its own stream (it follows it).
 Rule 7: what a request's verified OAuth token (`_core/auth.current_auth`, set by the HTTP
         transport) may use: the transport refuses (403) a call, read or get needing scopes the
         token lacks, before it reaches here; the lists leave such items out unless
@@ -47,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
-from ._core.auth import current_auth
+from ._core.auth import current_auth, current_principal
 from ._core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -794,7 +796,9 @@ class Dispatcher:
 
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if scope.modern else session.follow_task
-        return await self.tasks.run(tool.task, body, context, created=follow)
+        return await self.tasks.run(
+            tool.task, body, context, created=follow, principal=current_principal()
+        )
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------
 
@@ -822,8 +826,10 @@ class Dispatcher:
     ) -> dict[str, Any]:
         assert self.tasks is not None  # `_tasks_quick` refused it otherwise
         task_id = _task_id(request.params)
+        # Another principal's task is answered as an unknown one (tasks Rule 7).
+        principal = current_principal()
         if request.method == "tasks/get":
-            record = await self.tasks.get(task_id)
+            record = await self.tasks.get(task_id, principal=principal)
             if record is None:
                 raise _unknown_task(task_id)
             return record.detailed_wire()
@@ -835,9 +841,9 @@ class Dispatcher:
                     "by key)",
                     INVALID_PARAMS,
                 )
-            found = await self.tasks.update(task_id, responses)
+            found = await self.tasks.update(task_id, responses, principal=principal)
         else:
-            found = await self.tasks.cancel(task_id)
+            found = await self.tasks.cancel(task_id, principal=principal)
         if not found:
             raise _unknown_task(task_id)
         return {"resultType": "complete"}
@@ -940,7 +946,12 @@ class Dispatcher:
         if not scope.modern:
             return None
         params = request.params or {}
-        bound = binding(request.method, target, arguments if isinstance(arguments, dict) else None)
+        bound = binding(
+            request.method,
+            target,
+            arguments if isinstance(arguments, dict) else None,
+            current_principal(),  # a state minted for one user's request is no other's
+        )
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
             raise RemoteProtocolError(

@@ -2,8 +2,11 @@
 
 The rules (discovery URL order, challenge parsing, resource and `iss` checks, scope selection,
 PKCE) are tested as plain functions. The flows run against real servers on loopback: the
-authorization server of tests/oauth_server.py and trio-mcp's HTTP app behind the token checks
-of tests/auth/resource_server.py.
+authorization server of tests/oauth_server.py and a trio-mcp server protected by trio-mcp
+itself (`HttpOptions(auth=..., resource_metadata=ProtectedResource(...))`), which checks each
+token by introspection at that authorization server (asking every time, so a revoked token is
+refused at once, and `oauth.requests["introspect"]` counts the requests that carried a token)
+or as a JWT. Its tools need scopes for step-up; `whoami` reports what `ctx.auth` says.
 """
 
 from __future__ import annotations
@@ -11,24 +14,30 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
 
 import httpx
 import jwt
 import pytest
 import trio
 
-import demo_tools
-from tests.auth.resource_server import serve_protected
+from tests.http_helpers import Served, serve
 from tests.oauth_server import OAuthServer, serve_oauth
 from trio_mcp import (
     AuthorizationError,
     AuthorizationResponse,
     AutoRedirect,
     ClientRegistration,
+    Context,
+    IntrospectionVerifier,
+    JwtVerifier,
     MemoryTokenStorage,
     OAuth,
     OAuthTokens,
+    ProtectedResource,
+    Server,
     TransportError,
     open_client,
     open_loopback_callback,
@@ -215,6 +224,76 @@ def test_oauth_settings_are_checked() -> None:
 # -- the flows -----------------------------------------------------------------------------------
 
 
+def notes_server() -> Server:
+    """The protected server's tools: one for any token, two needing more scopes, and whoami."""
+    server = Server("notes")
+
+    @server.tool(inline=True)
+    def add(a: int, b: int) -> int:
+        """Needs no scope of its own."""
+        return a + b
+
+    @server.tool(scopes=["notes:write"])
+    def write_note(text: str) -> str:
+        """Needs notes:write (step-up)."""
+        return "saved " + text
+
+    @server.tool(scopes=["admin"])
+    def administer() -> str:
+        """Needs admin, which the authorization server may withhold."""
+        return "done"
+
+    @server.tool
+    async def whoami(ctx: Context) -> dict[str, Any]:
+        """Who the verified token of this call says the caller is."""
+        assert ctx.auth is not None
+        return {"subject": ctx.auth.subject, "client_id": ctx.auth.client_id}
+
+    return server
+
+
+@asynccontextmanager
+async def serve_protected(
+    oauth: OAuthServer,
+    *,
+    verifier: Literal["introspection", "jwt"] = "introspection",
+    resource: str | None = None,
+) -> AsyncIterator[Served]:
+    """`notes_server()` protected by trio-mcp, trusting `oauth`; its metadata offers `mcp`.
+
+    `resource` puts another canonical URI in the RFC 9728 metadata than the one served.
+    """
+    made: IntrospectionVerifier | JwtVerifier
+    # The audience is the served URL, known once the port is bound: set just below.
+    if verifier == "jwt":
+        made = JwtVerifier(
+            issuer=oauth.issuer,
+            audience="http://unset.invalid/mcp",
+            jwks_url=oauth.endpoint("jwks"),
+        )
+    else:
+        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
+        assert rs.client_secret is not None
+        made = IntrospectionVerifier(
+            oauth.endpoint("introspect"),
+            rs.client_id,
+            rs.client_secret,
+            audience="http://unset.invalid/mcp",
+            cache_seconds=0,
+        )
+    metadata = ProtectedResource(
+        authorization_servers=(oauth.issuer,), scopes_supported=("mcp",), resource=resource
+    )
+    async with serve(notes_server(), auth=made, resource_metadata=metadata) as served:
+        made.audience = served.url
+        yield served
+
+
+def _introspected(oauth: OAuthServer) -> list[str]:
+    """The tokens the protected server asked about, one per request that carried one."""
+    return [seen.params["token"] for seen in oauth.log if seen.endpoint == "introspect"]
+
+
 def _user(**options: Any) -> OAuth:
     """An unattended user who approves: the authorization server redirects at once."""
     redirect = AutoRedirect()
@@ -234,15 +313,25 @@ def _grants(oauth: OAuthServer, kind: str) -> list[dict[str, str]]:
     ]
 
 
-async def test_registration_authorization_code_and_every_request_carries_the_token() -> None:
+@pytest.mark.parametrize("verifier", ["introspection", "jwt"])
+async def test_registration_authorization_code_and_every_request_carries_the_token(
+    verifier: Literal["introspection", "jwt"],
+) -> None:
+    storage = MemoryTokenStorage()
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(require_resource=True) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth, verifier=verifier) as mcp,
         ):
-            async with open_client(mcp.url, auth=_user()) as client:
-                result = await client.call_tool("calculator.add", {"a": 5, "b": 3})
+            async with open_client(mcp.url, auth=_user(storage=storage)) as client:
+                result = await client.call_tool("add", {"a": 5, "b": 3})
                 assert result.structured == {"result": 8}
+                me = await client.call_tool("whoami")
+                before_close = len(_introspected(oauth))
+            tokens = await storage.get_tokens(mcp.url)
+            assert tokens is not None
+            (registered,) = [c for c in oauth.clients.values() if REDIRECT in c.redirect_uris]
+            assert me.structured == {"subject": "user-1", "client_id": registered.client_id}
             assert oauth.requests["register"] == 1
             assert oauth.requests["authorize"] == 1
             (authorize,) = [seen.params for seen in oauth.log if seen.endpoint == "authorize"]
@@ -251,17 +340,20 @@ async def test_registration_authorization_code_and_every_request_carries_the_tok
             assert authorize["scope"] == "mcp"
             (code,) = _grants(oauth, "authorization_code")
             assert code["resource"] == mcp.url
-            # Only the first request went without a token; the rest (DELETE included) had it.
-            assert mcp.seen[0][2] is None
-            assert all(auth and auth.startswith("Bearer ") for _, _, auth in mcp.seen[1:])
-            assert {method for method, _, _ in mcp.seen} >= {"POST", "DELETE"}
+            # Only the first request met a 401: one authorization, no refresh since. With
+            # introspection, every later request (the closing DELETE too) carried the token.
+            assert _grants(oauth, "refresh_token") == []
+            if verifier == "introspection":
+                seen = _introspected(oauth)
+                assert len(seen) == before_close + 1
+                assert set(seen) == {tokens.access_token}
 
 
 async def test_pre_registered_client_with_client_secret_basic() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(dynamic_registration=False) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             registered = oauth.register_client(
                 redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
@@ -279,7 +371,7 @@ async def test_without_registration_or_client_id_the_error_says_what_to_give() -
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(dynamic_registration=False) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             with pytest.raises(AuthorizationError, match=r"client_id"):
                 async with open_client(mcp.url, auth=_user()):
@@ -292,11 +384,11 @@ async def test_expired_token_is_refreshed_before_it_is_sent() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(access_token_lifetime=5) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth, verifier="jwt") as mcp,
         ):
             async with open_client(mcp.url, auth=_user()) as client:
                 await client.list_tools()
-                await client.call_tool("calculator.add", {"a": 1, "b": 2})
+                await client.call_tool("add", {"a": 1, "b": 2})
             assert oauth.requests["authorize"] == 1
             refreshes = _grants(oauth, "refresh_token")
             assert len(refreshes) >= 2
@@ -308,12 +400,12 @@ async def test_insufficient_scope_steps_up_with_the_union_of_scopes() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth, call_scope="notes:write") as mcp,
+            serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user()) as client:
                 await client.list_tools()
-                result = await client.call_tool("calculator.add", {"a": 2, "b": 2})
-                assert result.structured == {"result": 4}
+                result = await client.call_tool("write_note", {"text": "x"})
+                assert [item.text for item in result.content] == ["saved x"]  # type: ignore[union-attr]
             scopes = [
                 seen.params.get("scope") for seen in oauth.log if seen.endpoint == "authorize"
             ]
@@ -321,18 +413,17 @@ async def test_insufficient_scope_steps_up_with_the_union_of_scopes() -> None:
 
 
 async def test_step_ups_are_bounded() -> None:
-    # The resource server challenges for a scope that never satisfies it: the call fails with
-    # the 403 after max_step_ups re-authorizations instead of looping.
+    # The tool needs a scope the authorization server never grants: each step-up returns a
+    # token without it, and the call fails with the 403 after max_step_ups re-authorizations
+    # instead of looping.
     with trio.fail_after(TEST_TIMEOUT):
         async with (
-            serve_oauth() as oauth,
-            serve_protected(
-                demo_tools.build_server(), oauth, call_scope="admin", challenge_scope="notes:write"
-            ) as mcp,
+            serve_oauth(withheld_scopes=["admin"]) as oauth,
+            serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user(max_step_ups=2)) as client:
                 with pytest.raises(TransportError, match="403"):
-                    await client.call_tool("calculator.add", {"a": 2, "b": 2})
+                    await client.call_tool("administer")
                 assert await client.list_tools()  # the session itself still works
             # One authorization for the session, two more for the call.
             assert oauth.requests["authorize"] == 3
@@ -342,7 +433,7 @@ async def test_client_credentials_grant() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             machine = oauth.register_client(
                 token_endpoint_auth_method="client_secret_post", grant_types=["client_credentials"]
@@ -366,7 +457,7 @@ async def test_stored_tokens_serve_a_second_connection() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             for _ in range(2):
                 async with open_client(mcp.url, auth=_user(storage=storage)) as client:
@@ -382,7 +473,7 @@ async def test_refused_authorization_raises() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             oauth.deny_next_authorization()
             with pytest.raises(AuthorizationError, match="access_denied"):
@@ -395,9 +486,7 @@ async def test_metadata_naming_another_resource_is_refused() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(
-                demo_tools.build_server(), oauth, resource_override="https://evil.example/mcp"
-            ) as mcp,
+            serve_protected(oauth, resource="https://evil.example/mcp") as mcp,
         ):
             with pytest.raises(AuthorizationError, match=r"evil\.example"):
                 async with open_client(mcp.url, auth=_user()):
@@ -410,7 +499,7 @@ async def test_issuer_with_a_path_is_discovered_by_path_insertion() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(issuer_path="/tenant1", serve_oauth_metadata=False) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user()) as client:
                 assert await client.list_tools()
@@ -449,7 +538,7 @@ async def test_loopback_callback_in_a_whole_flow() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
             open_loopback_callback() as loopback,
             httpx.AsyncClient(follow_redirects=True) as browser,
             trio.open_nursery() as nursery,
@@ -466,7 +555,8 @@ async def test_loopback_callback_in_a_whole_flow() -> None:
             async with open_client(mcp.url, auth=auth) as client:
                 assert await client.list_tools()
             assert oauth.requests["authorize"] == 1
-            (registered,) = oauth.clients.values()
+            # The other registered client is the protected server's, for introspection.
+            (registered,) = [c for c in oauth.clients.values() if c.redirect_uris]
             assert registered.redirect_uris == (loopback.redirect_uri,)
 
 
@@ -475,7 +565,7 @@ async def test_requests_meeting_the_same_401_share_one_new_token() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(refresh_tokens=False) as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user(storage=storage)) as client:
                 await client.list_tools()
@@ -484,7 +574,7 @@ async def test_requests_meeting_the_same_401_share_one_new_token() -> None:
                 oauth.revoke(tokens.access_token)
                 async with trio.open_nursery() as nursery:
                     for n in range(4):
-                        nursery.start_soon(client.call_tool, "calculator.add", {"a": n, "b": 1})
+                        nursery.start_soon(client.call_tool, "add", {"a": n, "b": 1})
             # The first authorization, then one more for all four calls.
             assert oauth.requests["authorize"] == 2
             assert len(_grants(oauth, "authorization_code")) == 2
@@ -494,7 +584,7 @@ async def test_credentials_of_another_authorization_server_are_not_offered() -> 
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             registered = oauth.register_client(
                 redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
@@ -514,7 +604,7 @@ async def test_credentials_of_another_authorization_server_are_not_offered() -> 
 async def test_an_authorization_server_without_metadata_is_an_error() -> None:
     # The protected resource names an authorization server that is not running.
     with trio.fail_after(TEST_TIMEOUT):
-        async with serve_protected(demo_tools.build_server(), OAuthServer()) as mcp:
+        async with serve_protected(OAuthServer(), verifier="jwt") as mcp:
             with pytest.raises(AuthorizationError, match="no authorization server metadata"):
                 async with open_client(mcp.url, auth=_user()):
                     pass
@@ -546,14 +636,14 @@ async def test_a_401_is_answered_with_the_refresh_token_first() -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth() as oauth,
-            serve_protected(demo_tools.build_server(), oauth) as mcp,
+            serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user(storage=storage)) as client:
                 await client.list_tools()
                 tokens = await storage.get_tokens(mcp.url)
                 assert tokens is not None
                 oauth.revoke(tokens.access_token)
-                result = await client.call_tool("calculator.add", {"a": 1, "b": 1})
+                result = await client.call_tool("add", {"a": 1, "b": 1})
                 assert result.structured == {"result": 2}
                 renewed = await storage.get_tokens(mcp.url)
                 assert renewed is not None

@@ -59,12 +59,19 @@ def record(task_id: str, **fields: Any) -> TaskRecord:
 
 async def test_records_round_trip_and_a_settled_one_is_final(redis_server: RedisProcess) -> None:
     a, b = store(redis_server.url), store(redis_server.url)  # two workers
-    mine = record("t1", owner="a", lease_until=1003.0, status_message="half way")
+    mine = record(
+        "t1",
+        owner="a",
+        lease_until=1003.0,
+        status_message="half way",
+        principal=("https://as.example", "alice", "app"),
+    )
     assert await a.add(mine, 1000.0)
     theirs = await b.get("t1", 1000.0)
     assert theirs is not None
     assert theirs is not mine
     assert theirs.dump() == mine.dump()
+    assert theirs.principal == ("https://as.example", "alice", "app")  # whose task it is
     theirs.status = "cancelled"
     assert await b.save(theirs)
     mine.status_message = "still going"

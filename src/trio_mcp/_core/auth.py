@@ -10,6 +10,10 @@ Rule 2: the HTTP transport verifies a request's token before the request reaches
         it where it builds a tool's `Context` and where it lists what a token may use. Over
         stdio and in memory nothing sets it: None, and scopes are not enforced (no token).
 Rule 3: scopes are compared as sets of strings (RFC 6749, 3.3: space-delimited, case-sensitive).
+Rule 4: what a token grants access to belongs to its principal: the issuer, subject and client
+        of the verified token (`current_principal`), the same for every token of that user and
+        client (a refreshed one too), from any session or worker. HTTP sessions, tasks and
+        `requestState` are bound to it; without a token there is no principal and no binding.
 """
 
 from __future__ import annotations
@@ -20,7 +24,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["AuthInfo", "current_auth", "missing_scopes", "parse_scopes"]
+__all__ = [
+    "AuthInfo",
+    "Principal",
+    "current_auth",
+    "current_principal",
+    "missing_scopes",
+    "parse_scopes",
+    "principal_from",
+    "principal_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +69,37 @@ class AuthInfo:
 current_auth: contextvars.ContextVar[AuthInfo | None] = contextvars.ContextVar(
     "trio_mcp_auth", default=None
 )
+
+
+#: Who a token is (Rule 4): its issuer, subject and client id, each None when it names none.
+Principal = tuple[str | None, str | None, str | None]
+
+
+def principal_of(info: AuthInfo | None) -> Principal | None:
+    """The principal a verified token stands for (Rule 4); None without a token."""
+    return None if info is None else (info.issuer, info.subject, info.client_id)
+
+
+def current_principal() -> Principal | None:
+    """The principal of the request being answered (Rules 2, 4); None when no token was verified."""
+    return principal_of(current_auth.get())
+
+
+def principal_from(value: Any) -> Principal | None:
+    """A principal written as JSON (a list of three strings or nulls, or null), read back.
+
+    Raises:
+        ValueError: for anything else.
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 3
+        and all(part is None or isinstance(part, str) for part in value)
+    ):
+        return (value[0], value[1], value[2])
+    raise ValueError(f"not a principal: {value!r:.100}")
 
 
 def parse_scopes(value: Any) -> frozenset[str]:

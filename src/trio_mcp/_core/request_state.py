@@ -5,8 +5,10 @@ Rule 1: the state is attacker-controlled input (spec 2026-07-28, MRTR, Server Re
         a domain prefix and the payload with the server's key. Nothing in it is parsed before
         the MAC is verified, and nothing longer than `max_bytes` is even split.
 Rule 2: the payload binds the state to the request it continues (the method and a digest of
-        its salient parameters: tool or prompt name and arguments, or the resource URI) and
-        carries an expiry; a state presented on another request, or late, is refused. The
+        its salient parameters: tool or prompt name and arguments, or the resource URI, and
+        the principal of the request's verified token: `_core/auth` Rule 4) and carries an
+        expiry; a state presented on another request, by another user, or late, is refused.
+        Without a token the digest is what it was before principals were bound. The
         answers of earlier rounds ride in it, so any worker holding the same key continues a
         call another worker began: the server keeps nothing in memory between rounds.
 Rule 3: every refusal is -32602 Invalid params with a message that says what to do (call again
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
+from .auth import Principal
 from .jsonrpc import INVALID_PARAMS
 
 __all__ = [
@@ -54,11 +57,20 @@ class StateTooLarge(Exception):  # noqa: N818 - an outcome the dispatcher report
     """The state to seal would be longer than the bound."""
 
 
-def binding(method: str, target: str, arguments: Mapping[str, Any] | None) -> str:
-    """A short digest naming the request a state continues (method, name or URI, arguments)."""
-    canonical = json.dumps(
-        [method, target, arguments or {}], sort_keys=True, separators=(",", ":"), default=str
-    )
+def binding(
+    method: str,
+    target: str,
+    arguments: Mapping[str, Any] | None,
+    principal: Principal | None = None,
+) -> str:
+    """A short digest naming the request a state continues (method, name or URI, arguments).
+
+    With a `principal` (the request's verified token), the digest names it too (Rule 2).
+    """
+    parts: list[Any] = [method, target, arguments or {}]
+    if principal is not None:
+        parts.append(list(principal))
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return _b64(hashlib.sha256(canonical.encode()).digest()[:18])
 
 
@@ -154,8 +166,8 @@ class StateSeal:
             raise _refused("requestState is of an unknown version")
         if body.get("b") != bound_to:
             raise _refused(
-                "requestState belongs to another request (a different tool, prompt, resource "
-                "or arguments)"
+                "requestState belongs to another request (a different tool, prompt, resource, "
+                "arguments or user)"
             )
         expiry = body.get("e")
         if not isinstance(expiry, int) or now > expiry:

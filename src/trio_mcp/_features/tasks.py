@@ -29,6 +29,13 @@ Rule 6: a shared store may also carry answers to the worker running a task (`Tas
         each task has a bounded mailbox; `post_answers` adds one batch (False, adding nothing,
         when it is full) and `take_answers` takes every batch waiting, so each is taken once.
         A mailbox outlives no task: it expires with the task's record.
+Rule 7: a task made for a request with a verified token belongs to the token's principal
+        (`_core/auth` Rule 4: issuer, subject, client), kept in its record (`principal`). For
+        any other principal it does not exist: `tasks/get`, `tasks/update`, `tasks/cancel` and
+        a listen stream's `taskIds` fare exactly as with an unknown id, so a leaked task id is
+        no credential. The same principal may use it from any session or worker, with a
+        refreshed token too. A task made without a token (stdio, memory, an open HTTP
+        server) belongs to no one, as does a record written before records named one.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
+from .._core.auth import Principal, principal_from
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._core.meta import CAPABILITIES as _META_CAPABILITIES
 from .._core.meta import TASKS_EXTENSION
@@ -195,10 +203,17 @@ class TaskRecord:
     owner: str | None = None
     #: Until when the owner's claim holds, unless renewed (0: the record has no lease).
     lease_until: float = 0.0
+    #: Whose task it is (Rule 7): the principal of the token of the call that made it; None
+    #: for a task made without a token, which anyone may use.
+    principal: Principal | None = None
 
     def __post_init__(self) -> None:
         if not self.updated_at:
             self.updated_at = self.created_at
+
+    def visible_to(self, principal: Principal | None) -> bool:
+        """Whether a request of `principal` may see and use the task (Rule 7)."""
+        return self.principal is None or self.principal == principal
 
     @property
     def terminal(self) -> bool:
@@ -241,11 +256,12 @@ class TaskRecord:
             "inputRequests": self.input_requests,
             "owner": self.owner,
             "leaseUntil": self.lease_until,
+            "principal": None if self.principal is None else list(self.principal),
         }
 
     @classmethod
     def load(cls, data: Mapping[str, Any]) -> TaskRecord:
-        """The record `dump` wrote.
+        """The record `dump` wrote (one written before records named a principal: none).
 
         Raises:
             ValueError: for anything else.
@@ -267,6 +283,7 @@ class TaskRecord:
                 input_requests=dict(data.get("inputRequests") or {}),
                 owner=data.get("owner"),
                 lease_until=float(data.get("leaseUntil") or 0.0),
+                principal=principal_from(data.get("principal")),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task record: {exc}") from None
@@ -440,22 +457,32 @@ class TaskEngine(Protocol):
         context: Context | None,
         *,
         created: Callable[[str], None] | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told.
+        states is told; the task belongs to `principal` (Rule 7).
         """
         ...
 
-    async def get(self, task_id: str) -> TaskRecord | None:
-        """The task's record, or None for an unknown id."""
+    async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
+        """The task's record, or None for an unknown id or another principal's task (Rule 7)."""
         ...
 
-    async def update(self, task_id: str, responses: Mapping[str, Any]) -> bool:
-        """Deliver answers to the task's questions (unknown keys are ignored); False: no task."""
+    async def update(
+        self,
+        task_id: str,
+        responses: Mapping[str, Any],
+        *,
+        principal: Principal | None = None,
+    ) -> bool:
+        """Deliver answers to the task's questions (unknown keys are ignored); False: no task.
+
+        Another principal's task is no task (Rule 7).
+        """
         ...
 
-    async def cancel(self, task_id: str) -> bool:
-        """Cancel the task if it still runs; False: no such task."""
+    async def cancel(self, task_id: str, *, principal: Principal | None = None) -> bool:
+        """Cancel the task if it still runs; False: no such task (or another principal's)."""
         ...

@@ -14,8 +14,9 @@ Rule 1: two topics cross workers. `resources/updated` (`Server.resource_updated(
         sessions only (hub Rule 3). Only an explicit `announce_list_changed` crosses workers:
         the application's word that the list changed everywhere (every worker applied the
         same change, or what is listed depends on state the workers share). Two more serve
-        the tasks of a shared task store: `tasks/status`, a task's new state, reaches the
-        listeners of that task on every worker (tasks Rule 6), and `tasks/signal` tells the
+        the tasks of a shared task store: `tasks/status`, a task's new state (`task`)
+        and whose task it is (`principal`), reaches the listeners of that task and principal
+        on every worker (tasks Rule 6), and `tasks/signal` tells the
         worker running a task that answers wait in its mailbox or that it was cancelled
         elsewhere (tasks Rule 7); the other workers ignore a signal for a task they do not run.
 Rule 2: each message reaches each worker once. The publishing worker tells its own sessions

@@ -21,6 +21,9 @@ Rule 3: nothing waits on a listener that does not read. List changes come from t
         bytes (`max_bytes`): past it the oldest notifications are dropped and the server logs
         a warning, once per episode (the stream itself may carry only what the client asked
         for, so it cannot be told there).
+Rule 4: a stream belongs to the principal of its request's verified token (`_core/auth`
+        Rule 4), and hears the states of only that principal's tasks and of tasks that belong
+        to no one (tasks Rule 7): another's task is, for it, a task id that does not exist.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, Final, NoReturn
 
 import trio
 
+from .._core.auth import Principal, current_principal
 from .._core.jsonrpc import RequestId
 from .._core.subscriptions import (
     ACKNOWLEDGED,
@@ -62,12 +66,18 @@ class Listener:
         subscription_id: The id of the request that opened it.
         notifications: What the server granted.
         max_bytes: The bound of its queue, in bytes of JSON.
+        principal: Whose stream it is (Rule 4); None: no token was verified.
     """
 
     def __init__(
-        self, subscription_id: RequestId, notifications: SubscriptionFilter, max_bytes: int
+        self,
+        subscription_id: RequestId,
+        notifications: SubscriptionFilter,
+        max_bytes: int,
+        principal: Principal | None = None,
     ) -> None:
         self.subscription_id = subscription_id
+        self.principal = principal
         self.notifications = notifications
         self.max_bytes = max_bytes
         # [key, size, method, params], oldest first; `_keys` are the entries queued, by key.
@@ -196,7 +206,8 @@ class Listening:
             granted: What the server honours of the request's filter.
             send: Where the stream's messages go (the request's notifications).
         """
-        listener = Listener(subscription_id, granted, self.max_bytes)
+        # Read in the request's own task, where the transport put its verified token (Rule 4).
+        listener = Listener(subscription_id, granted, self.max_bytes, current_principal())
         self._live[listener] = None
         try:
             async with trio.open_nursery() as nursery:
@@ -241,10 +252,19 @@ class Listening:
         """
         return sum(listener.offer(RESOURCE_UPDATED, {"uri": uri}) for listener in list(self._live))
 
-    def task_status(self, task: dict[str, Any]) -> int:
+    def task_status(self, task: dict[str, Any], principal: Principal | None = None) -> int:
         """Queue `notifications/tasks` (a task's new state) on every stream that asked for it.
+
+        Args:
+            task: The task's state, as `tasks/get` shows it.
+            principal: Whose task it is: only that principal's streams hear of it (Rule 4);
+                None, anyone's.
 
         Returns:
             How many streams it was queued on.
         """
-        return sum(listener.offer(TASK_STATUS, task) for listener in list(self._live))
+        return sum(
+            listener.offer(TASK_STATUS, task)
+            for listener in list(self._live)
+            if principal is None or listener.principal == principal
+        )

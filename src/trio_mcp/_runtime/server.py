@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
 
+from .._core.auth import Principal, principal_from
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
@@ -519,13 +520,16 @@ class Server:
     async def _resource_updated_here(self, uri: str) -> int:
         return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
-    async def _task_status(self, task: dict[str, Any]) -> None:
-        # A task's new state (tasks Rule 6): here at once, the other workers' through the broker.
-        await self._task_status_here(task)
-        await self.broker.publish(TASK_STATUS, task)
+    async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
+        # A task's new state (tasks Rule 6): here at once, the other workers' through the broker,
+        # with whose task it is beside it (never inside it: the task goes out as it is).
+        await self._task_status_here(task, principal)
+        await self.broker.publish(
+            TASK_STATUS, {"task": task, "principal": None if principal is None else list(principal)}
+        )
 
-    async def _task_status_here(self, task: dict[str, Any]) -> int:
-        return await self.hub.task_status(task) + self.listening.task_status(task)
+    async def _task_status_here(self, task: dict[str, Any], principal: Principal | None) -> int:
+        return await self.hub.task_status(task) + self.listening.task_status(task, principal)
 
     async def _task_signal(self, signal: dict[str, Any]) -> None:
         await self.broker.publish(TASK_SIGNAL, signal)
@@ -736,8 +740,13 @@ class Server:
                 self.hub.announce(kind)
                 return
         elif topic == TASK_STATUS:
-            if isinstance(payload.get("taskId"), str):
-                await self._task_status_here(payload)
+            task = payload.get("task")
+            try:
+                principal = principal_from(payload.get("principal"))
+            except ValueError:
+                task = None  # a message this worker cannot read
+            if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+                await self._task_status_here(task, principal)
                 return
         elif topic == TASK_SIGNAL:
             await self.task_runtime.signalled(payload)

@@ -41,6 +41,10 @@ Rule 7: answers and cancellations for a task another worker runs reach it. `task
         questions open, every `MAIL_POLL` seconds, and at once when a signal (`signal`, which
         the server sends through its broker) says mail came; `tasks/cancel` there signals the
         worker too, which stops the work at once instead of at its next lease renewal.
+Rule 8: a task belongs to the principal of the call that made it (tasks Rule 7); `get`,
+        `update` and `cancel` for another principal find nothing, as for an unknown id, and a
+        told state names its principal (`StatusSink`), so only that principal's listen streams
+        hear it.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from typing import Any, Final
 import trio
 
 from .._core.asking import ASK_METHODS
+from .._core.auth import Principal
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._exceptions import ClientTimeoutError, RemoteProtocolError
 from .._features.context import AskWire, Context
@@ -87,8 +92,9 @@ _SETTLE_SECONDS: Final = 5.0
 #: signal says mail came: answers through a worker without a broker wait at most this long.
 MAIL_POLL: Final = 1.0
 
-#: Told each new state of a task (Rule 6): its `DetailedTask`, as `tasks/get` shows it.
-StatusSink = Callable[[dict[str, Any]], Awaitable[None]]
+#: Told each new state of a task (Rule 6): its `DetailedTask`, as `tasks/get` shows it, and
+#: whose task it is (Rule 8: None, anyone's).
+StatusSink = Callable[[dict[str, Any], Principal | None], Awaitable[None]]
 #: Tells the worker running a task that mail came or that it was cancelled (Rule 7):
 #: `{"taskId": ..., "owner": ..., "kind": "answers" | "cancel"}`.
 TaskSignal = Callable[[dict[str, Any]], Awaitable[None]]
@@ -106,6 +112,8 @@ class _Call:
 
     support: TaskSupport
     context: Context | None
+    #: Whose task it becomes (Rule 8).
+    principal: Principal | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     lock: trio.Lock = field(default_factory=trio.Lock)
     #: Set when the call ended or became a task.
@@ -193,16 +201,17 @@ class TaskRuntime:
         context: Context | None,
         *,
         created: Callable[[str], None] | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told (Rule 6).
+        states is told (Rule 6); the task belongs to `principal` (Rule 8).
         """
         nursery = self._nursery()
         if nursery is None:
             return await body()
-        call = _Call(support, context, nursery=nursery, created=created)
+        call = _Call(support, context, principal, nursery=nursery, created=created)
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
         if support.after == 0:
@@ -227,11 +236,16 @@ class TaskRuntime:
         assert call.result is not None
         return call.result
 
-    async def get(self, task_id: str) -> TaskRecord | None:
-        """The task's record, or None for an unknown or expired id; a dead worker's `failed`."""
+    async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
+        """The task's record, or None for an unknown or expired id; a dead worker's `failed`.
+
+        Another principal's task is None too (Rule 8).
+        """
         now = self.clock()
         record = await self.store.get(task_id, now)
-        if record is None or not record.lease_lapsed(now) or task_id in self._live:
+        if record is None or not record.visible_to(principal):
+            return None
+        if not record.lease_lapsed(now) or task_id in self._live:
             return record
         # Its worker stopped renewing (Rule 5): it died, or lost the store for a whole lease.
         record.settle_lapsed(now)
@@ -240,18 +254,26 @@ class TaskRuntime:
         await self._tell(record)
         return record
 
-    async def update(self, task_id: str, responses: Mapping[str, Any]) -> bool:
+    async def update(
+        self,
+        task_id: str,
+        responses: Mapping[str, Any],
+        *,
+        principal: Principal | None = None,
+    ) -> bool:
         """Answer the task's open questions by key (Rules 3, 7); False for an unknown task.
+
+        Another principal's task is unknown (Rule 8).
 
         Raises:
             RemoteProtocolError: -32603 when the task runs on another worker and its answers
                 cannot reach it (the store has no mailbox, or the task's is full).
         """
         call = self._live.get(task_id)
-        if call is not None and call.record is not None:
+        if call is not None and call.record is not None and call.record.visible_to(principal):
             await self._answer(call, responses)
             return True
-        record = await self.get(task_id)
+        record = await self.get(task_id, principal=principal)
         if record is None:
             return False
         if record.terminal or not responses or record.owner in (None, self.worker_id):
@@ -274,9 +296,12 @@ class TaskRuntime:
         await self._signal(record, "answers")
         return True
 
-    async def cancel(self, task_id: str) -> bool:
-        """Settle a running task `cancelled` and stop its worker (Rules 4, 7); False: unknown."""
-        record = await self.get(task_id)
+    async def cancel(self, task_id: str, *, principal: Principal | None = None) -> bool:
+        """Settle a running task `cancelled` and stop its worker (Rules 4, 7); False: unknown.
+
+        Another principal's task is unknown (Rule 8).
+        """
+        record = await self.get(task_id, principal=principal)
         if record is None:
             return False
         if record.terminal:
@@ -408,6 +433,7 @@ class TaskRuntime:
                 call.support.poll_interval,
                 owner=self.worker_id,
                 lease_until=now + self.store.lease,
+                principal=call.principal,
             )
             if not await self.store.add(record, now):
                 logger.warning("the task store is full: a call runs to its end instead")
@@ -502,7 +528,7 @@ class TaskRuntime:
         wire = record.detailed_wire()
         del wire["resultType"]
         try:
-            await self.on_status(wire)
+            await self.on_status(wire, record.principal)
         except Exception:
             logger.exception("telling the status of task %s failed", record.task_id)
 

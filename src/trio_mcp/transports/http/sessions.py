@@ -25,7 +25,7 @@ Rule 5: with token verification, a session belongs to whoever opened it: the iss
         and client of the verified token of its `initialize` (or legacy /sse GET). A request
         naming it with another's token finds no such session (404), so a session id that
         leaked is no credential (spec: security best practices, session hijacking). The same
-        user's refreshed token keeps the session.
+        user's refreshed token keeps the session (the principal: `_core/auth` Rule 4).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ..._core.auth import current_auth
+from ..._core.auth import Principal, current_principal
 from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
@@ -158,7 +158,7 @@ class Entry:
     # `add` (transports/http/replay.py).
     streams: SessionStreams | None = None
     # With token verification: who opened the session (Rule 5), set by `add`.
-    owner: tuple[str | None, str | None, str | None] | None = None
+    owner: Principal | None = None
 
     @property
     def listening(self) -> bool:
@@ -185,7 +185,7 @@ class SessionTable:
     def get(self, sid: str) -> Entry | None:
         """The session named `sid`, if it is open and this request's token may use it (Rule 5)."""
         entry = self._entries.get(sid)
-        if entry is not None and entry.owner != _owner():
+        if entry is not None and entry.owner != current_principal():
             return None
         return entry
 
@@ -206,7 +206,7 @@ class SessionTable:
 
     def add(self, sid: str, entry: Entry) -> None:
         """Open a session under `sid`, owned by this request's verified token (Rule 5)."""
-        entry.owner = _owner()
+        entry.owner = current_principal()
         self._entries[sid] = entry
         if entry.session is not None:
             entry.session.open()
@@ -262,9 +262,3 @@ class SessionTable:
                 if not busy and entry.legacy_inbox is None and now - entry.last_seen > timeout:
                     logger.info("session %s expired after %.0f s idle", sid[:8], timeout)
                     self.end(sid)
-
-
-def _owner() -> tuple[str | None, str | None, str | None] | None:
-    """Who the request being served is, by its verified token (None without one)."""
-    info = current_auth.get()
-    return None if info is None else (info.issuer, info.subject, info.client_id)
