@@ -146,13 +146,13 @@ class FileTokenStorage:
         )
 
     def _load(self) -> Document:
-        """The document as the file holds it now ({} when there is no file)."""
+        """The document as the file holds it now (empty sections when there is no file)."""
         try:
             with open(self.path, "rb") as file:
                 self._check_mode(os.fstat(file.fileno()))
                 raw = file.read()
         except FileNotFoundError:
-            return {}
+            return {"tokens": {}, "clients": {}}
         except OSError as exc:
             raise AuthorizationError(
                 f"cannot read the token file {self.path}: {exc.strerror or exc}"
