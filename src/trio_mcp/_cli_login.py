@@ -34,8 +34,6 @@ import json
 import logging
 import os
 import sys
-import threading
-import webbrowser
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -51,7 +49,11 @@ from .transports.http.oauth import (
     OAuthTokens,
     TokenStorage,
 )
-from .transports.http.oauth_loopback import LoopbackCallback, open_loopback_callback
+from .transports.http.oauth_loopback import (
+    LoopbackCallback,
+    open_browser,
+    open_loopback_callback,
+)
 from .transports.http.oauth_storage import FileTokenStorage
 
 __all__ = [
@@ -230,11 +232,7 @@ class _Browser:
             file=sys.stderr,
             flush=True,
         )
-        # Not awaited (Rule 2): a browser command may return only when the browser closes, and
-        # the redirect must be answered before then. A daemon thread never holds up the exit.
-        threading.Thread(
-            target=webbrowser.open, args=(authorization_url,), name="browser", daemon=True
-        ).start()
+        await open_browser(authorization_url)  # not waited for (Rule 2)
 
 
 class _Callback:

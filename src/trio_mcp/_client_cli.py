@@ -46,8 +46,8 @@ shows the task's status on stderr each time it changes (`  task working: battle 
 prints the final result as for any call; Ctrl-C cancels the task (`tasks/cancel`) before the
 command ends with 130.
 
-Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
-request the server refused.
+Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, a sign-in
+that failed, or a request the server refused.
 """
 
 from __future__ import annotations
