@@ -344,3 +344,31 @@ async def test_token_file_option_and_environment_variable(tmp_path: Path) -> Non
         assert (called.returncode, called.stdout) == (0, "8\n"), called.stderr
         assert setup.opened() == 1
         assert not setup.token_file.exists()
+
+
+async def test_a_token_file_in_a_bad_state_is_one_clear_line(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        assert (await setup.cli("login", setup.url)).returncode == 0
+        setup.token_file.chmod(0o644)
+        widened = await setup.cli("call", setup.url, "calculator.add", "a=1", "b=1")
+        assert (widened.returncode, widened.stdout) == (0, "2\n")
+        assert widened.stderr == (
+            f"trio-mcp: the token file {setup.token_file} was open to others (mode 0644); it is "
+            "now 0600. If someone else could have read it, sign out and in again (trio-mcp "
+            "logout --all)\n"
+        )
+        assert stat.S_IMODE(setup.token_file.stat().st_mode) == 0o600
+        setup.token_file.write_text('{"tokens": {"x": {"access_token": "SECRET-1"')
+        for args in (("tools", setup.url), ("logout", setup.url)):
+            broken = await setup.cli(*args)
+            assert (broken.returncode, broken.stdout) == (2, "")
+            assert broken.stderr == (
+                f"trio-mcp: the token file {setup.token_file} is not usable: it is not JSON "
+                "(remove it, or `trio-mcp logout --all`, to sign in afresh)\n"
+            )
+        assert setup.opened() == 1
+        not_a_url = await setup.cli("login", "demo_tools")
+        assert (not_a_url.returncode, not_a_url.stderr) == (
+            2,
+            "trio-mcp login: login takes a server's http(s) URL, not 'demo_tools'\n",
+        )
