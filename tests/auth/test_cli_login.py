@@ -372,3 +372,19 @@ async def test_a_token_file_in_a_bad_state_is_one_clear_line(tmp_path: Path) -> 
             2,
             "trio-mcp login: login takes a server's http(s) URL, not 'demo_tools'\n",
         )
+
+
+async def test_a_failed_login_keeps_the_sign_in_it_would_replace(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        assert (await setup.cli("login", setup.url)).returncode == 0
+        kept = setup.stored()["tokens"][setup.url]
+        setup.oauth.deny_next_authorization()
+        refused = await setup.cli("login", setup.url)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines()[-1] == (
+            "trio-mcp: authorization refused (access_denied): denied by the test"
+        )
+        assert setup.stored()["tokens"][setup.url] == kept
+        called = await setup.cli("call", setup.url, "calculator.add", "a=2", "b=5")
+        assert (called.returncode, called.stdout) == (0, "7\n"), called.stderr
+        assert setup.opened() == 2
