@@ -19,11 +19,13 @@ endpoint); `server.log` keeps every request (`Seen`: endpoint, method, form or q
 parameters, headers) so a test can check what a client sent (a `resource` parameter, say).
 
 Rules it enforces, as a strict authorization server would:
-- Authorization: `response_type=code`, a known `client_id` and one of its `redirect_uris`
-  (else 400, no redirect), PKCE with `code_challenge_method=S256` (required), `scope` within
-  `scopes_supported`, and `resource` (RFC 8707) when `require_resource` (and within
-  `allowed_resources` when given). It approves at once: 302 to the redirect URI with `code`,
-  `state` and `iss` (RFC 9207). `deny_next_authorization(error)` makes the next one fail.
+- Authorization: `response_type=code`, a known `client_id` and one of its `redirect_uris` (else
+  400, no redirect; a loopback IP literal `http://127.0.0.1:PORT/...` or `[::1]` matches a
+  registered one whatever its port, as RFC 8252 section 7.3 requires), PKCE with
+  `code_challenge_method=S256` (required), `scope` within `scopes_supported`, and `resource`
+  (RFC 8707) when `require_resource` (and within `allowed_resources` when given). It approves at
+  once: 302 to the redirect URI with `code`, `state` and `iss` (RFC 9207).
+  `deny_next_authorization(error)` makes the next one fail.
 - Token: `authorization_code` (single-use code, same client and redirect URI, PKCE verifier,
   `resource` equal to the authorized one when given), `refresh_token` (rotation: the old
   refresh token is spent; presenting it again is `invalid_grant`; scope may only narrow), and
@@ -524,7 +526,7 @@ class OAuthServer:
         redirect_uri = query.get("redirect_uri", "")
         if client is None:
             return _page(400, "unknown client_id")
-        if redirect_uri not in client.redirect_uris:
+        if not _registered(redirect_uri, client.redirect_uris):
             return _page(400, "redirect_uri is not registered for this client")
         answer: dict[str, str]
         try:
@@ -801,6 +803,25 @@ _CORS = [
     (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
     (b"access-control-allow-headers", b"authorization, content-type"),
 ]
+
+
+def _registered(redirect_uri: str, registered: Iterable[str]) -> bool:
+    """Whether `redirect_uri` is one of `registered`, any port for a loopback IP (RFC 8252)."""
+    if redirect_uri in registered:
+        return True
+    asked = urlsplit(redirect_uri)
+    if asked.scheme != "http" or asked.hostname not in ("127.0.0.1", "::1"):
+        return False
+    for uri in registered:
+        known = urlsplit(uri)
+        if (known.scheme, known.hostname, known.path, known.query) == (
+            asked.scheme,
+            asked.hostname,
+            asked.path,
+            asked.query,
+        ):
+            return True
+    return False
 
 
 def _json(status: int, doc: Any) -> tuple[int, list[tuple[bytes, bytes]], bytes]:

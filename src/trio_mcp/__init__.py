@@ -139,6 +139,7 @@ if TYPE_CHECKING:
         open_browser,
         open_loopback_callback,
     )
+    from .transports.http.oauth_storage import FileTokenStorage
     from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
@@ -190,6 +191,7 @@ _LAZY = {
     "LoopbackCallback": ".transports.http.oauth_loopback",
     "open_browser": ".transports.http.oauth_loopback",
     "open_loopback_callback": ".transports.http.oauth_loopback",
+    "FileTokenStorage": ".transports.http.oauth_storage",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
 }
@@ -237,6 +239,7 @@ __all__ = [
     "ElicitRequest",
     "EmbeddedResource",
     "EventStore",
+    "FileTokenStorage",
     "HttpOptions",
     "Icon",
     "ImageContent",

@@ -16,6 +16,8 @@
                                           the values an argument may take, one a line (VALUE:
                                           what is typed so far; k=v: the other arguments)
     trio-mcp demo [--http]                a guided tour of the demo server
+    trio-mcp login URL                    sign in to a server that asks for OAuth
+    trio-mcp logout URL | --all           forget the tokens kept for it (or for all)
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
@@ -28,6 +30,11 @@ server may serve what it does not list); only when the server refuses it is it c
 as a usage error. A server that refuses a listed name (a template variable that does not
 validate, a missing prompt argument) has its message shown, also as a usage error.
 
+A server at a URL that asks for OAuth (a 401 with the MCP challenge) is signed in to as
+`_cli_login` says: tokens kept in a private token file and refreshed, the browser opened to
+sign in when there are none (or `--client-credentials` for a machine); an explicit
+`--header "Authorization: ..."` turns OAuth off.
+
 Prompt arguments are strings on the wire, so a prompt's NAME=VALUE values are sent as written.
 
 What a server asks while `call`, `read` or `prompt` runs is answered by `_cli_answers`: an
@@ -39,8 +46,8 @@ shows the task's status on stderr each time it changes (`  task working: battle 
 prints the final result as for any call; Ctrl-C cancels the task (`tasks/cancel`) before the
 command ends with 130.
 
-Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, or a
-request the server refused.
+Exit codes: 0 success, 1 the tool reported an error, 2 a usage or connection error, a sign-in
+that failed, or a request the server refused.
 """
 
 from __future__ import annotations
@@ -64,6 +71,14 @@ from urllib.parse import urlsplit
 import trio
 
 from ._cli_answers import CommandSampler, TerminalElicitor, roots_from_paths
+from ._cli_login import (
+    FreshSignIn,
+    add_login_commands,
+    add_login_options,
+    cli_oauth,
+    describe_sign_in,
+    token_storage,
+)
 from ._connect import open_client
 from ._core.client_records import (
     LogMessage,
@@ -87,8 +102,9 @@ from ._core.types import (
     ResourceLink,
     TextContent,
 )
-from ._exceptions import RequestError, TrioMCPError, reraise_lone
+from ._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
 from ._runtime.client import Client
+from .transports.http.oauth import OAuth
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 
@@ -101,6 +117,8 @@ CLIENT_COMMANDS: Final = (
     "prompt",
     "complete",
     "demo",
+    "login",
+    "logout",
 )
 EXIT_OK: Final = 0
 EXIT_TOOL_ERROR: Final = 1
@@ -178,6 +196,7 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     demo.add_argument(
         "--http", action="store_true", help="serve over Streamable HTTP on a free port"
     )
+    add_login_commands(commands)
 
 
 _SERVER_FORMS = (
@@ -205,6 +224,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--show-stderr", action="store_true", help="stdio: show the server's stderr as it runs"
     )
+    add_login_options(parser)
 
 
 def _add_answering(parser: argparse.ArgumentParser) -> None:
@@ -322,6 +342,8 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
         if args.command == "demo":
             _no_command("demo", server_command)
             return trio.run(_demo, args.http)
+        if args.command in ("login", "logout"):
+            return _sign_in_command(args, server_command)
         if args.command == "tools":
             target, tool = _tools_plan(args, server_command)
             return trio.run(_with_timeout, args.timeout, _tools, target, args, tool)
@@ -333,6 +355,15 @@ def run_client_command(args: argparse.Namespace, server_command: Sequence[str]) 
     except UsageError as exc:
         print(f"trio-mcp {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _sign_in_command(args: argparse.Namespace, server_command: Sequence[str]) -> int:
+    _no_command(args.command, server_command)
+    if args.command == "logout":
+        return trio.run(_logout, args)
+    if urlsplit(args.url).scheme not in ("http", "https"):
+        raise UsageError(f"login takes a server's http(s) URL, not {args.url!r}")
+    return trio.run(_with_timeout, args.timeout, _login, args.url, args)
 
 
 def _no_command(name: str, server_command: Sequence[str]) -> None:
@@ -576,7 +607,21 @@ async def _with_timeout(limit: float | None, fn: Callable[..., Any], *args: Any)
 
 
 @asynccontextmanager
-async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIterator[Client]:
+async def _connect(
+    target: str | list[str], args: argparse.Namespace, storage: FreshSignIn | None = None
+) -> AsyncIterator[Client]:
+    if isinstance(target, str):
+        async with cli_oauth(args, storage) as auth, _open(target, args, auth) as client:
+            yield client
+    else:
+        async with _open(target, args, None) as client:
+            yield client
+
+
+@asynccontextmanager
+async def _open(
+    target: str | list[str], args: argparse.Namespace, auth: OAuth | None
+) -> AsyncIterator[Client]:
     headers = {}
     for header in args.header:
         name, sep, value = header.partition(":")
@@ -590,7 +635,7 @@ async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIt
     async with open_client(
         target,
         headers=headers,
-        echo_stderr=args.show_stderr,
+        echo_stderr=getattr(args, "show_stderr", False),
         log_handler=_print_log,
         client_info={"name": "trio-mcp-cli", "version": "1"},
         elicitation_handler=elicitor,
@@ -600,10 +645,50 @@ async def _connect(target: str | list[str], args: argparse.Namespace) -> AsyncIt
         roots=roots_from_paths(roots) if roots else None,
         on_elicitation_complete=_print_completion,
         tasks=True,
+        auth=auth,
     ) as client:
         name = client.server_info.get("name")
         elicitor.server_name = name if isinstance(name, str) and name else "the server"
         yield client
+
+
+async def _login(url: str, args: argparse.Namespace) -> int:
+    storage = token_storage(args)
+    fresh = FreshSignIn(storage, url)
+    async with _connect(url, args, fresh) as client:
+        name = client.server_info.get("name") or "the server"
+    tokens = await fresh.get_tokens(url)
+    if tokens is None:
+        print(f"trio-mcp login: {url} ({name}) asks no one to sign in", file=sys.stderr)
+        return EXIT_OK
+    print(
+        f"trio-mcp login: signed in to {url} ({name}) {describe_sign_in(tokens)}; "
+        f"tokens kept in {storage.path}",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+async def _logout(args: argparse.Namespace) -> int:
+    storage = token_storage(args)
+    try:
+        if args.all:
+            if args.url is not None:
+                raise UsageError("give a URL or --all, not both")
+            removed = await storage.clear()
+            said = f"removed {storage.path}" if removed else f"no token file at {storage.path}"
+        elif args.url is None:
+            raise UsageError("give the server's URL (or --all): trio-mcp logout URL")
+        elif await storage.get_tokens(args.url) is None:
+            said = f"no sign-in was kept for {args.url}"
+        else:
+            await storage.set_tokens(args.url, None)
+            said = f"signed out of {args.url}"
+    except AuthorizationError as exc:
+        print(f"trio-mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"trio-mcp logout: {said}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _print_completion(elicitation_id: str) -> None:

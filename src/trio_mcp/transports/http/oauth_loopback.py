@@ -13,6 +13,7 @@ Rule 2: `callback` answers one request on the redirect path with a short page an
 from __future__ import annotations
 
 import contextlib
+import threading
 import webbrowser
 from collections.abc import AsyncIterator
 from typing import Final
@@ -38,8 +39,16 @@ _PAGE: Final = (
 
 
 async def open_browser(authorization_url: str) -> None:
-    """A `redirect_handler` that opens the authorization URL in the user's web browser."""
-    await trio.to_thread.run_sync(webbrowser.open, authorization_url)
+    """A `redirect_handler` that opens the authorization URL in the user's web browser.
+
+    The browser starts in a thread of its own and is not waited for: a browser command (one
+    the `BROWSER` environment variable names, a text browser) may return only once the
+    browser closes, and the redirect it brings back must be answered before then. The thread
+    is a daemon, so it never holds up the program's exit.
+    """
+    threading.Thread(
+        target=webbrowser.open, args=(authorization_url,), name="open_browser", daemon=True
+    ).start()
 
 
 class LoopbackCallback:

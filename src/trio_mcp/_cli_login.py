@@ -1,0 +1,315 @@
+"""Signing the command line in to protected MCP servers: OAuth with a token file.
+
+    trio-mcp login URL      sign in now (the browser, or --client-credentials), say as whom
+    trio-mcp logout URL     forget that server's tokens (--all: every server's, and the
+                            client registrations)
+
+and, for every client command given a URL (`tools`, `call`, `read`, ...), OAuth whenever the
+server asks for it (a 401 with the MCP challenge).
+
+Rule 1: tokens live in a `FileTokenStorage`: `--token-file`, else `$TRIO_MCP_TOKEN_FILE`, else
+        `$XDG_CONFIG_HOME/trio-mcp/tokens.json` (`~/.config/trio-mcp/tokens.json`). Stored
+        tokens are used and, once expired, refreshed without the user; only when there are
+        none, or the refresh is refused, does the user sign in again.
+Rule 2: signing in is the authorization code flow of a native application (RFC 8252): a
+        listener on 127.0.0.1 at a port the system picks receives the redirect; the browser
+        is opened with Python's `webbrowser` (so `BROWSER` chooses it) in a thread of its own,
+        never awaited (a browser command may only return when the browser closes), and the
+        authorization URL is printed on stderr too, for a machine without a browser
+        (`--no-browser` only prints it). The wait is bounded (`--login-timeout`).
+Rule 3: `--client-credentials` (with `--client-id` and `--client-secret` or
+        `$TRIO_MCP_CLIENT_SECRET`) signs a machine in with no browser and no listener.
+Rule 4: an explicit `--header "Authorization: ..."` is the user's choice of credentials: no
+        OAuth then. Commands that start a stdio server never use OAuth.
+Rule 5: no token or secret is ever printed: messages name the server, the subject and the
+        scopes, never a credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from ._exceptions import AuthorizationError
+from .transports.http.oauth import (
+    AuthorizationResponse,
+    ClientRegistration,
+    OAuth,
+    OAuthTokens,
+    TokenStorage,
+)
+from .transports.http.oauth_loopback import (
+    LoopbackCallback,
+    open_browser,
+    open_loopback_callback,
+)
+from .transports.http.oauth_storage import FileTokenStorage
+
+__all__ = [
+    "DEFAULT_LOGIN_TIMEOUT",
+    "add_login_commands",
+    "add_login_options",
+    "cli_oauth",
+    "default_token_file",
+    "describe_sign_in",
+]
+
+#: Seconds the command line waits for the user to sign in in the browser.
+DEFAULT_LOGIN_TIMEOUT: Final = 300.0
+#: The name the command line registers itself under at an authorization server.
+CLIENT_NAME: Final = "trio-mcp command line"
+
+
+def default_token_file() -> Path:
+    """Where the command line keeps its tokens (Rule 1), unless `--token-file` says."""
+    named = os.environ.get("TRIO_MCP_TOKEN_FILE")
+    if named:
+        return Path(named).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME")
+    # The XDG spec: a relative path in the variable is invalid and is ignored.
+    base = Path(config) if config and os.path.isabs(config) else Path.home() / ".config"
+    return base / "trio-mcp" / "tokens.json"
+
+
+def add_login_options(parser: argparse.ArgumentParser) -> None:
+    """The options of signing in, for a command that takes an http(s) URL."""
+    group = parser.add_argument_group(
+        "signing in (HTTP servers that ask for OAuth)",
+        "Tokens are kept in the token file and refreshed as needed; without them the browser "
+        "opens to sign in. An explicit --header 'Authorization: ...' turns this off.",
+    )
+    group.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="where tokens are kept (default: $TRIO_MCP_TOKEN_FILE, else "
+        "$XDG_CONFIG_HOME/trio-mcp/tokens.json, i.e. ~/.config/trio-mcp/tokens.json)",
+    )
+    group.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="a client pre-registered at the authorization server (default: register one)",
+    )
+    group.add_argument(
+        "--client-secret",
+        metavar="SECRET",
+        default=os.environ.get("TRIO_MCP_CLIENT_SECRET") or None,
+        help="its secret (better: set TRIO_MCP_CLIENT_SECRET, which `ps` does not show)",
+    )
+    group.add_argument(
+        "--scope", metavar="SCOPES", help="the scopes to ask for, space-separated (default: "
+        "those the server names)",
+    )  # fmt: skip
+    group.add_argument(
+        "--client-credentials",
+        action="store_true",
+        help="sign in as a machine client (needs --client-id and a secret): no browser",
+    )
+    group.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="do not open a browser: print the sign-in URL for you to open",
+    )
+    group.add_argument(
+        "--login-timeout",
+        type=float,
+        default=DEFAULT_LOGIN_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for the sign-in in the browser (default {DEFAULT_LOGIN_TIMEOUT:g})",
+    )
+
+
+def add_login_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `login` and `logout` to the `trio-mcp` parser."""
+    login = commands.add_parser(
+        "login",
+        help="sign in to an HTTP server that asks for OAuth, and keep the tokens",
+        description="Sign in to the MCP server at URL now (in the browser, or with "
+        "--client-credentials), keep the tokens in the token file, and say as whom and with "
+        "which scopes. A sign-in kept from before is replaced once the new one succeeds.",
+    )
+    login.add_argument("url", metavar="URL", help="the server's http(s) URL")
+    login.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS", help="give up after this long"
+    )
+    login.add_argument("--header", action="append", default=[], help=argparse.SUPPRESS)
+    add_login_options(login)
+    logout = commands.add_parser(
+        "logout",
+        help="forget the tokens kept for a server",
+        description="Forget the tokens kept for the server at URL (or, with --all, the whole "
+        "token file: every server's tokens and the client registrations).",
+    )
+    logout.add_argument("url", nargs="?", metavar="URL", help="the server's http(s) URL")
+    logout.add_argument("--all", action="store_true", help="forget every server's tokens")
+    logout.add_argument("--token-file", metavar="FILE", help="where tokens are kept")
+
+
+def token_storage(args: argparse.Namespace) -> FileTokenStorage:
+    """The token file the command line uses (Rule 1); its warnings reach stderr."""
+    logging.getLogger("trio_mcp.client.token_file").setLevel(logging.WARNING)
+    named = getattr(args, "token_file", None)
+    return FileTokenStorage(Path(named).expanduser() if named else default_token_file())
+
+
+def oauth_wanted(args: argparse.Namespace) -> bool:
+    """Whether a command's URL gets OAuth: not when --header gives an Authorization (Rule 4)."""
+    for header in getattr(args, "header", []):
+        name, _, _ = header.partition(":")
+        if name.strip().lower() == "authorization":
+            return False
+    return True
+
+
+@asynccontextmanager
+async def cli_oauth(
+    args: argparse.Namespace, storage: TokenStorage | None = None
+) -> AsyncIterator[OAuth | None]:
+    """The `OAuth` of a command given a URL, or None (Rule 4); a listener while it lasts.
+
+    Raises:
+        ValueError: --client-credentials without a client id and secret (a usage error).
+    """
+    if not oauth_wanted(args):
+        yield None
+        return
+    storage = storage or token_storage(args)
+    if args.client_credentials:
+        if args.client_id is None or args.client_secret is None:
+            raise ValueError(
+                "--client-credentials needs --client-id and --client-secret "
+                "(or TRIO_MCP_CLIENT_SECRET)"
+            )
+        yield OAuth(
+            grant="client_credentials",
+            client_id=args.client_id,
+            client_secret=args.client_secret,
+            scope=args.scope,
+            storage=storage,
+            client_name=CLIENT_NAME,
+        )
+        return
+    async with open_loopback_callback() as loopback:
+        yield OAuth(
+            redirect_uri=loopback.redirect_uri,
+            redirect_handler=_Browser(args.no_browser).open,
+            callback_handler=_Callback(loopback, args.login_timeout).wait,
+            client_id=args.client_id,
+            client_secret=args.client_secret,
+            scope=args.scope,
+            storage=storage,
+            client_name=CLIENT_NAME,
+        )
+
+
+class _Browser:
+    """The redirect handler: the URL on stderr, and the browser opened unless told not to."""
+
+    def __init__(self, no_browser: bool) -> None:
+        self._no_browser = no_browser
+
+    async def open(self, authorization_url: str) -> None:
+        if self._no_browser:
+            print(
+                f"trio-mcp: to sign in, open this URL in a browser:\n  {authorization_url}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        print(
+            "trio-mcp: signing in: your browser should open; if it does not, open this URL:\n"
+            f"  {authorization_url}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await open_browser(authorization_url)  # not waited for (Rule 2)
+
+
+class _Callback:
+    """The callback handler: the loopback listener's redirect, within the login timeout."""
+
+    def __init__(self, loopback: LoopbackCallback, timeout: float) -> None:
+        self._loopback = loopback
+        self._timeout = timeout
+
+    async def wait(self) -> AuthorizationResponse:
+        with trio.move_on_after(self._timeout):
+            return await self._loopback.callback()
+        raise AuthorizationError(
+            f"no sign-in came back within {self._timeout:g} s (--login-timeout): "
+            "the browser never reached the redirect"
+        )
+
+
+class FreshSignIn:
+    """A `TokenStorage` that hides the tokens kept for one server until new ones are stored.
+
+    `trio-mcp login` signs in anew without first throwing away the tokens it replaces: a
+    sign-in that fails leaves the old ones in place.
+    """
+
+    def __init__(self, storage: TokenStorage, resource: str) -> None:
+        self._storage = storage
+        self._resource = resource
+        self._hidden = True
+
+    def __repr__(self) -> str:
+        return f"<FreshSignIn {self._resource} in {self._storage!r}>"
+
+    async def get_tokens(self, resource: str) -> OAuthTokens | None:
+        """None for the server signing in, until its new tokens are stored."""
+        if self._hidden and resource == self._resource:
+            return None
+        return await self._storage.get_tokens(resource)
+
+    async def set_tokens(self, resource: str, tokens: OAuthTokens | None) -> None:
+        """Keep `tokens` (the new sign-in ends the hiding)."""
+        if resource == self._resource:
+            self._hidden = False
+        await self._storage.set_tokens(resource, tokens)
+
+    async def get_client(self, issuer: str) -> ClientRegistration | None:
+        """The stored registration, unhidden: a sign-in reuses it."""
+        return await self._storage.get_client(issuer)
+
+    async def set_client(self, issuer: str, client: ClientRegistration | None) -> None:
+        """Keep `client` for `issuer`."""
+        await self._storage.set_client(issuer, client)
+
+
+def describe_sign_in(tokens: OAuthTokens) -> str:
+    """Who signed in and with what, from the tokens, naming no credential (Rule 5).
+
+    The subject comes from a JWT access token's payload, read without checking its signature
+    (the server checks it; this is only for the user's eyes); an opaque token has none.
+    """
+    subject = _jwt_claims(tokens.access_token).get("sub")
+    parts = []
+    if isinstance(subject, str) and subject:
+        parts.append(f"as {subject}")
+    parts.append(f"with scopes {tokens.scope}" if tokens.scope else "with the default scopes")
+    if tokens.issuer:
+        parts.append(f"from {tokens.issuer}")
+    return " ".join(parts)
+
+
+def _jwt_claims(token: str) -> dict[str, Any]:
+    pieces = token.split(".")
+    if len(pieces) != 3:
+        return {}
+    payload = pieces[1] + "=" * (-len(pieces[1]) % 4)
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+    except (ValueError, binascii.Error):
+        return {}
+    return claims if isinstance(claims, dict) else {}
