@@ -144,6 +144,9 @@ class AuthGate:
         self.resource = resource
         self.path = path
         self._required = required_scopes
+        bind = getattr(verifier, "bind_resource", None)
+        if callable(bind):  # an audience-checking verifier learns the canonical URI (Rule 3)
+            bind(resource.resource if resource is not None else None)
         #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
         self.base_scopes = tuple(required_scopes(None))
 
@@ -545,16 +548,30 @@ class IntrospectionVerifier:
     """Verifies tokens by asking the authorization server (RFC 7662 introspection).
 
     The server authenticates itself with HTTP Basic (client_secret_basic). A token is valid
-    when the answer says `active`, its `exp` (if any) is ahead, and, with `audience`, its `aud`
-    contains this server's canonical URI (RFC 8707). Active answers are cached (Rule 5).
+    when the answer says `active`, its `exp` (if any) is ahead and its `nbf` (if any) passed,
+    its `iss` (if the answer has one and `issuer` is set) is `issuer`, and its `aud` contains
+    this server's canonical URI (RFC 8707). Active answers are cached (Rule 5); refusals too,
+    for `negative_cache_seconds`, so that a client repeating a dead token does not cost one
+    introspection per request.
+
+    Audience binding fails closed: with `audience` None, the canonical URI the server is
+    configured with (`ProtectedResource.resource`) is used; a server that has none refuses to
+    start. Only `allow_any_audience=True` accepts tokens issued for any resource, which lets a
+    token meant for another service be replayed here (not advised).
 
     Args:
         endpoint: The introspection endpoint.
         client_id: This server's client id at the authorization server.
         client_secret: Its secret.
-        audience: This server's canonical URI; None accepts any audience (not advised).
+        audience: This server's canonical URI; None: `ProtectedResource.resource`.
+        allow_any_audience: Skip the audience check (tokens for any resource are accepted).
+        issuer: The authorization server's issuer identifier; an answer naming another `iss`
+            is refused (None: not checked).
         required_scopes: Scopes every request needs (403 without them).
         cache_seconds: Seconds an active answer is reused (0: ask every time).
+        negative_cache_seconds: Seconds a refusal is remembered (0: ask every time).
+        leeway: Seconds of clock skew allowed for `nbf` (an expired `exp` is never accepted:
+            the authorization server's own answer would soon say inactive).
         timeout: Seconds one introspection may take.
     """
 
@@ -568,49 +585,98 @@ class IntrospectionVerifier:
         client_secret: str,
         *,
         audience: str | None = None,
+        allow_any_audience: bool = False,
+        issuer: str | None = None,
         required_scopes: Iterable[str] = (),
         # 30 s: a revoked token is refused within half a minute, and a busy client costs one
         # introspection per half minute instead of one per request.
         cache_seconds: float = 30.0,
+        # 5 s: a token refused by mistake (the AS lagging behind its own issuance) recovers
+        # quickly, and a client retrying a dead token in a loop costs one introspection per 5 s.
+        negative_cache_seconds: float = 5.0,
+        leeway: float = 30.0,
         timeout: float = 10.0,
     ) -> None:
         self.endpoint = endpoint
         self.client_id = client_id
         self._secret = client_secret
         self.audience = audience
+        self.allow_any_audience = allow_any_audience
+        self.issuer = issuer
         self.required_scopes = tuple(required_scopes)
         self.cache_seconds = cache_seconds
+        self.negative_cache_seconds = negative_cache_seconds
+        self.leeway = leeway
         self.timeout = timeout
-        # sha256 of the token -> (facts, until when): the tokens themselves are not kept.
-        self._cache: OrderedDict[bytes, tuple[AuthInfo, float]] = OrderedDict()
+        # sha256 of the token -> (facts, or the refusal's reason; until when): the tokens
+        # themselves are not kept.
+        self._cache: OrderedDict[bytes, tuple[AuthInfo | str, float]] = OrderedDict()
+
+    def bind_resource(self, resource: str | None) -> None:
+        """Take the server's canonical URI as the audience, unless one was given (`AuthGate`).
+
+        Raises:
+            ValueError: no audience is known and `allow_any_audience` is not set.
+        """
+        if self.audience is None and not self.allow_any_audience:
+            if resource is None:
+                raise ValueError(
+                    "IntrospectionVerifier needs the server's canonical URI to check the "
+                    "tokens' audience: pass audience=... or set ProtectedResource(resource=...) "
+                    "(allow_any_audience=True accepts tokens for any resource: not advised)"
+                )
+            self.audience = resource
 
     def __repr__(self) -> str:
         return f"IntrospectionVerifier({self.endpoint!r}, audience={self.audience!r})"
 
     async def verify(self, token: str) -> AuthInfo | None:
         """Verify `token`; see the class docstring."""
+        if self.audience is None and not self.allow_any_audience:
+            # Not bound to a server (used outside `AuthGate`): fail closed.
+            raise TokenVerifierError("IntrospectionVerifier has no audience to check tokens for")
         key = hashlib.sha256(token.encode()).digest()
         now = time.time()
         cached = self._cache.get(key)
         if cached is not None and cached[1] > now:
+            if isinstance(cached[0], str):
+                raise InvalidTokenError(cached[0])
             return _require(cached[0], self.required_scopes)
         self._cache.pop(key, None)
         answer = await self._introspect(token)
+        try:
+            info = self._judge(answer, now)
+        except InvalidTokenError as exc:
+            self._remember(key, str(exc), now, now + self.negative_cache_seconds)
+            raise
+        until = now + self.cache_seconds
+        if info.expires_at is not None:
+            until = min(until, info.expires_at)
+        self._remember(key, info, now, until)
+        return _require(info, self.required_scopes)
+
+    def _judge(self, answer: Any, now: float) -> AuthInfo:
         if not isinstance(answer, dict) or answer.get("active") is not True:
             raise InvalidTokenError("The access token is not active")
         info = _info(answer)
         if info.expires_at is not None and info.expires_at <= now:
             raise InvalidTokenError("The access token expired")
-        if self.audience is not None:
+        nbf = answer.get("nbf")
+        if isinstance(nbf, int | float) and nbf > now + self.leeway:
+            raise InvalidTokenError("The access token is not valid yet (nbf)")
+        if self.issuer is not None and info.issuer is not None and info.issuer != self.issuer:
+            raise InvalidTokenError("The access token is from another issuer")
+        if self.audience is not None and not self.allow_any_audience:
             _check_audience(info, self.audience)
-        if self.cache_seconds > 0:
-            until = now + self.cache_seconds
-            if info.expires_at is not None:
-                until = min(until, info.expires_at)
-            self._cache[key] = (info, until)
-            while len(self._cache) > self.MAX_CACHED:
-                self._cache.popitem(last=False)
-        return _require(info, self.required_scopes)
+        return info
+
+    def _remember(self, key: bytes, verdict: AuthInfo | str, now: float, until: float) -> None:
+        if until <= now:  # a cache of 0 seconds, or a token expiring now
+            return
+        self._cache[key] = (verdict, until)
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.MAX_CACHED:
+            self._cache.popitem(last=False)
 
     async def _introspect(self, token: str) -> Any:
         import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first asks

@@ -1,0 +1,93 @@
+"""Regression tests for the findings of the security review of the OAuth code.
+
+Each test runs real servers on loopback (the test authorization server of tests/oauth_server.py
+and a trio-mcp HTTP server) and asserts what a client sees: audience binding of introspected
+tokens, scopes of task, completion and subscription requests, authorization server pinning,
+JWKS fetch limits, the loopback listener's state check, challenge escaping, session binding,
+and the other hardening rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.auth.test_http_auth import Notes, protected
+from tests.http_helpers import serve
+from tests.oauth_server import serve_oauth
+from trio_mcp import HttpOptions, IntrospectionVerifier, ProtectedResource, http_app
+
+# -- introspection: audience bound by default ----------------------------------------------------
+
+
+async def test_introspection_without_audience_takes_the_canonical_uri_of_the_metadata() -> None:
+    async with serve_oauth(token_format="opaque") as oauth:
+        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
+        assert rs.client_secret is not None
+        verifier = IntrospectionVerifier(
+            oauth.endpoint("introspect"), rs.client_id, rs.client_secret
+        )
+        resource = "http://mcp.example/mcp"
+        md = ProtectedResource(authorization_servers=(oauth.issuer,), resource=resource)
+        async with serve(Notes().server(), auth=verifier, resource_metadata=md) as s:
+            other = oauth.mint(audience="https://some-other-api.example/", scopes=["mcp"])
+            refused = await s.client(authorization=f"Bearer {other}").initialize()
+            mine = oauth.mint(audience=resource, scopes=["mcp"])
+            accepted = await s.client(authorization=f"Bearer {mine}").initialize()
+    assert verifier.audience == resource
+    assert refused.status == 401
+    assert 'error="invalid_token"' in refused.response.headers["www-authenticate"]
+    assert accepted.status == 200
+
+
+async def test_introspection_without_any_canonical_uri_refuses_to_start() -> None:
+    async with serve_oauth(token_format="opaque") as oauth:
+        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
+        assert rs.client_secret is not None
+        verifier = IntrospectionVerifier(
+            oauth.endpoint("introspect"), rs.client_id, rs.client_secret
+        )
+        md = ProtectedResource(authorization_servers=(oauth.issuer,))
+        with pytest.raises(ValueError, match="canonical URI"):
+            http_app(Notes().server(), HttpOptions(auth=verifier, resource_metadata=md))
+        with pytest.raises(ValueError, match="canonical URI"):
+            http_app(Notes().server(), HttpOptions(auth=verifier))
+
+
+async def test_introspection_any_audience_only_when_asked() -> None:
+    async with serve_oauth(token_format="opaque") as oauth:
+        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
+        assert rs.client_secret is not None
+        verifier = IntrospectionVerifier(
+            oauth.endpoint("introspect"), rs.client_id, rs.client_secret, allow_any_audience=True
+        )
+        md = ProtectedResource(authorization_servers=(oauth.issuer,))
+        async with serve(Notes().server(), auth=verifier, resource_metadata=md) as s:
+            other = oauth.mint(audience="https://some-other-api.example/", scopes=["mcp"])
+            reply = await s.client(authorization=f"Bearer {other}").initialize()
+    assert reply.status == 200
+
+
+async def test_introspection_checks_nbf_and_iss_and_remembers_refusals() -> None:
+    async with protected(
+        verifier="introspection",
+        oauth_knobs={"token_format": "opaque"},
+        verifier_options={"leeway": 0},
+    ) as p:
+        assert isinstance(p.verifier, IntrospectionVerifier)
+        p.verifier.issuer = p.oauth.issuer
+        early = await p.client(p.token(not_before=600)).initialize()
+        foreign = await p.client(p.token(issuer="https://other-as.example")).initialize()
+        p.oauth.reset_counts()
+        dead = p.token(expires_in=-10)
+        replies: list[Any] = [await p.client(dead).initialize() for _ in range(5)]
+        introspections = p.oauth.requests["introspect"]
+        good = await p.client(p.token()).initialize()
+    assert early.status == 401
+    assert "nbf" in early.response.headers["www-authenticate"]
+    assert foreign.status == 401
+    assert "another issuer" in foreign.response.headers["www-authenticate"]
+    assert [r.status for r in replies] == [401] * 5
+    assert introspections == 1
+    assert good.status == 200
