@@ -794,7 +794,9 @@ class Dispatcher:
 
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if scope.modern else session.follow_task
-        return await self.tasks.run(tool.task, body, context, created=follow)
+        return await self.tasks.run(
+            tool.task, body, context, created=follow, scopes=sorted(tool.scopes)
+        )
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------
 

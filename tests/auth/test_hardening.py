@@ -12,11 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import trio
 
-from tests.auth.test_http_auth import Notes, protected
+from tests.auth.test_http_auth import SCOPES, Notes, params, protected
+from tests.features.test_tasks import meta
+from tests.helpers import MODERN
 from tests.http_helpers import serve
 from tests.oauth_server import serve_oauth
-from trio_mcp import HttpOptions, IntrospectionVerifier, ProtectedResource, http_app
+from trio_mcp import HttpOptions, IntrospectionVerifier, ProtectedResource, Server, http_app
+from trio_mcp._features.tasks import TaskRecord
 
 # -- introspection: audience bound by default ----------------------------------------------------
 
@@ -91,3 +95,102 @@ async def test_introspection_checks_nbf_and_iss_and_remembers_refusals() -> None
     assert [r.status for r in replies] == [401] * 5
     assert introspections == 1
     assert good.status == 200
+
+
+# -- scopes of task, completion and subscription requests ----------------------------------------
+
+
+def _secret_tasks() -> Server:
+    server = Server("t")
+
+    @server.tool(task=True, scopes=["secret:read"])
+    async def secret() -> str:
+        await trio.lowlevel.checkpoint()
+        return "the secret"
+
+    return server
+
+
+async def test_task_requests_need_the_scopes_of_the_tasks_tool() -> None:
+    knobs = {"scopes_supported": [*SCOPES, "secret:read"]}
+    async with protected(_secret_tasks(), oauth_knobs=knobs) as p:
+        owner = p.client(p.token(scopes=["secret:read"]), version=MODERN)
+        narrow = p.client(p.token(scopes=["mcp"]), version=MODERN)
+        created = await owner.call("secret", {}, **meta())
+        task_id = created.last["result"]["taskId"]
+        extras: dict[str, dict[str, Any]] = {
+            "tasks/get": {},
+            "tasks/update": {"inputResponses": {}},
+            "tasks/cancel": {},
+        }
+        reads = {
+            method: await narrow.request(method, {"taskId": task_id, **extra, "_meta": meta()})
+            for method, extra in extras.items()
+        }
+        mine = await owner.request("tasks/get", {"taskId": task_id, "_meta": meta()})
+    for method, reply in reads.items():
+        assert reply.status == 403, method
+        header = params(reply.response.headers["www-authenticate"])
+        assert header["error"] == "insufficient_scope"
+        assert "secret:read" in header["scope"].split()
+    assert mine.status == 200
+    assert mine.last["result"]["taskId"] == task_id
+
+
+def test_task_records_keep_their_scopes_and_read_old_records() -> None:
+    record = TaskRecord("t", 1.0, 60.0, 1.0, scopes=("a", "b"))
+    assert TaskRecord.load(record.dump()).scopes == ("a", "b")
+    old = TaskRecord("t", 1.0, 60.0, 1.0).dump()
+    assert "scopes" not in old
+    assert TaskRecord.load(old).scopes == ()
+
+
+def _completing() -> Server:
+    server = Server("c")
+
+    @server.prompt(scopes=["notes:read"], completions={"title": lambda value: ["Salary review"]})
+    def note(title: str) -> str:
+        return title
+
+    @server.resource(
+        "notes://{title}", scopes=["notes:read"], completions={"title": lambda value: ["t1"]}
+    )
+    def read(title: str) -> str:
+        return title
+
+    return server
+
+
+async def test_completion_and_subscription_need_the_scopes_of_what_they_name() -> None:
+    async with protected(_completing()) as p:
+        narrow = p.client(p.token(scopes=["mcp"]))
+        assert (await narrow.initialize()).status == 200
+        wide = p.client(p.token(scopes=["mcp", "notes:read"]))
+        assert (await wide.initialize()).status == 200
+        requests: list[tuple[str, dict[str, Any]]] = [
+            (
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "note"},
+                    "argument": {"name": "title", "value": ""},
+                },
+            ),
+            (
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/resource", "uri": "notes://{title}"},
+                    "argument": {"name": "title", "value": ""},
+                },
+            ),
+            ("resources/subscribe", {"uri": "notes://secret"}),
+            ("resources/unsubscribe", {"uri": "notes://secret"}),
+        ]
+        refused = [await narrow.request(method, body) for method, body in requests]
+        allowed = [await wide.request(method, body) for method, body in requests[:2]]
+    for reply in refused:
+        assert reply.status == 403
+        assert params(reply.response.headers["www-authenticate"])["error"] == "insufficient_scope"
+    assert [r.last["result"]["completion"]["values"] for r in allowed] == [
+        ["Salary review"],
+        ["t1"],
+    ]

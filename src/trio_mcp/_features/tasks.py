@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
@@ -195,6 +195,9 @@ class TaskRecord:
     owner: str | None = None
     #: Until when the owner's claim holds, unless renewed (0: the record has no lease).
     lease_until: float = 0.0
+    #: The OAuth scopes of the tool it runs: reading, answering or cancelling the task over
+    #: HTTP needs them too (the call did).
+    scopes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -241,6 +244,8 @@ class TaskRecord:
             "inputRequests": self.input_requests,
             "owner": self.owner,
             "leaseUntil": self.lease_until,
+            # Only when set: a record without scopes reads the same to an older `load`.
+            **({"scopes": list(self.scopes)} if self.scopes else {}),
         }
 
     @classmethod
@@ -267,6 +272,7 @@ class TaskRecord:
                 input_requests=dict(data.get("inputRequests") or {}),
                 owner=data.get("owner"),
                 lease_until=float(data.get("leaseUntil") or 0.0),
+                scopes=tuple(str(scope) for scope in data.get("scopes") or ()),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task record: {exc}") from None
@@ -440,11 +446,12 @@ class TaskEngine(Protocol):
         context: Context | None,
         *,
         created: Callable[[str], None] | None = None,
+        scopes: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told.
+        states is told; `scopes` (the tool's) are kept in its record.
         """
         ...
 

@@ -54,7 +54,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -128,6 +128,8 @@ class _Call:
     mail: trio.Event = field(default_factory=trio.Event)
     #: Held while a state is told, so states are told in order (Rule 6).
     telling: trio.Lock = field(default_factory=trio.Lock)
+    #: The tool's OAuth scopes, for its record.
+    scopes: tuple[str, ...] = ()
 
 
 class TaskRuntime:
@@ -193,16 +195,17 @@ class TaskRuntime:
         context: Context | None,
         *,
         created: Callable[[str], None] | None = None,
+        scopes: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told (Rule 6).
+        states is told (Rule 6); `scopes` (the tool's) are kept in its record.
         """
         nursery = self._nursery()
         if nursery is None:
             return await body()
-        call = _Call(support, context, nursery=nursery, created=created)
+        call = _Call(support, context, nursery=nursery, created=created, scopes=tuple(scopes))
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
         if support.after == 0:
@@ -408,6 +411,7 @@ class TaskRuntime:
                 call.support.poll_interval,
                 owner=self.worker_id,
                 lease_until=now + self.store.lease,
+                scopes=call.scopes,
             )
             if not await self.store.add(record, now):
                 logger.warning("the task store is full: a call runs to its end instead")

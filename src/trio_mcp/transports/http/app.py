@@ -72,6 +72,7 @@ class McpHttpApp:
             self.options.path,
             backend.required_scopes,
             scope_hierarchy=self.options.scope_hierarchy,
+            task_scopes=backend.task_scopes,
         )
         self._metadata_paths = self._gate.metadata_paths()
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)

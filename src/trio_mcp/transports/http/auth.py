@@ -32,7 +32,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -70,6 +70,10 @@ METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 
 # RFC 6750, 3: error_description and scope values exclude '"' and '\' (and control characters).
 _UNQUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
+
+
+#: Requests about a task, which need the scopes of the task's tool.
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 def challenge(
@@ -128,6 +132,9 @@ class AuthGate:
         required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); with
             None, those every request needs, which 401 challenges name.
         scope_hierarchy: Broader scopes and the narrower ones each implies.
+        task_scopes: The scopes of the tool a task runs, by task id
+            (`HttpBackend.task_scopes`): `tasks/get`, `tasks/update` and `tasks/cancel` need
+            them as the call did.
     """
 
     def __init__(
@@ -138,8 +145,10 @@ class AuthGate:
         required_scopes: Callable[[Request | None], Iterable[str]] = lambda _: (),
         *,
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
+        task_scopes: Callable[[str], Awaitable[Iterable[str]]] | None = None,
     ) -> None:
         self.verifier = verifier
+        self._task_scopes = task_scopes
         self._implied = _closure(scope_hierarchy or {})
         self.resource = resource
         self.path = path
@@ -229,7 +238,7 @@ class AuthGate:
         self.check(scope, headers, self.base_scopes, info)
         return info
 
-    def check_messages(
+    async def check_messages(
         self, scope: Scope, headers: Mapping[bytes, bytes], messages: Iterable[Any]
     ) -> None:
         """Refuse (403) a body whose requests need scopes the verified token lacks."""
@@ -239,6 +248,13 @@ class AuthGate:
         for message in messages:
             if isinstance(message, Request):
                 needed.update(dict.fromkeys(self._required(message)))
+                task_id = (message.params or {}).get("taskId")
+                if (
+                    message.method in _TASK_METHODS
+                    and isinstance(task_id, str)
+                    and self._task_scopes is not None
+                ):
+                    needed.update(dict.fromkeys(await self._task_scopes(task_id)))
         self.check(scope, headers, needed)
 
     def check(

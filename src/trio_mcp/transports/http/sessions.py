@@ -123,6 +123,13 @@ class HttpBackend(Protocol):
         everything. Consulted only when the transport verifies tokens (`HttpOptions.auth`).
         """
 
+    async def task_scopes(self, task_id: str) -> tuple[str, ...]:
+        """The OAuth scopes of the tool a task runs (none for an unknown task).
+
+        `tasks/get`, `tasks/update` and `tasks/cancel` need them: a task's result and
+        questions are the tool's, so a token that could not call it cannot read them.
+        """
+
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
