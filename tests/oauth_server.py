@@ -56,8 +56,9 @@ Knobs (keyword arguments of `OAuthServer` and `serve_oauth`):
 Test controls (plain methods): `register_client(...)` (a pre-registered client), `rotate_key`,
 `mint(...)` (a token with arbitrary claims: expired, wrong `aud` or `iss`, chosen scopes, signed
 with an unpublished key), `revoke(token)`, `deny_next_authorization`, `requests` /
-`reset_counts()`, `authorize_url(...)` and `authorize(...)` (run the authorization step over
-HTTP as a browser would, returning the redirect's query), and `pkce_pair()`.
+`reset_counts()`, `jwks_down` (set True: the JWKS endpoint answers 503), `authorize_url(...)`
+and `authorize(...)` (run the authorization step over HTTP as a browser would, returning the
+redirect's query), and `pkce_pair()`.
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ class OAuthServer:
         self.keys: list[SigningKey] = [SigningKey.generate(algorithm)]
         self.clients: dict[str, OAuthClient] = {}
         self.requests: Counter[str] = Counter()
+        #: Set True to make the JWKS endpoint answer 503 (an authorization server in trouble).
+        self.jwks_down = False
         self.log: list[Seen] = []
         self._codes: dict[str, _Grant] = {}
         self._refresh: dict[str, _Grant] = {}
@@ -482,6 +485,8 @@ class OAuthServer:
         expected = "GET" if endpoint in ("metadata", "openid", "jwks", "authorize") else "POST"
         if method != expected:
             return _json(405, {"error": "method_not_allowed"})
+        if endpoint == "jwks" and self.jwks_down:
+            return _json(503, {"error": "temporarily_unavailable"})
         if endpoint == "authorize":
             return await self._authorize(request.query)
         if endpoint == "revoke":

@@ -9,6 +9,7 @@ and the other hardening rules.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -19,7 +20,14 @@ from tests.features.test_tasks import meta
 from tests.helpers import MODERN
 from tests.http_helpers import serve
 from tests.oauth_server import serve_oauth
-from trio_mcp import HttpOptions, IntrospectionVerifier, ProtectedResource, Server, http_app
+from trio_mcp import (
+    HttpOptions,
+    IntrospectionVerifier,
+    JwtVerifier,
+    ProtectedResource,
+    Server,
+    http_app,
+)
 from trio_mcp._features.tasks import TaskRecord
 
 # -- introspection: audience bound by default ----------------------------------------------------
@@ -194,3 +202,49 @@ async def test_completion_and_subscription_need_the_scopes_of_what_they_name() -
         ["Salary review"],
         ["t1"],
     ]
+
+
+# -- JWKS fetches: one per interval, however many ask; the keys held survive an outage ----------
+
+
+async def test_concurrent_unknown_kids_cost_one_key_set_fetch() -> None:
+    async with protected(verifier_options={"jwks_min_refetch": 60.0}) as p:
+        tokens = [p.token(kid=f"garbage-{i}") for i in range(100)]
+        statuses: list[int] = []
+
+        async def one(token: str) -> None:
+            statuses.append((await p.client(token).initialize()).status)
+
+        async with trio.open_nursery() as nursery:
+            for token in tokens:
+                nursery.start_soon(one, token)
+        fetched = p.oauth.requests["jwks"]
+        good = await p.client(p.token()).initialize()
+    assert statuses == [401] * 100
+    assert fetched == 1
+    assert good.status == 200
+    assert p.oauth.requests["jwks"] == 1
+
+
+async def test_key_set_outage_keeps_the_previous_keys_and_is_not_hammered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    options = {"jwks_ttl": 0.0, "jwks_min_refetch": 0.0, "jwks_grace": 3600.0}
+    async with protected(verifier_options=options) as p:
+        assert (await p.client(p.token()).initialize()).status == 200
+        p.oauth.jwks_down = True
+        with caplog.at_level(logging.WARNING, logger="trio_mcp.http"):
+            during = await p.client(p.token()).initialize()
+        assert "previous keys stay" in caplog.text
+        assert during.status == 200
+        # Without usable keys (grace over) and the JWKS down, requests get 503, and no new
+        # attempt is made within `jwks_min_refetch` of the failed one.
+        verifier = p.verifier
+        assert isinstance(verifier, JwtVerifier)
+        verifier.jwks_grace = 0.0
+        verifier.jwks_min_refetch = 60.0
+        p.oauth.reset_counts()
+        down = [await p.client(p.token()).initialize() for _ in range(5)]
+        attempts = p.oauth.requests["jwks"]
+    assert [r.status for r in down] == [503] * 5
+    assert attempts == 0

@@ -18,9 +18,11 @@ Rule 4: JOSE is PyJWT's (the `auth` extra), imported when a `JwtVerifier` is mad
         trio_mcp, or serving without one, loads neither it nor cryptography.
 Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` seconds, and
         fetched again early only for a `kid` it lacks (key rotation), at most once per
-        `jwks_min_refetch` seconds, so unknown `kid`s cannot make the server hammer the
-        authorization server; an active introspection answer for `cache_seconds` (never past
-        the token's `exp`).
+        `jwks_min_refetch` seconds however many requests ask at once (failed attempts count),
+        so unknown `kid`s cannot make the server hammer the authorization server; while a
+        fetch fails the keys held serve for `jwks_grace` more seconds. An active
+        introspection answer is cached for `cache_seconds` (never past the token's `exp`),
+        a refusal for `negative_cache_seconds`.
 """
 
 from __future__ import annotations
@@ -439,7 +441,10 @@ class JwtVerifier:
         leeway: Seconds of clock skew allowed for `exp`, `nbf` and `iat`.
         required_scopes: Scopes every request needs (403 without them).
         jwks_ttl: Seconds a fetched key set is used before it is fetched again.
-        jwks_min_refetch: Seconds between two early fetches for an unknown `kid` (Rule 5).
+        jwks_min_refetch: Seconds between two fetches (or failed attempts) of the key set
+            (Rule 5).
+        jwks_grace: Seconds past `jwks_ttl` the keys held stay in use while fetching them
+            again fails (with a warning logged).
         timeout: Seconds one fetch may take.
     """
 
@@ -456,6 +461,9 @@ class JwtVerifier:
         jwks_ttl: float = 600.0,
         # 30 s: a rotated key is picked up at once, yet garbage `kid`s cost one fetch per 30 s.
         jwks_min_refetch: float = 30.0,
+        # 1 hour: an authorization server down for a while does not turn every token into a
+        # 503 the moment the TTL passes; keys it retired meanwhile still expire within it.
+        jwks_grace: float = 3600.0,
         timeout: float = 10.0,
     ) -> None:
         import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 4)
@@ -473,8 +481,11 @@ class JwtVerifier:
         self.jwks_ttl = jwks_ttl
         self.jwks_min_refetch = jwks_min_refetch
         self.timeout = timeout
+        self.jwks_grace = jwks_grace
         self._keys: dict[str | None, pyjwt.PyJWK] = {}
+        #: When the key set was last fetched, and last tried (monotonic seconds).
         self._fetched_at: float | None = None
+        self._attempted_at: float | None = None
         self._lock = trio.Lock()
         #: Key set fetches so far (for tests and monitoring).
         self.fetches = 0
@@ -520,32 +531,50 @@ class JwtVerifier:
         return _require(info, self.required_scopes)
 
     async def _key(self, kid: str | None) -> Any:
-        now = time.monotonic()
-        stale = self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
-        if stale or (
-            kid not in self._keys
-            and (self._fetched_at is None or now - self._fetched_at >= self.jwks_min_refetch)
-        ):
+        found = self._find(kid)
+        if found is None or self._stale(time.monotonic()):
             await self._refresh(kid)
-        found = self._keys.get(kid)
-        if found is None and kid is None and len(self._keys) == 1:
-            found = next(iter(self._keys.values()))
+            found = self._find(kid)
         if found is None:
             raise InvalidTokenError("The access token was signed with an unknown key")
         return found.key
 
+    def _find(self, kid: str | None) -> Any:
+        found = self._keys.get(kid)
+        if found is None and kid is None and len(self._keys) == 1:
+            found = next(iter(self._keys.values()))
+        return found
+
+    def _stale(self, now: float) -> bool:
+        return self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
+
     async def _refresh(self, kid: str | None) -> None:
+        """Fetch the key set, unless another request just did or tried (Rule 5).
+
+        Everything is decided inside the lock: requests that queued behind a fetch see its
+        outcome and do not fetch again. A failed fetch counts as an attempt too, so an
+        authorization server that is down is asked once per `jwks_min_refetch`, not once per
+        request; meanwhile keys fetched less than `jwks_ttl + jwks_grace` ago stay in use.
+        """
         async with self._lock:
-            fetched = self._fetched_at
-            if (
-                fetched is not None
-                and kid in self._keys
-                and time.monotonic() - fetched <= (self.jwks_ttl)
-            ):
+            now = time.monotonic()
+            if not self._stale(now) and self._find(kid) is not None:
                 return  # another request fetched it meanwhile
-            if self.jwks_url is None:
-                self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
-            doc = await _get_json(self.jwks_url, self.timeout)
+            tried = self._attempted_at
+            if tried is not None and now - tried < self.jwks_min_refetch:
+                if self._usable(now):
+                    return  # fetched or tried just now: what we have is the answer
+                raise TokenVerifierError(f"the key set at {self.jwks_url} is unavailable")
+            self._attempted_at = now
+            try:
+                if self.jwks_url is None:
+                    self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
+                doc = await _get_json(self.jwks_url, self.timeout)
+            except TokenVerifierError as exc:
+                if not self._usable(now):
+                    raise
+                logger.warning("cannot refresh the key set; the previous keys stay: %s", exc)
+                return
             self.fetches += 1
             self._fetched_at = time.monotonic()
             keys: dict[str | None, Any] = {}
@@ -558,6 +587,11 @@ class JwtVerifier:
                     continue  # a key type this library does not know: skipped
                 keys[entry.get("kid")] = jwk
             self._keys = keys
+
+    def _usable(self, now: float) -> bool:
+        """Whether the keys held may still verify tokens (within ttl plus the grace period)."""
+        fetched = self._fetched_at
+        return fetched is not None and now - fetched <= self.jwks_ttl + self.jwks_grace
 
 
 class IntrospectionVerifier:
