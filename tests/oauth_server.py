@@ -319,6 +319,7 @@ class OAuthServer:
         not_before: float | None = None,
         unpublished_key: bool = False,
         kid: str | None = None,
+        typ: str | None = None,
         claims: Mapping[str, Any] | None = None,
         omit: Iterable[str] = (),
     ) -> str:
@@ -336,6 +337,7 @@ class OAuthServer:
             unpublished_key: Sign with a fresh key that the JWKS does not hold, under the
                 current key's `kid` (a bad signature) unless `kid` is given.
             kid: The JWS header's `kid` (default the signing key's).
+            typ: The JWS header's `typ` (default PyJWT's, "JWT").
             claims: More claims, overriding the ones above.
             omit: Claims to leave out (e.g. "exp").
         """
@@ -365,7 +367,10 @@ class OAuthServer:
             self._opaque[token] = body
             return token
         return jwt.encode(
-            body, key.private, algorithm=key.algorithm, headers={"kid": kid or key.kid}
+            body,
+            key.private,
+            algorithm=key.algorithm,
+            headers={"kid": kid or key.kid, **({"typ": typ} if typ else {})},
         )
 
     def revoke(self, token: str) -> None:

@@ -29,6 +29,7 @@ from trio_mcp import (
     http_app,
 )
 from trio_mcp._features.tasks import TaskRecord
+from trio_mcp.transports.http.auth import TokenVerifierError, discover_jwks_url
 
 # -- introspection: audience bound by default ----------------------------------------------------
 
@@ -248,3 +249,36 @@ async def test_key_set_outage_keeps_the_previous_keys_and_is_not_hammered(
         attempts = p.oauth.requests["jwks"]
     assert [r.status for r in down] == [503] * 5
     assert attempts == 0
+
+
+# -- JWT and discovery rules ----------------------------------------------------------------------
+
+
+async def test_dpop_bound_tokens_are_refused_as_bearer() -> None:
+    async with protected() as p:
+        bound = p.token(claims={"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}})
+        reply = await p.client(bound).initialize()
+    assert reply.status == 401
+    header = params(reply.response.headers["www-authenticate"])
+    assert header["error"] == "invalid_token"
+    assert header["error_description"] == "DPoP-bound tokens are not accepted"
+
+
+async def test_at_jwt_typ_is_required_only_when_asked() -> None:
+    async with protected(verifier_options={"require_at_jwt_typ": True}) as p:
+        plain = await p.client(p.token()).initialize()
+        typed = await p.client(p.token(typ="at+jwt")).initialize()
+    async with protected() as p:
+        lenient = await p.client(p.token()).initialize()
+    assert plain.status == 401
+    assert "at+jwt" in plain.response.headers["www-authenticate"]
+    assert typed.status == 200
+    assert lenient.status == 200
+
+
+async def test_jwks_discovery_refuses_metadata_naming_another_issuer() -> None:
+    async with serve_oauth() as oauth:
+        assert await discover_jwks_url(oauth.issuer) == oauth.endpoint("jwks")
+        # The document at the derived URL names `oauth.issuer`, not this spelling of it.
+        with pytest.raises(TokenVerifierError, match="names issuer"):
+            await discover_jwks_url(oauth.issuer + "/")

@@ -402,10 +402,13 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
     """The `jwks_uri` of an issuer, from its RFC 8414 (or OpenID Connect) metadata.
 
     Tries, in the MCP spec's order: the path-inserted OAuth metadata URL, the path-inserted
-    OpenID one, then the OpenID one appended to the issuer.
+    OpenID one, then the OpenID one appended to the issuer. A document whose `issuer` is not
+    exactly `issuer` is refused (RFC 8414, 3.3): it speaks for another authorization server,
+    whose keys would let it mint tokens this server accepts.
 
     Raises:
-        TokenVerifierError: none of them answers with a `jwks_uri`.
+        TokenVerifierError: none of them answers with a `jwks_uri`, or one names another
+            issuer.
     """
     parts = urlsplit(issuer)
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
@@ -421,6 +424,11 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
         except TokenVerifierError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("jwks_uri"), str):
+            if doc.get("issuer") != issuer:
+                raise TokenVerifierError(
+                    f"the authorization server metadata at {url} names issuer "
+                    f"{doc.get('issuer')!r}, not {issuer!r}"
+                )
             return str(doc["jwks_uri"])
     raise TokenVerifierError(f"no authorization server metadata with a jwks_uri for {issuer}")
 
@@ -430,8 +438,10 @@ class JwtVerifier:
 
     Checks the signature (a key of the JWKS, chosen by `kid`, in `algorithms`), `iss`, `aud`
     (must contain `audience`, this server's canonical URI: RFC 8707), `exp` and `nbf` (with
-    `leeway`), and `required_scopes` (from `scope`, space-separated, or `scp`). Needs the
-    `auth` extra (PyJWT with cryptography).
+    `leeway`), and `required_scopes` (from `scope`, space-separated, or `scp`). A token bound
+    to a DPoP key (`cnf.jkt`) is refused: this server verifies no DPoP proofs, and such a
+    token sent as a Bearer may be a stolen one. Needs the `auth` extra (PyJWT with
+    cryptography).
 
     Args:
         issuer: The authorization server's issuer identifier (`iss`).
@@ -445,6 +455,9 @@ class JwtVerifier:
             (Rule 5).
         jwks_grace: Seconds past `jwks_ttl` the keys held stay in use while fetching them
             again fails (with a warning logged).
+        require_at_jwt_typ: Refuse tokens whose JWS header `typ` is not `at+jwt` (RFC 9068,
+            2.1, which keeps an ID token or another JWT from passing as an access token).
+            Off by default: many authorization servers still issue `typ: JWT`.
         timeout: Seconds one fetch may take.
     """
 
@@ -464,6 +477,7 @@ class JwtVerifier:
         # 1 hour: an authorization server down for a while does not turn every token into a
         # 503 the moment the TTL passes; keys it retired meanwhile still expire within it.
         jwks_grace: float = 3600.0,
+        require_at_jwt_typ: bool = False,
         timeout: float = 10.0,
     ) -> None:
         import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 4)
@@ -482,6 +496,7 @@ class JwtVerifier:
         self.jwks_min_refetch = jwks_min_refetch
         self.timeout = timeout
         self.jwks_grace = jwks_grace
+        self.require_at_jwt_typ = require_at_jwt_typ
         self._keys: dict[str | None, pyjwt.PyJWK] = {}
         #: When the key set was last fetched, and last tried (monotonic seconds).
         self._fetched_at: float | None = None
@@ -503,6 +518,11 @@ class JwtVerifier:
         alg, kid = header.get("alg"), header.get("kid")
         if alg not in self.algorithms:
             raise InvalidTokenError(f"The access token's algorithm {alg!r} is not accepted")
+        typ = header.get("typ")
+        if self.require_at_jwt_typ and (
+            not isinstance(typ, str) or typ.lower() not in ("at+jwt", "application/at+jwt")
+        ):
+            raise InvalidTokenError("The access token's type (typ) must be at+jwt")
         key = await self._key(kid if isinstance(kid, str) else None)
         try:
             claims = jwt.decode(
@@ -526,6 +546,11 @@ class JwtVerifier:
             raise InvalidTokenError(f"The access token lacks the {exc.claim} claim") from None
         except jwt.PyJWTError as exc:
             raise InvalidTokenError(f"The access token is not valid: {exc}") from None
+        cnf = claims.get("cnf")
+        if isinstance(cnf, dict) and "jkt" in cnf:
+            # A sender-constrained token (RFC 9449, 6.1) is only as good as the proof that
+            # goes with it, which this server does not check: as a Bearer it is refused.
+            raise InvalidTokenError("DPoP-bound tokens are not accepted")
         info = _info(claims)
         _check_audience(info, self.audience)
         return _require(info, self.required_scopes)
