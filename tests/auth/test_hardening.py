@@ -26,10 +26,16 @@ from trio_mcp import (
     JwtVerifier,
     ProtectedResource,
     Server,
+    StaticTokenVerifier,
     http_app,
 )
 from trio_mcp._features.tasks import TaskRecord
-from trio_mcp.transports.http.auth import TokenVerifierError, discover_jwks_url
+from trio_mcp.transports.http.auth import (
+    METADATA_PATH,
+    TokenVerifierError,
+    challenge,
+    discover_jwks_url,
+)
 
 # -- introspection: audience bound by default ----------------------------------------------------
 
@@ -282,3 +288,51 @@ async def test_jwks_discovery_refuses_metadata_naming_another_issuer() -> None:
         # The document at the derived URL names `oauth.issuer`, not this spelling of it.
         with pytest.raises(TokenVerifierError, match="names issuer"):
             await discover_jwks_url(oauth.issuer + "/")
+
+
+# -- challenges and metadata: escaping, and one canonical URI for both -------------------------
+
+
+async def test_a_forged_host_cannot_inject_challenge_parameters(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    md = ProtectedResource(authorization_servers=("https://as.example",))
+    forged = 'evil.example/x", error="invalid_request", error_uri="https://evil.example'
+    with caplog.at_level(logging.WARNING, logger="trio_mcp.http"):
+        async with serve(
+            Notes().server(),
+            auth=StaticTokenVerifier("dev-token"),
+            resource_metadata=md,
+            allowed_hosts=("*",),
+        ) as s:
+            reply = await s.client(host=forged).initialize()
+            metadata = await s.http.get(s.base + METADATA_PATH + "/mcp", headers={"host": forged})
+    assert "names no canonical URI" in caplog.text
+    assert reply.status == 401
+    header = params(reply.response.headers["www-authenticate"])
+    assert list(header) == ["resource_metadata"]
+    assert header["resource_metadata"] == s.base + METADATA_PATH + "/mcp"
+    assert metadata.json()["resource"] == s.url
+
+
+def test_challenge_percent_encodes_what_a_quoted_string_cannot_hold() -> None:
+    value = challenge(resource_metadata='https://a.example/x", error="y').decode()
+    assert value == 'Bearer resource_metadata="https://a.example/x%22,%20error=%22y"'
+
+
+async def test_challenge_metadata_url_is_served_when_the_audience_path_differs() -> None:
+    audience = "https://mcp.example/api/mcp"
+    async with protected() as p:
+        assert isinstance(p.verifier, JwtVerifier)
+        p.verifier.audience = audience  # the endpoint is /mcp
+        reply = await p.client().initialize()
+        pointed = params(reply.response.headers["www-authenticate"])["resource_metadata"]
+        assert pointed == "https://mcp.example" + METADATA_PATH + "/api/mcp"
+        served = await p.served.http.get(p.served.base + METADATA_PATH + "/api/mcp")
+        by_endpoint = await p.served.http.get(p.served.base + METADATA_PATH + "/mcp")
+        ok = await p.client(p.token(audience=audience)).initialize()
+    assert reply.status == 401
+    assert served.status_code == 200
+    assert served.json()["resource"] == audience
+    assert by_endpoint.status_code == 200
+    assert ok.status == 200

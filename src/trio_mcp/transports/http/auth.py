@@ -37,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import trio
 
@@ -95,7 +95,9 @@ def challenge(
     if scope:
         params.append(f'scope="{_UNQUOTABLE.sub("?", scope)}"')
     if resource_metadata is not None:
-        params.append(f'resource_metadata="{resource_metadata}"')
+        # A URL has no '"', '\\' or control characters; percent-encode any that got in, so
+        # that the value cannot end the quoted-string and add parameters of its own.
+        params.append(f'resource_metadata="{quote(resource_metadata, safe=_URL_SAFE)}"')
     return ("Bearer " + ", ".join(params)).rstrip().encode()
 
 
@@ -115,12 +117,24 @@ def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]
     return closed
 
 
+# Characters a URL may carry unencoded (RFC 3986, 2.2 and 2.3; '%' of those encoded already).
+_URL_SAFE: Final = ":/?#[]@!$&'()*+,;=%-._~"
+
+# host[:port]: a DNS name or IPv4 address, or a bracketed IPv6 literal (RFC 3986, 3.2.2).
+_HOST = re.compile(r"(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+
+
 def origin_of(scope: Scope, headers: Mapping[bytes, bytes]) -> str:
-    """scheme://host[:port] as the client addressed this server (the Host header)."""
+    """scheme://host[:port] as the client addressed this server (the Host header).
+
+    A Host that is not a plain host[:port] (only an `allowed_hosts=("*",)` server lets one
+    through) is not copied into URLs: the address the connection came in on is used instead.
+    """
     host = headers.get(b"host", b"").decode("latin-1")
-    if not host:
+    if not _HOST.fullmatch(host):
         server = scope.get("server") or ("localhost", None)
-        host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+        address = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
+        host = address if server[1] is None else f"{address}:{server[1]}"
     return f"{scope.get('scheme', 'http')}://{host}"
 
 
@@ -160,6 +174,12 @@ class AuthGate:
             bind(resource.resource if resource is not None else None)
         #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
         self.base_scopes = tuple(required_scopes(None))
+        if verifier is not None and resource is not None and self._configured_uri() is None:
+            logger.warning(
+                "the protected resource metadata names no canonical URI "
+                "(ProtectedResource.resource): it is taken from each request's Host header; "
+                "configure it for a public server"
+            )
 
     def resource_uri(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str:
         """The canonical URI of this server (RFC 8707, 2).
@@ -167,32 +187,48 @@ class AuthGate:
         The metadata's `resource` if set, else the verifier's `audience` (what its tokens must
         name), else the URL the request was sent to.
         """
+        configured = self._configured_uri()
+        return configured if configured is not None else origin_of(scope, headers) + self.path
+
+    def _configured_uri(self) -> str | None:
         if self.resource is not None and self.resource.resource:
             return self.resource.resource
         audience = getattr(self.verifier, "audience", None)
         if isinstance(audience, str) and audience.startswith(("https://", "http://")):
             return audience
-        return origin_of(scope, headers) + self.path
+        return None
+
+    def _suffix(self) -> str:
+        """The path of the canonical URI (a proxy may serve this server under another path)."""
+        configured = self._configured_uri()
+        path = urlsplit(configured).path if configured is not None else self.path
+        return path.rstrip("/")
 
     def metadata_url(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str | None:
-        """The absolute URL of the metadata document for this server (RFC 9728, 3.1)."""
+        """The absolute URL of the metadata document for this server (RFC 9728, 3.1).
+
+        Its path is one `metadata_paths` serves: both come from the same canonical URI.
+        """
         if self.resource is None:
             return None
         parts = urlsplit(self.resource_uri(scope, headers))
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{self._suffix()}"
 
     def metadata_paths(self) -> tuple[str, ...]:
         """The paths the metadata is served at: the bare well-known one and the path-suffixed.
 
-        The suffix is the path of the canonical URI when one is configured (a proxy may serve
-        this server under another path), else the MCP endpoint's.
+        The suffix is the path of the canonical URI (the metadata's `resource`, else the
+        verifier's audience), which challenges point to; the MCP endpoint's path is served too,
+        for clients that build the URL from the endpoint they were given.
         """
         if self.resource is None:
             return ()
-        suffix = self.path
-        if self.resource.resource:
-            suffix = urlsplit(self.resource.resource).path
-        return (METADATA_PATH, METADATA_PATH + suffix.rstrip("/"))
+        paths = (
+            METADATA_PATH,
+            METADATA_PATH + self._suffix(),
+            METADATA_PATH + self.path.rstrip("/"),
+        )
+        return tuple(dict.fromkeys(paths))
 
     def document(self, scope: Scope, headers: Mapping[bytes, bytes]) -> dict[str, Any]:
         """The metadata document (served only when `resource` is set)."""
