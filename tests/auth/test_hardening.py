@@ -10,8 +10,10 @@ and the other hardening rules.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -19,15 +21,20 @@ from tests.auth.test_http_auth import SCOPES, Notes, params, protected
 from tests.features.test_tasks import meta
 from tests.helpers import MODERN
 from tests.http_helpers import serve
-from tests.oauth_server import serve_oauth
+from tests.oauth_server import OAuthServer, serve_oauth
 from trio_mcp import (
+    AuthorizationError,
     HttpOptions,
     IntrospectionVerifier,
     JwtVerifier,
+    MemoryTokenStorage,
+    OAuth,
     ProtectedResource,
     Server,
     StaticTokenVerifier,
     http_app,
+    open_client,
+    open_loopback_callback,
 )
 from trio_mcp._features.tasks import TaskRecord
 from trio_mcp.transports.http.auth import (
@@ -36,6 +43,7 @@ from trio_mcp.transports.http.auth import (
     challenge,
     discover_jwks_url,
 )
+from trio_mcp.transports.http.oauth import AuthorizationResponse, check_authorization_response
 
 # -- introspection: audience bound by default ----------------------------------------------------
 
@@ -336,3 +344,128 @@ async def test_challenge_metadata_url_is_served_when_the_audience_path_differs()
     assert served.json()["resource"] == audience
     assert by_endpoint.status_code == 200
     assert ok.status == 200
+
+
+# -- client: a pre-registered client stays with its authorization server -----------------------
+
+
+def _switch(md: ProtectedResource, verifier: JwtVerifier, to: OAuthServer) -> None:
+    """Make the running resource name (and trust) another authorization server."""
+    object.__setattr__(md, "authorization_servers", (to.issuer,))
+    verifier.issuer, verifier.jwks_url = to.issuer, to.endpoint("jwks")
+
+
+async def test_a_configured_client_is_bound_to_the_first_authorization_server() -> None:
+    async with serve_oauth() as as1, serve_oauth() as as2:
+        verifier = JwtVerifier(
+            issuer=as1.issuer, audience="http://unset.invalid/mcp", jwks_url=as1.endpoint("jwks")
+        )
+        md = ProtectedResource(authorization_servers=(as1.issuer,), scopes_supported=SCOPES)
+        async with serve(Notes().server(), auth=verifier, resource_metadata=md) as s:
+            verifier.audience = s.url
+            machine = as1.register_client(
+                token_endpoint_auth_method="client_secret_post",
+                grant_types=["client_credentials"],
+            )
+            storage = MemoryTokenStorage()
+
+            def config() -> OAuth:
+                return OAuth(
+                    grant="client_credentials",
+                    client_id=machine.client_id,
+                    client_secret=machine.client_secret,
+                    token_endpoint_auth_method="client_secret_post",
+                    storage=storage,
+                )
+
+            async with open_client(s.url, auth=config()) as client:
+                assert await client.list_tools()
+                _switch(md, verifier, as2)
+                with pytest.RaisesGroup(
+                    pytest.RaisesExc(AuthorizationError, match=_both(as1, as2)),
+                    allow_unwrapped=True,
+                    flatten_subgroups=True,
+                ):
+                    await client.list_tools()
+            # A new client with the same storage: the stored tokens' issuer is the binding.
+            with pytest.RaisesGroup(
+                pytest.RaisesExc(AuthorizationError, match=_both(as1, as2)),
+                allow_unwrapped=True,
+                flatten_subgroups=True,
+            ):
+                async with open_client(s.url, auth=config()) as client:
+                    await client.list_tools()
+    assert [seen.endpoint for seen in as2.log if seen.endpoint == "token"] == []
+
+
+def _both(first: OAuthServer, second: OAuthServer) -> str:
+    return f"{re.escape(second.issuer)}.*{re.escape(first.issuer)}"
+
+
+# -- client: the authorization response is ours before its error is read ------------------------
+
+
+def test_an_error_response_with_another_state_is_not_shown() -> None:
+    forged = AuthorizationResponse.from_url(
+        "http://127.0.0.1/cb?error=access_denied&error_description=log+in+at+https://evil.example"
+    )
+    check: dict[str, Any] = {"state": "s", "issuer": "https://as", "iss_supported": True}
+    with pytest.raises(AuthorizationError) as caught:
+        check_authorization_response(forged, **check)
+    assert "state" in str(caught.value)
+    assert "evil" not in str(caught.value)
+    wrong_iss = AuthorizationResponse(state="s", iss="https://evil", error="access_denied")
+    with pytest.raises(AuthorizationError, match="RFC 9207"):
+        check_authorization_response(wrong_iss, **check)
+
+
+async def test_loopback_listener_ignores_redirects_with_another_state() -> None:
+    results: list[AuthorizationResponse] = []
+    statuses: list[int] = []
+    async with (
+        open_loopback_callback() as loopback,
+        httpx.AsyncClient() as browser,
+        trio.open_nursery() as nursery,
+    ):
+
+        async def wait() -> None:
+            results.append(await loopback.callback(state="the-state"))
+
+        nursery.start_soon(wait)
+        for query in (
+            {"error": "access_denied", "error_description": "log in at https://evil.example"},
+            {"code": "stolen", "state": "another"},
+            {"code": "c1", "state": "the-state"},
+        ):
+            statuses.append((await browser.get(loopback.redirect_uri, params=query)).status_code)
+    assert statuses == [400, 400, 200]
+    assert [(r.code, r.state) for r in results] == [("c1", "the-state")]
+
+
+async def test_a_whole_flow_through_the_loopback_listener_skips_a_forged_redirect() -> None:
+    async with (
+        protected() as p,
+        open_loopback_callback() as loopback,
+        httpx.AsyncClient(follow_redirects=True) as browser,
+        trio.open_nursery() as nursery,
+    ):
+        forged: list[int] = []
+
+        async def forge_then_browse(url: str) -> None:
+            # A local page gets there first; the real browser follows once it was answered.
+            query = {"error": "access_denied", "error_description": "log in at evil.example"}
+            forged.append((await browser.get(loopback.redirect_uri, params=query)).status_code)
+            await browser.get(url)
+
+        async def open_page(url: str) -> None:
+            nursery.start_soon(forge_then_browse, url)
+
+        auth = OAuth(
+            redirect_uri=loopback.redirect_uri,
+            redirect_handler=open_page,
+            callback_handler=loopback.callback,
+        )
+        async with open_client(p.served.url, auth=auth) as client:
+            tools = await client.list_tools()
+    assert forged == [400]
+    assert tools

@@ -14,7 +14,9 @@ Rule 3: the authorization's own requests (metadata, registration, token) go thro
 Rule 4: discovery, registration and tokens are bound to the authorization server that the
         protected resource metadata names now: when it names another (SEP-2352), the old
         tokens are dropped and the client registers anew; a registration is only ever sent to
-        the issuer it was made with.
+        the issuer it was made with. A pre-registered client (`OAuth.client_id`) is bound to
+        `OAuth.issuer`, else to the first authorization server discovered (or that issued the
+        stored tokens): another one is an `AuthorizationError`, its credentials never sent.
 
 The flows are written here rather than taken from an OAuth library: what MCP adds (discovery
 from a 401, the resource and issuer checks, scope selection and step-up, the issuer-bound
@@ -50,6 +52,7 @@ from .oauth import (
     authorization_server_metadata_urls,
     check_authorization_response,
     parse_www_authenticate,
+    pending_state,
     pkce_pair,
     protected_resource_metadata_urls,
     resource_matches,
@@ -109,6 +112,9 @@ class OAuthFlow(httpx.Auth):
         # that supports it is asked for one (`OAuth.dpop`, or a resource's DPoP challenge).
         self._dpop: _DpopKey | None = None
         self._dpop_wanted = config.dpop
+        # The authorization server a configured client belongs to (Rule 4): `OAuth.issuer`, or
+        # the first one discovered (or that issued the stored tokens).
+        self._pinned: str | None = config.issuer
 
     def __repr__(self) -> str:
         return f"<OAuthFlow for {self._url} ({self._config.grant})>"
@@ -191,6 +197,8 @@ class OAuthFlow(httpx.Auth):
         if not self._loaded:
             self._tokens = await self._config.storage.get_tokens(self._url)
             self._loaded = True
+            if self._config.client_id is not None and self._pinned is None and self._tokens:
+                self._pinned = self._tokens.issuer
         tokens = self._tokens
         if (
             tokens is not None
@@ -212,6 +220,7 @@ class OAuthFlow(httpx.Auth):
     async def _authorize(self, challenge: Mapping[str, str], *, step_up: bool) -> OAuthTokens:
         async with _oauth_http() as http:
             discovery = await self._discover(http, challenge)
+        self._pin(discovery.issuer)
         previous = self._discovery
         self._discovery = discovery
         if previous is not None and previous.issuer != discovery.issuer:
@@ -343,11 +352,7 @@ class OAuthFlow(httpx.Auth):
         issuer = discovery.issuer
         if self._client is not None and self._client.issuer == issuer:
             return self._client
-        if config.issuer is not None and config.issuer != issuer:
-            raise AuthorizationError(
-                f"the server's authorization server is now {issuer!r}, not {config.issuer!r} "
-                "that the configured client belongs to: its credentials are not offered there"
-            )
+        self._pin(issuer)
         if config.client_id is not None:
             client: ClientRegistration | None = ClientRegistration(
                 config.client_id, config.client_secret, config.token_endpoint_auth_method, issuer
@@ -368,6 +373,22 @@ class OAuthFlow(httpx.Auth):
                 await config.storage.set_client(issuer, client)
         self._client = client
         return client
+
+    def _pin(self, issuer: str) -> None:
+        """Refuse an authorization server other than the configured client's (Rule 4).
+
+        A pre-registered client (`OAuth.client_id`) belongs to one authorization server: the
+        configured `OAuth.issuer`, else the first one discovered. Its id and secret are never
+        offered to another, even when the protected resource metadata names one now (MCP
+        client registration: authorization server binding).
+        """
+        if self._pinned is not None and self._pinned != issuer:
+            raise AuthorizationError(
+                f"the server's authorization server is now {issuer!r}, not {self._pinned!r} "
+                "that the configured client belongs to: its credentials are not offered there"
+            )
+        if self._config.client_id is not None:
+            self._pinned = issuer
 
     async def _register(self, http: httpx.AsyncClient, discovery: _Discovery) -> ClientRegistration:
         endpoint = discovery.metadata.get("registration_endpoint")
@@ -449,7 +470,11 @@ class OAuthFlow(httpx.Auth):
             params["scope"] = scope
         separator = "&" if urlsplit(endpoint).query else "?"
         await config.redirect_handler(f"{endpoint}{separator}{urlencode(params)}")
-        answer = await config.callback_handler()
+        waiting = pending_state.set(state)
+        try:
+            answer = await config.callback_handler()
+        finally:
+            pending_state.reset(waiting)
         code = check_authorization_response(
             answer,
             state=state,
