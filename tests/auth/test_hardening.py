@@ -469,3 +469,20 @@ async def test_a_whole_flow_through_the_loopback_listener_skips_a_forged_redirec
             tools = await client.list_tools()
     assert forged == [400]
     assert tools
+
+
+# -- sessions of tokens that name no one ---------------------------------------------------------
+
+
+async def test_a_token_naming_no_one_binds_the_session_to_itself() -> None:
+    anonymous = {"omit": ("iss", "sub", "client_id")}
+    async with protected(verifier="introspection", oauth_knobs={"token_format": "opaque"}) as p:
+        first, second = p.token(**anonymous), p.token(**anonymous)
+        owner = p.client(first)
+        assert (await owner.initialize()).status == 200
+        other = p.client(second)
+        other.session_id = owner.session_id
+        hijack = await other.request("tools/list", {})
+        mine = await owner.request("tools/list", {})
+    assert hijack.status == 404
+    assert mine.status == 200

@@ -37,6 +37,9 @@ class AuthInfo:
         audience: The resources the token is for (`aud`).
         issuer: Who issued it (`iss`), when known.
         claims: Every claim of the token (JWT) or introspection answer, read-only.
+        token_id: A digest of the token (never the token) when it names no issuer, subject
+            or client: the HTTP transport binds sessions to it then, since nothing else tells
+            one holder from another.
     """
 
     subject: str | None = None
@@ -46,6 +49,7 @@ class AuthInfo:
     audience: tuple[str, ...] = ()
     issuer: str | None = None
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    token_id: str | None = None
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """Whether every scope of `needed` was granted."""

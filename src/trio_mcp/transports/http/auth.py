@@ -269,6 +269,9 @@ class AuthGate:
             raise Refused(503, "Cannot verify tokens right now", [(b"retry-after", b"5")]) from None
         if info is None:
             raise self._invalid(metadata, "The access token is not valid")
+        if info.issuer is None and info.subject is None and info.client_id is None:
+            # A token naming no one: sessions are bound to the token itself (`AuthInfo`).
+            info = dataclasses.replace(info, token_id=hashlib.sha256(token.encode()).hexdigest())
         if self._implied:
             implied = {n for s in info.scopes for n in self._implied.get(s, ())} - info.scopes
             if implied:

@@ -25,7 +25,8 @@ Rule 5: with token verification, a session belongs to whoever opened it: the iss
         and client of the verified token of its `initialize` (or legacy /sse GET). A request
         naming it with another's token finds no such session (404), so a session id that
         leaked is no credential (spec: security best practices, session hijacking). The same
-        user's refreshed token keeps the session.
+        user's refreshed token keeps the session. A token that names no issuer, subject or
+        client binds the session to itself (a digest of it): a refreshed one gets 404.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class Entry:
     # `add` (transports/http/replay.py).
     streams: SessionStreams | None = None
     # With token verification: who opened the session (Rule 5), set by `add`.
-    owner: tuple[str | None, str | None, str | None] | None = None
+    owner: tuple[str | None, ...] | None = None
 
     @property
     def listening(self) -> bool:
@@ -271,7 +272,11 @@ class SessionTable:
                     self.end(sid)
 
 
-def _owner() -> tuple[str | None, str | None, str | None] | None:
-    """Who the request being served is, by its verified token (None without one)."""
+def _owner() -> tuple[str | None, ...] | None:
+    """Who the request being served is, by its verified token (None without one).
+
+    A token that names no issuer, subject or client is its own owner (`AuthInfo.token_id`):
+    its sessions answer that token only, so a refreshed one gets 404 and opens a new session.
+    """
     info = current_auth.get()
-    return None if info is None else (info.issuer, info.subject, info.client_id)
+    return None if info is None else (info.issuer, info.subject, info.client_id, info.token_id)
