@@ -10,7 +10,9 @@ and the other hardening rules.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from typing import Any
 
 import httpx
@@ -22,6 +24,7 @@ from tests.features.test_tasks import meta
 from tests.helpers import MODERN
 from tests.http_helpers import serve
 from tests.oauth_server import OAuthServer, serve_oauth
+from tests.stdio_peer import ROOT
 from trio_mcp import (
     AuthorizationError,
     HttpOptions,
@@ -486,3 +489,21 @@ async def test_a_token_naming_no_one_binds_the_session_to_itself() -> None:
         mine = await owner.request("tools/list", {})
     assert hijack.status == 404
     assert mine.status == 200
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+async def test_run_refuses_a_bearer_token_beside_an_issuer_in_one_line() -> None:
+    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
+    args = ["--auth-issuer", "http://as.test", "--auth-audience", "http://mcp.test/mcp"]
+    done = await trio.run_process(
+        [*command, *args],
+        capture_stderr=True,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "TRIO_MCP_BEARER_TOKEN": "dev-token"},
+    )
+    assert done.returncode == 2
+    assert b"Traceback" not in done.stderr
+    assert b"TRIO_MCP_BEARER_TOKEN and --auth-issuer exclude each other" in done.stderr
