@@ -507,3 +507,21 @@ async def test_run_refuses_a_bearer_token_beside_an_issuer_in_one_line() -> None
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr
     assert b"TRIO_MCP_BEARER_TOKEN and --auth-issuer exclude each other" in done.stderr
+
+
+# -- cache hints of lists cut per token ----------------------------------------------------------
+
+
+async def test_lists_cut_per_token_are_private_to_caches() -> None:
+    async with protected() as p:
+        scopes_seen = {}
+        for scopes in (["mcp"], list(SCOPES)):
+            client = p.client(p.token(scopes=scopes), version=MODERN)
+            for method in ("tools/list", "prompts/list", "resources/list"):
+                reply = await client.request(method, {"_meta": meta()})
+                scopes_seen[(tuple(scopes), method)] = reply.last["result"]["cacheScope"]
+    async with protected(Notes().server(hide_unauthorized=False)) as p:
+        client = p.client(p.token(scopes=["mcp"]), version=MODERN)
+        unfiltered = await client.request("tools/list", {"_meta": meta()})
+    assert set(scopes_seen.values()) == {"private"}
+    assert unfiltered.last["result"]["cacheScope"] == "public"
