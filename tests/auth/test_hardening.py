@@ -27,6 +27,7 @@ from tests.oauth_server import OAuthServer, serve_oauth
 from tests.stdio_peer import ROOT
 from trio_mcp import (
     AuthorizationError,
+    AutoRedirect,
     HttpOptions,
     IntrospectionVerifier,
     JwtVerifier,
@@ -525,3 +526,41 @@ async def test_lists_cut_per_token_are_private_to_caches() -> None:
         unfiltered = await client.request("tools/list", {"_meta": meta()})
     assert set(scopes_seen.values()) == {"private"}
     assert unfiltered.last["result"]["cacheScope"] == "public"
+
+
+# -- client: concurrent step-ups share one authorization -----------------------------------------
+
+
+def _with_secret_tool() -> Server:
+    server = Notes().server()
+
+    @server.tool(scopes=["secret:read"], inline=True)
+    def secret() -> str:
+        return "the secret"
+
+    return server
+
+
+async def test_concurrent_insufficient_scope_answers_share_one_step_up() -> None:
+    knobs = {"scopes_supported": [*SCOPES, "secret:read"]}
+    async with protected(_with_secret_tool(), oauth_knobs=knobs) as p:
+        redirect = AutoRedirect()
+        auth = OAuth(
+            redirect_uri="http://127.0.0.1:9/callback",
+            redirect_handler=redirect.redirect,
+            callback_handler=redirect.callback,
+        )
+        results: list[Any] = []
+        async with open_client(p.served.url, auth=auth) as client:
+            assert await client.list_tools()
+            assert p.oauth.requests["authorize"] == 1
+
+            async def call() -> None:
+                results.append(await client.call_tool("secret", {}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(call)
+        authorizations = p.oauth.requests["authorize"]
+    assert len(results) == 5
+    assert authorizations == 2

@@ -6,8 +6,9 @@ Rule 1: every request the link sends (POST, the GET stream, DELETE) goes through
         the request is sent again, once; a 403 `insufficient_scope` re-authorizes with the
         union of the scopes so far and the challenged ones, at most `OAuth.max_step_ups`
         times for one request. Whatever still fails reaches the link as the HTTP error it is.
-Rule 2: one authorization at a time (a `trio.Lock`): requests that meet the same 401 together
-        wait for the first one's authorization and use its token instead of starting their own.
+Rule 2: one authorization at a time (a `trio.Lock`): requests that meet the same 401 (or 403
+        `insufficient_scope`) together wait for the first one's authorization and use its
+        token instead of starting their own (after a 403, when it grants the challenged scopes).
 Rule 3: the authorization's own requests (metadata, registration, token) go through an HTTP
         client of their own, opened for the authorization and closed after it, never through
         the link's (whose auth is this flow).
@@ -159,11 +160,25 @@ class OAuthFlow(httpx.Auth):
             ):
                 step_ups += 1
                 async with self._lock, _reaching():
-                    tokens = await self._authorize(challenge, step_up=True)
+                    if self._covers(self._tokens, tokens, challenge.get("scope")):
+                        tokens = self._tokens  # Rule 2: another request stepped up meanwhile
+                    else:
+                        tokens = await self._authorize(challenge, step_up=True)
             else:
                 return
             self._present(request, tokens)
             response = yield request
+
+    @staticmethod
+    def _covers(
+        current: OAuthTokens | None, sent: OAuthTokens | None, challenged: str | None
+    ) -> bool:
+        """Whether tokens got since `sent` grant the challenged scopes (or may: not told)."""
+        if current is None or current is sent:
+            return False
+        if current.scope is None or challenged is None:
+            return True
+        return set(challenged.split()) <= set(current.scope.split())
 
     def _present(self, request: httpx.Request, tokens: OAuthTokens | None) -> None:
         if tokens is None:
