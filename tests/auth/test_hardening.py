@@ -564,3 +564,22 @@ async def test_concurrent_insufficient_scope_answers_share_one_step_up() -> None
         authorizations = p.oauth.requests["authorize"]
     assert len(results) == 5
     assert authorizations == 2
+
+
+# -- client: the legacy /sse endpoint of a protected trio-mcp server ---------------------------
+
+
+async def test_the_client_authorizes_for_the_legacy_sse_endpoint() -> None:
+    async with protected() as p:
+        redirect = AutoRedirect()
+        auth = OAuth(
+            redirect_uri="http://127.0.0.1:9/callback",
+            redirect_handler=redirect.redirect,
+            callback_handler=redirect.callback,
+        )
+        async with open_client(p.served.base + "/sse", auth=auth) as client:
+            tools = await client.list_tools()
+        # The token was asked for the resource the server's metadata names: its MCP endpoint.
+        (grant,) = [seen.params for seen in p.oauth.log if seen.endpoint == "token"]
+    assert {tool.name for tool in tools} >= {"echo", "whoami"}
+    assert grant["resource"] == p.served.url

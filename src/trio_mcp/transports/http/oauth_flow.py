@@ -98,11 +98,21 @@ def _oauth_http() -> httpx.AsyncClient:
 
 
 class OAuthFlow(httpx.Auth):
-    """`OAuth` at work for the MCP server at one URL (module Rules 1-4)."""
+    """`OAuth` at work for the MCP server at one URL (module Rules 1-4).
 
-    def __init__(self, config: OAuth, server_url: str) -> None:
+    Args:
+        config: The client's OAuth configuration.
+        server_url: The MCP server's URL (the endpoint the link connects to).
+        legacy_sse: The link is the legacy HTTP+SSE transport: its /sse URL is not the
+            resource a server names in its metadata (that is its MCP endpoint). A resource of
+            the same origin is accepted then, only from the metadata the server's own challenge
+            pointed to (`resource_metadata`), also on that origin.
+    """
+
+    def __init__(self, config: OAuth, server_url: str, *, legacy_sse: bool = False) -> None:
         self._config = config
         self._url = server_url
+        self._legacy_sse = legacy_sse
         self._lock = trio.Lock()
         self._tokens: OAuthTokens | None = None
         self._loaded = False
@@ -310,6 +320,7 @@ class OAuthFlow(httpx.Auth):
             resource_metadata = await _get_json(http, url)
             if resource_metadata is not None:
                 break
+        pointed = named is not None and url == named and _same_origin(named, self._url)
         if resource_metadata is None:
             # 2025-03-26: no protected resource metadata; the MCP server's origin is the
             # authorization server, with default endpoints when it serves no metadata either.
@@ -325,7 +336,10 @@ class OAuthFlow(httpx.Auth):
                 }
             return _Discovery(self._url, issuer, metadata, None)
         resource = resource_metadata.get("resource")
-        if not isinstance(resource, str) or not resource_matches(self._url, resource):
+        legacy = self._legacy_sse and pointed and isinstance(resource, str)
+        if not isinstance(resource, str) or not (
+            resource_matches(self._url, resource) or (legacy and _same_origin(resource, self._url))
+        ):
             raise AuthorizationError(
                 f"the protected resource metadata of {self._url} names the resource "
                 f"{resource!r}, not this server: refusing to authorize for it"
@@ -675,6 +689,11 @@ def _basic(client_id: str, secret: str) -> str:
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _same_origin(first: str, second: str) -> bool:
+    a, b = urlsplit(first), urlsplit(second)
+    return (a.scheme.lower(), a.netloc.lower()) == (b.scheme.lower(), b.netloc.lower())
 
 
 def _strings(value: Any) -> list[str] | None:
