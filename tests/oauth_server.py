@@ -61,8 +61,9 @@ Knobs (keyword arguments of `OAuthServer` and `serve_oauth`):
 Test controls (plain methods): `register_client(...)` (a pre-registered client), `rotate_key`,
 `mint(...)` (a token with arbitrary claims: expired, wrong `aud` or `iss`, chosen scopes, signed
 with an unpublished key), `revoke(token)`, `deny_next_authorization`, `requests` /
-`reset_counts()`, `authorize_url(...)` and `authorize(...)` (run the authorization step over
-HTTP as a browser would, returning the redirect's query), and `pkce_pair()`.
+`reset_counts()`, `jwks_down` (set True: the JWKS endpoint answers 503), `authorize_url(...)`
+and `authorize(...)` (run the authorization step over HTTP as a browser would, returning the
+redirect's query), and `pkce_pair()`.
 """
 
 from __future__ import annotations
@@ -217,6 +218,8 @@ class OAuthServer:
         self.keys: list[SigningKey] = [SigningKey.generate(algorithm)]
         self.clients: dict[str, OAuthClient] = {}
         self.requests: Counter[str] = Counter()
+        #: Set True to make the JWKS endpoint answer 503 (an authorization server in trouble).
+        self.jwks_down = False
         self.log: list[Seen] = []
         self._codes: dict[str, _Grant] = {}
         self._refresh: dict[str, _Grant] = {}
@@ -323,6 +326,7 @@ class OAuthServer:
         not_before: float | None = None,
         unpublished_key: bool = False,
         kid: str | None = None,
+        typ: str | None = None,
         claims: Mapping[str, Any] | None = None,
         omit: Iterable[str] = (),
     ) -> str:
@@ -340,6 +344,7 @@ class OAuthServer:
             unpublished_key: Sign with a fresh key that the JWKS does not hold, under the
                 current key's `kid` (a bad signature) unless `kid` is given.
             kid: The JWS header's `kid` (default the signing key's).
+            typ: The JWS header's `typ` (default PyJWT's, "JWT").
             claims: More claims, overriding the ones above.
             omit: Claims to leave out (e.g. "exp").
         """
@@ -369,7 +374,10 @@ class OAuthServer:
             self._opaque[token] = body
             return token
         return jwt.encode(
-            body, key.private, algorithm=key.algorithm, headers={"kid": kid or key.kid}
+            body,
+            key.private,
+            algorithm=key.algorithm,
+            headers={"kid": kid or key.kid, **({"typ": typ} if typ else {})},
         )
 
     def revoke(self, token: str) -> None:
@@ -489,6 +497,8 @@ class OAuthServer:
         expected = "GET" if endpoint in ("metadata", "openid", "jwks", "authorize") else "POST"
         if method != expected:
             return _json(405, {"error": "method_not_allowed"})
+        if endpoint == "jwks" and self.jwks_down:
+            return _json(503, {"error": "temporarily_unavailable"})
         if endpoint == "authorize":
             return await self._authorize(request.query)
         if endpoint == "revoke":

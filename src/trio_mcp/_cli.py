@@ -370,6 +370,8 @@ def _run_options(
         parser.error("--auth-issuer and --auth-audience go together")
     if args.auth_issuer is not None and args.transport != "http":
         parser.error("--auth-issuer protects an HTTP server: add --transport http")
+    if args.auth_issuer is not None and os.environ.get("TRIO_MCP_BEARER_TOKEN"):
+        parser.error("TRIO_MCP_BEARER_TOKEN and --auth-issuer exclude each other: unset one")
     refused = _workers.refusal(args.workers, args.stateless)
     if refused is not None:
         return None, refused

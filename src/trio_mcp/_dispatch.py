@@ -33,8 +33,9 @@ Rule 6: a tool registered with `task=` may become a task (`_features/tasks`) for
 Rule 7: what a request's verified OAuth token (`_core/auth.current_auth`, set by the HTTP
         transport) may use: the transport refuses (403) a call, read or get needing scopes the
         token lacks, before it reaches here; the lists leave such items out unless
-        `hide_unauthorized` is False. Without a token (stdio, memory) everything is listed, and
-        a tool's `Context.auth` is None.
+        `hide_unauthorized` is False, and a list so cut says `cacheScope: "private"` (2026-07-28).
+        Without a token (stdio, memory) everything is listed, and a tool's `Context.auth` is
+        None.
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
@@ -61,7 +62,7 @@ from ._core.jsonrpc import (
 )
 from ._core.meta import SUBSCRIPTION_ID
 from ._core.request_state import StateSeal, StateTooLarge, binding
-from ._core.server_session import RequestScope, ServerSession
+from ._core.server_session import CACHE_HINTS, RequestScope, ServerSession
 from ._core.subscriptions import LISTEN, SubscriptionFilter
 from ._core.types import CacheHint
 from ._core.versions import MISSING_CLIENT_CAPABILITY, Revision, revision
@@ -370,7 +371,11 @@ class Dispatcher:
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         hint = self.cache_hints.get(method)
-        return ServerSession.cacheable(scope, result, hint.to_wire() if hint else None)
+        hints = hint.to_wire() if hint else None
+        if auth is not None and self.hide_unauthorized:
+            # A list cut to this token's scopes is this user's: no cache may share it.
+            hints = {**(hints or CACHE_HINTS), "cacheScope": "private"}
+        return ServerSession.cacheable(scope, result, hints)
 
     def _resources_list(
         self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
@@ -797,7 +802,12 @@ class Dispatcher:
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if scope.modern else session.follow_task
         return await self.tasks.run(
-            tool.task, body, context, created=follow, principal=current_principal()
+            tool.task,
+            body,
+            context,
+            created=follow,
+            principal=current_principal(),
+            scopes=sorted(tool.scopes),
         )
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------

@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -84,6 +84,10 @@ async def serve_stdio(
             reraise_lone(group)
 
 
+#: Requests naming a resource by `uri`, which need the scopes of what serves it.
+_URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+
+
 class _HttpBackend:
     """Adapts a `Server` to what the HTTP transport needs (`HttpBackend`)."""
 
@@ -114,9 +118,28 @@ class _HttpBackend:
         elif request.method == "prompts/get" and isinstance(params.get("name"), str):
             prompt = self.server.prompt_registry.get(params["name"])
             own = prompt.scopes if prompt is not None else own
-        elif request.method == "resources/read" and isinstance(params.get("uri"), str):
+        elif request.method in _URI_METHODS and isinstance(params.get("uri"), str):
+            # Subscribing to a resource's updates tells its changes: it needs what reading does.
             own = self.server.resource_registry.scopes_of(params["uri"])
+        elif request.method == "completion/complete" and isinstance(params.get("ref"), dict):
+            own = self._completion_scopes(params["ref"])
         return (*base, *sorted(own - set(base)))
+
+    async def task_scopes(self, task_id: str) -> tuple[str, ...]:
+        runtime = self.server.task_runtime
+        record = await runtime.store.get(task_id, runtime.clock())
+        return record.scopes if record is not None else ()
+
+    def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
+        """A completer tells about what it completes: it needs the scopes of its owner."""
+        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+            prompt = self.server.prompt_registry.get(ref["name"])
+            return prompt.scopes if prompt is not None else frozenset()
+        if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            registry = self.server.resource_registry
+            owner = registry.template_by_uri(ref["uri"]) or registry.static.get(ref["uri"])
+            return owner.scopes if owner is not None else registry.scopes_of(ref["uri"])
+        return frozenset()
 
     async def serve_channels(
         self,

@@ -50,6 +50,9 @@ class AuthInfo:
         audience: The resources the token is for (`aud`).
         issuer: Who issued it (`iss`), when known.
         claims: Every claim of the token (JWT) or introspection answer, read-only.
+        token_id: A digest of the token (never the token) when it names no issuer, subject
+            or client: the HTTP transport binds sessions to it then, since nothing else tells
+            one holder from another.
     """
 
     subject: str | None = None
@@ -59,6 +62,7 @@ class AuthInfo:
     audience: tuple[str, ...] = ()
     issuer: str | None = None
     claims: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    token_id: str | None = None
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """Whether every scope of `needed` was granted."""
@@ -76,8 +80,17 @@ Principal = tuple[str | None, str | None, str | None]
 
 
 def principal_of(info: AuthInfo | None) -> Principal | None:
-    """The principal a verified token stands for (Rule 4); None without a token."""
-    return None if info is None else (info.issuer, info.subject, info.client_id)
+    """The principal a verified token stands for (Rule 4); None without a token.
+
+    A token that names no issuer, subject or client stands for itself: its principal carries
+    the token's digest (`token_id`) as the subject, so what it made answers that token only (a
+    refreshed one is a stranger).
+    """
+    if info is None:
+        return None
+    if info.issuer is None and info.subject is None and info.client_id is None and info.token_id:
+        return (None, "sha256:" + info.token_id, None)
+    return (info.issuer, info.subject, info.client_id)
 
 
 def current_principal() -> Principal | None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
@@ -206,6 +206,9 @@ class TaskRecord:
     #: Whose task it is (Rule 7): the principal of the token of the call that made it; None
     #: for a task made without a token, which anyone may use.
     principal: Principal | None = None
+    #: The OAuth scopes of the tool it runs: reading, answering or cancelling the task over
+    #: HTTP needs them too (the call did).
+    scopes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.updated_at:
@@ -257,6 +260,8 @@ class TaskRecord:
             "owner": self.owner,
             "leaseUntil": self.lease_until,
             "principal": None if self.principal is None else list(self.principal),
+            # Only when set: a record without scopes reads the same to an older `load`.
+            **({"scopes": list(self.scopes)} if self.scopes else {}),
         }
 
     @classmethod
@@ -284,6 +289,7 @@ class TaskRecord:
                 owner=data.get("owner"),
                 lease_until=float(data.get("leaseUntil") or 0.0),
                 principal=principal_from(data.get("principal")),
+                scopes=tuple(str(scope) for scope in data.get("scopes") or ()),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task record: {exc}") from None
@@ -458,11 +464,13 @@ class TaskEngine(Protocol):
         *,
         created: Callable[[str], None] | None = None,
         principal: Principal | None = None,
+        scopes: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told; the task belongs to `principal` (Rule 7).
+        states is told; the task belongs to `principal` (Rule 7), and `scopes` (the tool's)
+        are kept in its record.
         """
         ...
 

@@ -58,7 +58,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -136,6 +136,8 @@ class _Call:
     mail: trio.Event = field(default_factory=trio.Event)
     #: Held while a state is told, so states are told in order (Rule 6).
     telling: trio.Lock = field(default_factory=trio.Lock)
+    #: The tool's OAuth scopes, for its record.
+    scopes: tuple[str, ...] = ()
 
 
 class TaskRuntime:
@@ -202,16 +204,20 @@ class TaskRuntime:
         *,
         created: Callable[[str], None] | None = None,
         principal: Principal | None = None,
+        scopes: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told (Rule 6); the task belongs to `principal` (Rule 8).
+        states is told (Rule 6); the task belongs to `principal` (Rule 8), and `scopes` (the
+        tool's) are kept in its record.
         """
         nursery = self._nursery()
         if nursery is None:
             return await body()
-        call = _Call(support, context, principal, nursery=nursery, created=created)
+        call = _Call(
+            support, context, principal, nursery=nursery, created=created, scopes=tuple(scopes)
+        )
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
         if support.after == 0:
@@ -434,6 +440,7 @@ class TaskRuntime:
                 owner=self.worker_id,
                 lease_until=now + self.store.lease,
                 principal=call.principal,
+                scopes=call.scopes,
             )
             if not await self.store.add(record, now):
                 logger.warning("the task store is full: a call runs to its end instead")

@@ -72,8 +72,8 @@ class McpHttpApp:
             self.options.path,
             backend.required_scopes,
             scope_hierarchy=self.options.scope_hierarchy,
+            task_scopes=backend.task_scopes,
         )
-        self._metadata_paths = self._gate.metadata_paths()
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)
         self._legacy = LegacySse(backend, self.options, self._sessions, self._gate)
 
@@ -128,7 +128,7 @@ class McpHttpApp:
         method = scope["method"]
         opts = self.options
         allowed: tuple[str, ...]
-        if path in self._metadata_paths:
+        if path in self._gate.metadata_paths():  # from the canonical URI as it is now
             await self._metadata(scope, send)
             return
         if path == opts.path:

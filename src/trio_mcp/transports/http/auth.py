@@ -18,9 +18,11 @@ Rule 4: JOSE is PyJWT's (the `auth` extra), imported when a `JwtVerifier` is mad
         trio_mcp, or serving without one, loads neither it nor cryptography.
 Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` seconds, and
         fetched again early only for a `kid` it lacks (key rotation), at most once per
-        `jwks_min_refetch` seconds, so unknown `kid`s cannot make the server hammer the
-        authorization server; an active introspection answer for `cache_seconds` (never past
-        the token's `exp`).
+        `jwks_min_refetch` seconds however many requests ask at once (failed attempts count),
+        so unknown `kid`s cannot make the server hammer the authorization server; while a
+        fetch fails the keys held serve for `jwks_grace` more seconds. An active
+        introspection answer is cached for `cache_seconds` (never past the token's `exp`),
+        a refusal for `negative_cache_seconds`.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import trio
 
@@ -72,6 +74,10 @@ METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 _UNQUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 
 
+#: Requests about a task, which need the scopes of the task's tool.
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+
+
 def challenge(
     *,
     resource_metadata: str | None,
@@ -89,7 +95,9 @@ def challenge(
     if scope:
         params.append(f'scope="{_UNQUOTABLE.sub("?", scope)}"')
     if resource_metadata is not None:
-        params.append(f'resource_metadata="{resource_metadata}"')
+        # A URL has no '"', '\\' or control characters; percent-encode any that got in, so
+        # that the value cannot end the quoted-string and add parameters of its own.
+        params.append(f'resource_metadata="{quote(resource_metadata, safe=_URL_SAFE)}"')
     return ("Bearer " + ", ".join(params)).rstrip().encode()
 
 
@@ -109,12 +117,24 @@ def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]
     return closed
 
 
+# Characters a URL may carry unencoded (RFC 3986, 2.2 and 2.3; '%' of those encoded already).
+_URL_SAFE: Final = ":/?#[]@!$&'()*+,;=%-._~"
+
+# host[:port]: a DNS name or IPv4 address, or a bracketed IPv6 literal (RFC 3986, 3.2.2).
+_HOST = re.compile(r"(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+
+
 def origin_of(scope: Scope, headers: Mapping[bytes, bytes]) -> str:
-    """scheme://host[:port] as the client addressed this server (the Host header)."""
+    """scheme://host[:port] as the client addressed this server (the Host header).
+
+    A Host that is not a plain host[:port] (only an `allowed_hosts=("*",)` server lets one
+    through) is not copied into URLs: the address the connection came in on is used instead.
+    """
     host = headers.get(b"host", b"").decode("latin-1")
-    if not host:
+    if not _HOST.fullmatch(host):
         server = scope.get("server") or ("localhost", None)
-        host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+        address = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
+        host = address if server[1] is None else f"{address}:{server[1]}"
     return f"{scope.get('scheme', 'http')}://{host}"
 
 
@@ -128,6 +148,9 @@ class AuthGate:
         required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); with
             None, those every request needs, which 401 challenges name.
         scope_hierarchy: Broader scopes and the narrower ones each implies.
+        task_scopes: The scopes of the tool a task runs, by task id
+            (`HttpBackend.task_scopes`): `tasks/get`, `tasks/update` and `tasks/cancel` need
+            them as the call did.
     """
 
     def __init__(
@@ -138,14 +161,25 @@ class AuthGate:
         required_scopes: Callable[[Request | None], Iterable[str]] = lambda _: (),
         *,
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
+        task_scopes: Callable[[str], Awaitable[Iterable[str]]] | None = None,
     ) -> None:
         self.verifier = verifier
+        self._task_scopes = task_scopes
         self._implied = _closure(scope_hierarchy or {})
         self.resource = resource
         self.path = path
         self._required = required_scopes
+        bind = getattr(verifier, "bind_resource", None)
+        if callable(bind):  # an audience-checking verifier learns the canonical URI (Rule 3)
+            bind(resource.resource if resource is not None else None)
         #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
         self.base_scopes = tuple(required_scopes(None))
+        if verifier is not None and resource is not None and self._configured_uri() is None:
+            logger.warning(
+                "the protected resource metadata names no canonical URI "
+                "(ProtectedResource.resource): it is taken from each request's Host header; "
+                "configure it for a public server"
+            )
 
     def resource_uri(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str:
         """The canonical URI of this server (RFC 8707, 2).
@@ -153,32 +187,48 @@ class AuthGate:
         The metadata's `resource` if set, else the verifier's `audience` (what its tokens must
         name), else the URL the request was sent to.
         """
+        configured = self._configured_uri()
+        return configured if configured is not None else origin_of(scope, headers) + self.path
+
+    def _configured_uri(self) -> str | None:
         if self.resource is not None and self.resource.resource:
             return self.resource.resource
         audience = getattr(self.verifier, "audience", None)
         if isinstance(audience, str) and audience.startswith(("https://", "http://")):
             return audience
-        return origin_of(scope, headers) + self.path
+        return None
+
+    def _suffix(self) -> str:
+        """The path of the canonical URI (a proxy may serve this server under another path)."""
+        configured = self._configured_uri()
+        path = urlsplit(configured).path if configured is not None else self.path
+        return path.rstrip("/")
 
     def metadata_url(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str | None:
-        """The absolute URL of the metadata document for this server (RFC 9728, 3.1)."""
+        """The absolute URL of the metadata document for this server (RFC 9728, 3.1).
+
+        Its path is one `metadata_paths` serves: both come from the same canonical URI.
+        """
         if self.resource is None:
             return None
         parts = urlsplit(self.resource_uri(scope, headers))
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{self._suffix()}"
 
     def metadata_paths(self) -> tuple[str, ...]:
         """The paths the metadata is served at: the bare well-known one and the path-suffixed.
 
-        The suffix is the path of the canonical URI when one is configured (a proxy may serve
-        this server under another path), else the MCP endpoint's.
+        The suffix is the path of the canonical URI (the metadata's `resource`, else the
+        verifier's audience), which challenges point to; the MCP endpoint's path is served too,
+        for clients that build the URL from the endpoint they were given.
         """
         if self.resource is None:
             return ()
-        suffix = self.path
-        if self.resource.resource:
-            suffix = urlsplit(self.resource.resource).path
-        return (METADATA_PATH, METADATA_PATH + suffix.rstrip("/"))
+        paths = (
+            METADATA_PATH,
+            METADATA_PATH + self._suffix(),
+            METADATA_PATH + self.path.rstrip("/"),
+        )
+        return tuple(dict.fromkeys(paths))
 
     def document(self, scope: Scope, headers: Mapping[bytes, bytes]) -> dict[str, Any]:
         """The metadata document (served only when `resource` is set)."""
@@ -219,6 +269,9 @@ class AuthGate:
             raise Refused(503, "Cannot verify tokens right now", [(b"retry-after", b"5")]) from None
         if info is None:
             raise self._invalid(metadata, "The access token is not valid")
+        if info.issuer is None and info.subject is None and info.client_id is None:
+            # A token naming no one: sessions are bound to the token itself (`AuthInfo`).
+            info = dataclasses.replace(info, token_id=hashlib.sha256(token.encode()).hexdigest())
         if self._implied:
             implied = {n for s in info.scopes for n in self._implied.get(s, ())} - info.scopes
             if implied:
@@ -226,7 +279,7 @@ class AuthGate:
         self.check(scope, headers, self.base_scopes, info)
         return info
 
-    def check_messages(
+    async def check_messages(
         self, scope: Scope, headers: Mapping[bytes, bytes], messages: Iterable[Any]
     ) -> None:
         """Refuse (403) a body whose requests need scopes the verified token lacks."""
@@ -236,6 +289,13 @@ class AuthGate:
         for message in messages:
             if isinstance(message, Request):
                 needed.update(dict.fromkeys(self._required(message)))
+                task_id = (message.params or {}).get("taskId")
+                if (
+                    message.method in _TASK_METHODS
+                    and isinstance(task_id, str)
+                    and self._task_scopes is not None
+                ):
+                    needed.update(dict.fromkeys(await self._task_scopes(task_id)))
         self.check(scope, headers, needed)
 
     def check(
@@ -381,10 +441,13 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
     """The `jwks_uri` of an issuer, from its RFC 8414 (or OpenID Connect) metadata.
 
     Tries, in the MCP spec's order: the path-inserted OAuth metadata URL, the path-inserted
-    OpenID one, then the OpenID one appended to the issuer.
+    OpenID one, then the OpenID one appended to the issuer. A document whose `issuer` is not
+    exactly `issuer` is refused (RFC 8414, 3.3): it speaks for another authorization server,
+    whose keys would let it mint tokens this server accepts.
 
     Raises:
-        TokenVerifierError: none of them answers with a `jwks_uri`.
+        TokenVerifierError: none of them answers with a `jwks_uri`, or one names another
+            issuer.
     """
     parts = urlsplit(issuer)
     origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
@@ -400,6 +463,11 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
         except TokenVerifierError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("jwks_uri"), str):
+            if doc.get("issuer") != issuer:
+                raise TokenVerifierError(
+                    f"the authorization server metadata at {url} names issuer "
+                    f"{doc.get('issuer')!r}, not {issuer!r}"
+                )
             return str(doc["jwks_uri"])
     raise TokenVerifierError(f"no authorization server metadata with a jwks_uri for {issuer}")
 
@@ -409,8 +477,10 @@ class JwtVerifier:
 
     Checks the signature (a key of the JWKS, chosen by `kid`, in `algorithms`), `iss`, `aud`
     (must contain `audience`, this server's canonical URI: RFC 8707), `exp` and `nbf` (with
-    `leeway`), and `required_scopes` (from `scope`, space-separated, or `scp`). Needs the
-    `auth` extra (PyJWT with cryptography).
+    `leeway`), and `required_scopes` (from `scope`, space-separated, or `scp`). A token bound
+    to a DPoP key (`cnf.jkt`) is refused: this server verifies no DPoP proofs, and such a
+    token sent as a Bearer may be a stolen one. Needs the `auth` extra (PyJWT with
+    cryptography).
 
     Args:
         issuer: The authorization server's issuer identifier (`iss`).
@@ -420,7 +490,13 @@ class JwtVerifier:
         leeway: Seconds of clock skew allowed for `exp`, `nbf` and `iat`.
         required_scopes: Scopes every request needs (403 without them).
         jwks_ttl: Seconds a fetched key set is used before it is fetched again.
-        jwks_min_refetch: Seconds between two early fetches for an unknown `kid` (Rule 5).
+        jwks_min_refetch: Seconds between two fetches (or failed attempts) of the key set
+            (Rule 5).
+        jwks_grace: Seconds past `jwks_ttl` the keys held stay in use while fetching them
+            again fails (with a warning logged).
+        require_at_jwt_typ: Refuse tokens whose JWS header `typ` is not `at+jwt` (RFC 9068,
+            2.1, which keeps an ID token or another JWT from passing as an access token).
+            Off by default: many authorization servers still issue `typ: JWT`.
         timeout: Seconds one fetch may take.
     """
 
@@ -437,6 +513,10 @@ class JwtVerifier:
         jwks_ttl: float = 600.0,
         # 30 s: a rotated key is picked up at once, yet garbage `kid`s cost one fetch per 30 s.
         jwks_min_refetch: float = 30.0,
+        # 1 hour: an authorization server down for a while does not turn every token into a
+        # 503 the moment the TTL passes; keys it retired meanwhile still expire within it.
+        jwks_grace: float = 3600.0,
+        require_at_jwt_typ: bool = False,
         timeout: float = 10.0,
     ) -> None:
         import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 4)
@@ -454,8 +534,12 @@ class JwtVerifier:
         self.jwks_ttl = jwks_ttl
         self.jwks_min_refetch = jwks_min_refetch
         self.timeout = timeout
+        self.jwks_grace = jwks_grace
+        self.require_at_jwt_typ = require_at_jwt_typ
         self._keys: dict[str | None, pyjwt.PyJWK] = {}
+        #: When the key set was last fetched, and last tried (monotonic seconds).
         self._fetched_at: float | None = None
+        self._attempted_at: float | None = None
         self._lock = trio.Lock()
         #: Key set fetches so far (for tests and monitoring).
         self.fetches = 0
@@ -473,6 +557,11 @@ class JwtVerifier:
         alg, kid = header.get("alg"), header.get("kid")
         if alg not in self.algorithms:
             raise InvalidTokenError(f"The access token's algorithm {alg!r} is not accepted")
+        typ = header.get("typ")
+        if self.require_at_jwt_typ and (
+            not isinstance(typ, str) or typ.lower() not in ("at+jwt", "application/at+jwt")
+        ):
+            raise InvalidTokenError("The access token's type (typ) must be at+jwt")
         key = await self._key(kid if isinstance(kid, str) else None)
         try:
             claims = jwt.decode(
@@ -496,37 +585,60 @@ class JwtVerifier:
             raise InvalidTokenError(f"The access token lacks the {exc.claim} claim") from None
         except jwt.PyJWTError as exc:
             raise InvalidTokenError(f"The access token is not valid: {exc}") from None
+        cnf = claims.get("cnf")
+        if isinstance(cnf, dict) and "jkt" in cnf:
+            # A sender-constrained token (RFC 9449, 6.1) is only as good as the proof that
+            # goes with it, which this server does not check: as a Bearer it is refused.
+            raise InvalidTokenError("DPoP-bound tokens are not accepted")
         info = _info(claims)
         _check_audience(info, self.audience)
         return _require(info, self.required_scopes)
 
     async def _key(self, kid: str | None) -> Any:
-        now = time.monotonic()
-        stale = self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
-        if stale or (
-            kid not in self._keys
-            and (self._fetched_at is None or now - self._fetched_at >= self.jwks_min_refetch)
-        ):
+        found = self._find(kid)
+        if found is None or self._stale(time.monotonic()):
             await self._refresh(kid)
-        found = self._keys.get(kid)
-        if found is None and kid is None and len(self._keys) == 1:
-            found = next(iter(self._keys.values()))
+            found = self._find(kid)
         if found is None:
             raise InvalidTokenError("The access token was signed with an unknown key")
         return found.key
 
+    def _find(self, kid: str | None) -> Any:
+        found = self._keys.get(kid)
+        if found is None and kid is None and len(self._keys) == 1:
+            found = next(iter(self._keys.values()))
+        return found
+
+    def _stale(self, now: float) -> bool:
+        return self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
+
     async def _refresh(self, kid: str | None) -> None:
+        """Fetch the key set, unless another request just did or tried (Rule 5).
+
+        Everything is decided inside the lock: requests that queued behind a fetch see its
+        outcome and do not fetch again. A failed fetch counts as an attempt too, so an
+        authorization server that is down is asked once per `jwks_min_refetch`, not once per
+        request; meanwhile keys fetched less than `jwks_ttl + jwks_grace` ago stay in use.
+        """
         async with self._lock:
-            fetched = self._fetched_at
-            if (
-                fetched is not None
-                and kid in self._keys
-                and time.monotonic() - fetched <= (self.jwks_ttl)
-            ):
+            now = time.monotonic()
+            if not self._stale(now) and self._find(kid) is not None:
                 return  # another request fetched it meanwhile
-            if self.jwks_url is None:
-                self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
-            doc = await _get_json(self.jwks_url, self.timeout)
+            tried = self._attempted_at
+            if tried is not None and now - tried < self.jwks_min_refetch:
+                if self._usable(now):
+                    return  # fetched or tried just now: what we have is the answer
+                raise TokenVerifierError(f"the key set at {self.jwks_url} is unavailable")
+            self._attempted_at = now
+            try:
+                if self.jwks_url is None:
+                    self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
+                doc = await _get_json(self.jwks_url, self.timeout)
+            except TokenVerifierError as exc:
+                if not self._usable(now):
+                    raise
+                logger.warning("cannot refresh the key set; the previous keys stay: %s", exc)
+                return
             self.fetches += 1
             self._fetched_at = time.monotonic()
             keys: dict[str | None, Any] = {}
@@ -540,21 +652,40 @@ class JwtVerifier:
                 keys[entry.get("kid")] = jwk
             self._keys = keys
 
+    def _usable(self, now: float) -> bool:
+        """Whether the keys held may still verify tokens (within ttl plus the grace period)."""
+        fetched = self._fetched_at
+        return fetched is not None and now - fetched <= self.jwks_ttl + self.jwks_grace
+
 
 class IntrospectionVerifier:
     """Verifies tokens by asking the authorization server (RFC 7662 introspection).
 
     The server authenticates itself with HTTP Basic (client_secret_basic). A token is valid
-    when the answer says `active`, its `exp` (if any) is ahead, and, with `audience`, its `aud`
-    contains this server's canonical URI (RFC 8707). Active answers are cached (Rule 5).
+    when the answer says `active`, its `exp` (if any) is ahead and its `nbf` (if any) passed,
+    its `iss` (if the answer has one and `issuer` is set) is `issuer`, and its `aud` contains
+    this server's canonical URI (RFC 8707). Active answers are cached (Rule 5); refusals too,
+    for `negative_cache_seconds`, so that a client repeating a dead token does not cost one
+    introspection per request.
+
+    Audience binding fails closed: with `audience` None, the canonical URI the server is
+    configured with (`ProtectedResource.resource`) is used; a server that has none refuses to
+    start. Only `allow_any_audience=True` accepts tokens issued for any resource, which lets a
+    token meant for another service be replayed here (not advised).
 
     Args:
         endpoint: The introspection endpoint.
         client_id: This server's client id at the authorization server.
         client_secret: Its secret.
-        audience: This server's canonical URI; None accepts any audience (not advised).
+        audience: This server's canonical URI; None: `ProtectedResource.resource`.
+        allow_any_audience: Skip the audience check (tokens for any resource are accepted).
+        issuer: The authorization server's issuer identifier; an answer naming another `iss`
+            is refused (None: not checked).
         required_scopes: Scopes every request needs (403 without them).
         cache_seconds: Seconds an active answer is reused (0: ask every time).
+        negative_cache_seconds: Seconds a refusal is remembered (0: ask every time).
+        leeway: Seconds of clock skew allowed for `nbf` (an expired `exp` is never accepted:
+            the authorization server's own answer would soon say inactive).
         timeout: Seconds one introspection may take.
     """
 
@@ -568,49 +699,98 @@ class IntrospectionVerifier:
         client_secret: str,
         *,
         audience: str | None = None,
+        allow_any_audience: bool = False,
+        issuer: str | None = None,
         required_scopes: Iterable[str] = (),
         # 30 s: a revoked token is refused within half a minute, and a busy client costs one
         # introspection per half minute instead of one per request.
         cache_seconds: float = 30.0,
+        # 5 s: a token refused by mistake (the AS lagging behind its own issuance) recovers
+        # quickly, and a client retrying a dead token in a loop costs one introspection per 5 s.
+        negative_cache_seconds: float = 5.0,
+        leeway: float = 30.0,
         timeout: float = 10.0,
     ) -> None:
         self.endpoint = endpoint
         self.client_id = client_id
         self._secret = client_secret
         self.audience = audience
+        self.allow_any_audience = allow_any_audience
+        self.issuer = issuer
         self.required_scopes = tuple(required_scopes)
         self.cache_seconds = cache_seconds
+        self.negative_cache_seconds = negative_cache_seconds
+        self.leeway = leeway
         self.timeout = timeout
-        # sha256 of the token -> (facts, until when): the tokens themselves are not kept.
-        self._cache: OrderedDict[bytes, tuple[AuthInfo, float]] = OrderedDict()
+        # sha256 of the token -> (facts, or the refusal's reason; until when): the tokens
+        # themselves are not kept.
+        self._cache: OrderedDict[bytes, tuple[AuthInfo | str, float]] = OrderedDict()
+
+    def bind_resource(self, resource: str | None) -> None:
+        """Take the server's canonical URI as the audience, unless one was given (`AuthGate`).
+
+        Raises:
+            ValueError: no audience is known and `allow_any_audience` is not set.
+        """
+        if self.audience is None and not self.allow_any_audience:
+            if resource is None:
+                raise ValueError(
+                    "IntrospectionVerifier needs the server's canonical URI to check the "
+                    "tokens' audience: pass audience=... or set ProtectedResource(resource=...) "
+                    "(allow_any_audience=True accepts tokens for any resource: not advised)"
+                )
+            self.audience = resource
 
     def __repr__(self) -> str:
         return f"IntrospectionVerifier({self.endpoint!r}, audience={self.audience!r})"
 
     async def verify(self, token: str) -> AuthInfo | None:
         """Verify `token`; see the class docstring."""
+        if self.audience is None and not self.allow_any_audience:
+            # Not bound to a server (used outside `AuthGate`): fail closed.
+            raise TokenVerifierError("IntrospectionVerifier has no audience to check tokens for")
         key = hashlib.sha256(token.encode()).digest()
         now = time.time()
         cached = self._cache.get(key)
         if cached is not None and cached[1] > now:
+            if isinstance(cached[0], str):
+                raise InvalidTokenError(cached[0])
             return _require(cached[0], self.required_scopes)
         self._cache.pop(key, None)
         answer = await self._introspect(token)
+        try:
+            info = self._judge(answer, now)
+        except InvalidTokenError as exc:
+            self._remember(key, str(exc), now, now + self.negative_cache_seconds)
+            raise
+        until = now + self.cache_seconds
+        if info.expires_at is not None:
+            until = min(until, info.expires_at)
+        self._remember(key, info, now, until)
+        return _require(info, self.required_scopes)
+
+    def _judge(self, answer: Any, now: float) -> AuthInfo:
         if not isinstance(answer, dict) or answer.get("active") is not True:
             raise InvalidTokenError("The access token is not active")
         info = _info(answer)
         if info.expires_at is not None and info.expires_at <= now:
             raise InvalidTokenError("The access token expired")
-        if self.audience is not None:
+        nbf = answer.get("nbf")
+        if isinstance(nbf, int | float) and nbf > now + self.leeway:
+            raise InvalidTokenError("The access token is not valid yet (nbf)")
+        if self.issuer is not None and info.issuer is not None and info.issuer != self.issuer:
+            raise InvalidTokenError("The access token is from another issuer")
+        if self.audience is not None and not self.allow_any_audience:
             _check_audience(info, self.audience)
-        if self.cache_seconds > 0:
-            until = now + self.cache_seconds
-            if info.expires_at is not None:
-                until = min(until, info.expires_at)
-            self._cache[key] = (info, until)
-            while len(self._cache) > self.MAX_CACHED:
-                self._cache.popitem(last=False)
-        return _require(info, self.required_scopes)
+        return info
+
+    def _remember(self, key: bytes, verdict: AuthInfo | str, now: float, until: float) -> None:
+        if until <= now:  # a cache of 0 seconds, or a token expiring now
+            return
+        self._cache[key] = (verdict, until)
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.MAX_CACHED:
+            self._cache.popitem(last=False)
 
     async def _introspect(self, token: str) -> Any:
         import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first asks

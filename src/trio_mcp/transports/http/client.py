@@ -258,7 +258,7 @@ def _retry_after(response: httpx.Response, fallback: float) -> float:
 
 
 def _http_client(
-    headers: Mapping[str, str] | None, url: str, auth: OAuth | None
+    headers: Mapping[str, str] | None, url: str, auth: OAuth | None, *, legacy_sse: bool = False
 ) -> httpx.AsyncClient:
     try:
         import httpx  # noqa: PLC0415 - HTTP code loads only when used
@@ -268,7 +268,7 @@ def _http_client(
     if auth is not None:
         from .oauth_flow import OAuthFlow  # noqa: PLC0415 - loads with the first OAuth link
 
-        flow = OAuthFlow(auth, url)
+        flow = OAuthFlow(auth, url, legacy_sse=legacy_sse)
     return httpx.AsyncClient(
         headers=dict(headers or {}),
         # OAuth (Rule 8): every request of the link carries the token and answers 401 and 403.
@@ -909,7 +909,7 @@ async def open_sse_link(
         ConnectionClosed: when the stream cannot be opened or names no endpoint.
     """
     send, receive = trio.open_memory_channel[bytes](INCOMING_BUFFER)
-    async with _http_client(headers, url, auth) as http:
+    async with _http_client(headers, url, auth, legacy_sse=True) as http:
         link = SseLink(http, url, retry or RetryPolicy(), receive)
         async with trio.open_nursery() as nursery:
             await nursery.start(link._stream, send)

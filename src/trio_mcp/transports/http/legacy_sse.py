@@ -153,7 +153,7 @@ class LegacySse:
         # the POSTs to queue up to the inbox's size.
         messages, _ = parse(body)
         if self._gate is not None:
-            self._gate.check_messages(scope, headers, messages)
+            await self._gate.check_messages(scope, headers, messages)
         requests = [m.id for m in messages if isinstance(m, Request)]
         if requests and entry.legacy_in_flight + len(requests) > (
             self.options.max_in_flight_per_session

@@ -18,7 +18,10 @@ Rule 2: what discovery brings is checked before it is used. The metadata's `reso
         response's `state` must be ours and its `iss` (RFC 9207) exactly the recorded issuer:
         simple string comparison, no URL normalization; an `iss` missing where the server
         advertises `authorization_response_iss_parameter_supported` is refused
-        (`check_authorization_response`).
+        (`check_authorization_response`). Both are checked before its `error` is read: an
+        answer that is not ours is not acted on, nor its error shown (anyone can send one to
+        a loopback redirect URI). While the flow waits for the redirect, `pending_state`
+        holds the state it sent, so that a listener can ignore redirects that are not ours.
 Rule 3: scopes (`select_scope`): the challenge's `scope`, else the protected resource's
         `scopes_supported`, else none at all; on a step-up, the union with what was asked
         before (SEP-2350); `offline_access` added to a non-empty choice when the authorization
@@ -29,6 +32,7 @@ Rule 4: tokens and client secrets never appear in a repr, a log line or an excep
 from __future__ import annotations
 
 import base64
+import contextvars
 import hashlib
 import re
 import secrets
@@ -51,6 +55,7 @@ __all__ = [
     "authorization_server_metadata_urls",
     "check_authorization_response",
     "parse_www_authenticate",
+    "pending_state",
     "pkce_pair",
     "protected_resource_metadata_urls",
     "resource_matches",
@@ -256,6 +261,8 @@ class OAuth:
         client_secret: The pre-registered client's secret.
         issuer: The authorization server the configured client belongs to: when discovery
             finds another, authorization fails rather than offer it the credentials (SEP-2352).
+            None with a `client_id`: the first authorization server discovered (or that
+            issued the stored tokens) is the one.
         token_endpoint_auth_method: How the pre-registered client authenticates at the token
             endpoint ("client_secret_basic", "client_secret_post", "private_key_jwt",
             "none"); None chooses from the server's metadata.
@@ -436,18 +443,22 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
+#: The `state` of the authorization whose redirect is awaited now (Rule 2), set around the
+#: `callback_handler` call: a listener ignores redirects carrying another state.
+pending_state: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "pending_state", default=None
+)
+
+
 def check_authorization_response(
     response: AuthorizationResponse, *, state: str, issuer: str, iss_supported: bool
 ) -> str:
     """The authorization code of `response`, once it passed Rule 2's checks.
 
     Raises:
-        AuthorizationError: the server refused, the state is not ours, or the `iss` is wrong
-            or missing where the server promised one.
+        AuthorizationError: the state is not ours, the `iss` is wrong or missing where the
+            server promised one, or (only then) the server refused.
     """
-    if response.error is not None:
-        detail = f": {response.error_description}" if response.error_description else ""
-        raise AuthorizationError(f"authorization refused ({response.error}){detail}")
     if response.state != state:
         raise AuthorizationError("the authorization response's state is not the one sent")
     if response.iss is not None:
@@ -461,6 +472,10 @@ def check_authorization_response(
             f"the authorization response lacks the iss parameter that {issuer!r} advertises "
             "(RFC 9207)"
         )
+    # Only now: an error of an answer that is not ours is neither acted on nor shown (Rule 2).
+    if response.error is not None:
+        detail = f": {response.error_description}" if response.error_description else ""
+        raise AuthorizationError(f"authorization refused ({response.error}){detail}")
     if not response.code:
         raise AuthorizationError("the authorization response carries no code")
     return response.code

@@ -6,15 +6,18 @@ Rule 1: every request the link sends (POST, the GET stream, DELETE) goes through
         the request is sent again, once; a 403 `insufficient_scope` re-authorizes with the
         union of the scopes so far and the challenged ones, at most `OAuth.max_step_ups`
         times for one request. Whatever still fails reaches the link as the HTTP error it is.
-Rule 2: one authorization at a time (a `trio.Lock`): requests that meet the same 401 together
-        wait for the first one's authorization and use its token instead of starting their own.
+Rule 2: one authorization at a time (a `trio.Lock`): requests that meet the same 401 (or 403
+        `insufficient_scope`) together wait for the first one's authorization and use its
+        token instead of starting their own (after a 403, when it grants the challenged scopes).
 Rule 3: the authorization's own requests (metadata, registration, token) go through an HTTP
         client of their own, opened for the authorization and closed after it, never through
         the link's (whose auth is this flow).
 Rule 4: discovery, registration and tokens are bound to the authorization server that the
         protected resource metadata names now: when it names another (SEP-2352), the old
         tokens are dropped and the client registers anew; a registration is only ever sent to
-        the issuer it was made with.
+        the issuer it was made with. A pre-registered client (`OAuth.client_id`) is bound to
+        `OAuth.issuer`, else to the first authorization server discovered (or that issued the
+        stored tokens): another one is an `AuthorizationError`, its credentials never sent.
 
 The flows are written here rather than taken from an OAuth library: what MCP adds (discovery
 from a 401, the resource and issuer checks, scope selection and step-up, the issuer-bound
@@ -50,6 +53,7 @@ from .oauth import (
     authorization_server_metadata_urls,
     check_authorization_response,
     parse_www_authenticate,
+    pending_state,
     pkce_pair,
     protected_resource_metadata_urls,
     resource_matches,
@@ -94,11 +98,21 @@ def _oauth_http() -> httpx.AsyncClient:
 
 
 class OAuthFlow(httpx.Auth):
-    """`OAuth` at work for the MCP server at one URL (module Rules 1-4)."""
+    """`OAuth` at work for the MCP server at one URL (module Rules 1-4).
 
-    def __init__(self, config: OAuth, server_url: str) -> None:
+    Args:
+        config: The client's OAuth configuration.
+        server_url: The MCP server's URL (the endpoint the link connects to).
+        legacy_sse: The link is the legacy HTTP+SSE transport: its /sse URL is not the
+            resource a server names in its metadata (that is its MCP endpoint). A resource of
+            the same origin is accepted then, only from the metadata the server's own challenge
+            pointed to (`resource_metadata`), also on that origin.
+    """
+
+    def __init__(self, config: OAuth, server_url: str, *, legacy_sse: bool = False) -> None:
         self._config = config
         self._url = server_url
+        self._legacy_sse = legacy_sse
         self._lock = trio.Lock()
         self._tokens: OAuthTokens | None = None
         self._loaded = False
@@ -109,6 +123,9 @@ class OAuthFlow(httpx.Auth):
         # that supports it is asked for one (`OAuth.dpop`, or a resource's DPoP challenge).
         self._dpop: _DpopKey | None = None
         self._dpop_wanted = config.dpop
+        # The authorization server a configured client belongs to (Rule 4): `OAuth.issuer`, or
+        # the first one discovered (or that issued the stored tokens).
+        self._pinned: str | None = config.issuer
 
     def __repr__(self) -> str:
         return f"<OAuthFlow for {self._url} ({self._config.grant})>"
@@ -153,11 +170,25 @@ class OAuthFlow(httpx.Auth):
             ):
                 step_ups += 1
                 async with self._lock, _reaching():
-                    tokens = await self._authorize(challenge, step_up=True)
+                    if self._covers(self._tokens, tokens, challenge.get("scope")):
+                        tokens = self._tokens  # Rule 2: another request stepped up meanwhile
+                    else:
+                        tokens = await self._authorize(challenge, step_up=True)
             else:
                 return
             self._present(request, tokens)
             response = yield request
+
+    @staticmethod
+    def _covers(
+        current: OAuthTokens | None, sent: OAuthTokens | None, challenged: str | None
+    ) -> bool:
+        """Whether tokens got since `sent` grant the challenged scopes (or may: not told)."""
+        if current is None or current is sent:
+            return False
+        if current.scope is None or challenged is None:
+            return True
+        return set(challenged.split()) <= set(current.scope.split())
 
     def _present(self, request: httpx.Request, tokens: OAuthTokens | None) -> None:
         if tokens is None:
@@ -191,6 +222,8 @@ class OAuthFlow(httpx.Auth):
         if not self._loaded:
             self._tokens = await self._config.storage.get_tokens(self._url)
             self._loaded = True
+            if self._config.client_id is not None and self._pinned is None and self._tokens:
+                self._pinned = self._tokens.issuer
         tokens = self._tokens
         if (
             tokens is not None
@@ -212,6 +245,7 @@ class OAuthFlow(httpx.Auth):
     async def _authorize(self, challenge: Mapping[str, str], *, step_up: bool) -> OAuthTokens:
         async with _oauth_http() as http:
             discovery = await self._discover(http, challenge)
+        self._pin(discovery.issuer)
         previous = self._discovery
         self._discovery = discovery
         if previous is not None and previous.issuer != discovery.issuer:
@@ -286,6 +320,7 @@ class OAuthFlow(httpx.Auth):
             resource_metadata = await _get_json(http, url)
             if resource_metadata is not None:
                 break
+        pointed = named is not None and url == named and _same_origin(named, self._url)
         if resource_metadata is None:
             # 2025-03-26: no protected resource metadata; the MCP server's origin is the
             # authorization server, with default endpoints when it serves no metadata either.
@@ -301,7 +336,10 @@ class OAuthFlow(httpx.Auth):
                 }
             return _Discovery(self._url, issuer, metadata, None)
         resource = resource_metadata.get("resource")
-        if not isinstance(resource, str) or not resource_matches(self._url, resource):
+        legacy = self._legacy_sse and pointed and isinstance(resource, str)
+        if not isinstance(resource, str) or not (
+            resource_matches(self._url, resource) or (legacy and _same_origin(resource, self._url))
+        ):
             raise AuthorizationError(
                 f"the protected resource metadata of {self._url} names the resource "
                 f"{resource!r}, not this server: refusing to authorize for it"
@@ -343,11 +381,7 @@ class OAuthFlow(httpx.Auth):
         issuer = discovery.issuer
         if self._client is not None and self._client.issuer == issuer:
             return self._client
-        if config.issuer is not None and config.issuer != issuer:
-            raise AuthorizationError(
-                f"the server's authorization server is now {issuer!r}, not {config.issuer!r} "
-                "that the configured client belongs to: its credentials are not offered there"
-            )
+        self._pin(issuer)
         if config.client_id is not None:
             client: ClientRegistration | None = ClientRegistration(
                 config.client_id, config.client_secret, config.token_endpoint_auth_method, issuer
@@ -368,6 +402,22 @@ class OAuthFlow(httpx.Auth):
                 await config.storage.set_client(issuer, client)
         self._client = client
         return client
+
+    def _pin(self, issuer: str) -> None:
+        """Refuse an authorization server other than the configured client's (Rule 4).
+
+        A pre-registered client (`OAuth.client_id`) belongs to one authorization server: the
+        configured `OAuth.issuer`, else the first one discovered. Its id and secret are never
+        offered to another, even when the protected resource metadata names one now (MCP
+        client registration: authorization server binding).
+        """
+        if self._pinned is not None and self._pinned != issuer:
+            raise AuthorizationError(
+                f"the server's authorization server is now {issuer!r}, not {self._pinned!r} "
+                "that the configured client belongs to: its credentials are not offered there"
+            )
+        if self._config.client_id is not None:
+            self._pinned = issuer
 
     async def _register(self, http: httpx.AsyncClient, discovery: _Discovery) -> ClientRegistration:
         endpoint = discovery.metadata.get("registration_endpoint")
@@ -449,7 +499,11 @@ class OAuthFlow(httpx.Auth):
             params["scope"] = scope
         separator = "&" if urlsplit(endpoint).query else "?"
         await config.redirect_handler(f"{endpoint}{separator}{urlencode(params)}")
-        answer = await config.callback_handler()
+        waiting = pending_state.set(state)
+        try:
+            answer = await config.callback_handler()
+        finally:
+            pending_state.reset(waiting)
         code = check_authorization_response(
             answer,
             state=state,
@@ -635,6 +689,11 @@ def _basic(client_id: str, secret: str) -> str:
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _same_origin(first: str, second: str) -> bool:
+    a, b = urlsplit(first), urlsplit(second)
+    return (a.scheme.lower(), a.netloc.lower()) == (b.scheme.lower(), b.netloc.lower())
 
 
 def _strings(value: Any) -> list[str] | None:

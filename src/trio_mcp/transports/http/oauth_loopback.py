@@ -8,6 +8,10 @@ Rule 2: `callback` answers one request on the redirect path with a short page an
         query parameters; a request for another path (a browser asking for /favicon.ico) gets
         404 and the wait goes on. A request that is not HTTP is dropped; bounded reads
         (`MAX_REQUEST_BYTES`) keep a stray client from holding memory.
+Rule 3: when the state of the pending authorization is known (`callback(state=...)`, or the
+        flow's `pending_state`), a redirect carrying another state (or none) gets 400 and the
+        wait goes on: any local process or web page can send a request to a loopback port, and
+        a forged "error" must not end the authorization nor be shown to the user.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from .oauth import AuthorizationResponse
+from .oauth import AuthorizationResponse, pending_state
 
 __all__ = ["LoopbackCallback", "open_browser", "open_loopback_callback"]
 
@@ -64,17 +68,23 @@ class LoopbackCallback:
     def __repr__(self) -> str:
         return f"<LoopbackCallback {self.redirect_uri}>"
 
-    async def callback(self) -> AuthorizationResponse:
-        """Wait for the authorization server's redirect and return its parameters (Rule 2)."""
+    async def callback(self, state: str | None = None) -> AuthorizationResponse:
+        """Wait for the authorization server's redirect and return its parameters (Rules 2, 3).
+
+        Args:
+            state: The `state` the authorization sent; None: the flow's `pending_state`, and
+                without one, the first redirect on the path is taken.
+        """
+        expected = state if state is not None else pending_state.get()
         while True:
             stream = await self._listener.accept()
             async with stream:
-                target = await _answer(stream, self._path)
+                target = await _answer(stream, self._path, expected)
             if target is not None:
                 return AuthorizationResponse.from_url(target)
 
 
-async def _answer(stream: trio.SocketStream, path: str) -> str | None:
+async def _answer(stream: trio.SocketStream, path: str, state: str | None) -> str | None:
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST_BYTES)
     request: h11.Request | None = None
     with trio.move_on_after(READ_TIMEOUT):
@@ -95,20 +105,23 @@ async def _answer(stream: trio.SocketStream, path: str) -> str | None:
     if request is None:
         return None
     target = request.target.decode("latin-1")
-    found = urlsplit(target).path == path and request.method == b"GET"
-    body = _PAGE if found else b"not found"
+    status, body = 200, _PAGE
+    if urlsplit(target).path != path or request.method != b"GET":
+        status, body = 404, b"not found"
+    elif state is not None and AuthorizationResponse.from_url(target).state != state:
+        status, body = 400, b"this is not the authorization this application is waiting for"
     headers = [
-        ("content-type", "text/html; charset=utf-8" if found else "text/plain"),
+        ("content-type", "text/html; charset=utf-8" if status == 200 else "text/plain"),
         ("content-length", str(len(body))),
         ("connection", "close"),
     ]
     with contextlib.suppress(trio.BrokenResourceError, h11.LocalProtocolError):
         await stream.send_all(
-            connection.send(h11.Response(status_code=200 if found else 404, headers=headers))
+            connection.send(h11.Response(status_code=status, headers=headers))
             + connection.send(h11.Data(data=body))
             + connection.send(h11.EndOfMessage())
         )
-    return target if found else None
+    return target if status == 200 else None
 
 
 @contextlib.asynccontextmanager

@@ -25,7 +25,9 @@ Rule 5: with token verification, a session belongs to whoever opened it: the iss
         and client of the verified token of its `initialize` (or legacy /sse GET). A request
         naming it with another's token finds no such session (404), so a session id that
         leaked is no credential (spec: security best practices, session hijacking). The same
-        user's refreshed token keeps the session (the principal: `_core/auth` Rule 4).
+        user's refreshed token keeps the session (the principal: `_core/auth` Rule 4). A token
+        that names no issuer, subject or client binds the session to itself (a digest of it): a
+        refreshed one gets 404.
 """
 
 from __future__ import annotations
@@ -121,6 +123,13 @@ class HttpBackend(Protocol):
 
         Those of the tool, resource or prompt it names, and those the server needs for
         everything. Consulted only when the transport verifies tokens (`HttpOptions.auth`).
+        """
+
+    async def task_scopes(self, task_id: str) -> tuple[str, ...]:
+        """The OAuth scopes of the tool a task runs (none for an unknown task).
+
+        `tasks/get`, `tasks/update` and `tasks/cancel` need them: a task's result and
+        questions are the tool's, so a token that could not call it cannot read them.
         """
 
     async def serve_channels(

@@ -170,7 +170,7 @@ class StreamableHttp:
             raise Refused(400, error.message, code=error.code, request_id=error.id)
         message: Any = messages if is_batch else messages[0]
         if self._gate is not None:
-            self._gate.check_messages(scope, headers, messages)
+            await self._gate.check_messages(scope, headers, messages)
         version = headers.get(b"mcp-protocol-version")
         modern = self._is_modern(version, messages)
         has_request = any(isinstance(m, Request) for m in messages)
