@@ -493,6 +493,30 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
     assert ("Streamable HTTP" in out) == http
 
 
+#: What `pip install trio-mcp` (no extras) lacks: each optional extra's imports.
+NOT_INSTALLED = ("h11", "httpx", "httpcore", "hypercorn", "jwt", "cryptography", "redis")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["run", "--help"], ["demo"]], ids=" ".join)
+def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> None:
+    # The README's first command installs no extras: the command line must start, and the demo
+    # (over stdio) run, with none of their modules importable.
+    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in NOT_INSTALLED)
+    code = f"import sys; {blocked}; from trio_mcp._cli import main; sys.exit(main({args!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    if args == ["demo"]:
+        assert done.stdout.rstrip().endswith("Done.")
+
+
 # -- resources, prompts, completion (subprocess) -------------------------------------------------
 
 

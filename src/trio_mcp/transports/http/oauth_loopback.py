@@ -20,13 +20,15 @@ import contextlib
 import threading
 import webbrowser
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
-import h11
 import trio
 
 from .oauth import AuthorizationResponse, pending_state
+
+if TYPE_CHECKING:
+    import h11
 
 __all__ = ["LoopbackCallback", "open_browser", "open_loopback_callback"]
 
@@ -85,6 +87,10 @@ class LoopbackCallback:
 
 
 async def _answer(stream: trio.SocketStream, path: str, state: str | None) -> str | None:
+    # h11 comes with the `http` extra (as httpx, which any URL needs): imported here, so that
+    # the command line, which imports this module, starts without it.
+    import h11  # noqa: PLC0415
+
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_REQUEST_BYTES)
     request: h11.Request | None = None
     with trio.move_on_after(READ_TIMEOUT):
