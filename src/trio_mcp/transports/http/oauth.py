@@ -242,9 +242,10 @@ class OAuth:
     request); an expired access token is refreshed first.
 
     ```python
-    auth = OAuth(redirect_handler=open_browser, callback_handler=wait_for_redirect,
-                 redirect_uri="http://127.0.0.1:8765/callback")
-    async with open_client("https://example.com/mcp", auth=auth) as client: ...
+    async with open_loopback_callback() as loopback:
+        auth = OAuth(redirect_uri=loopback.redirect_uri, redirect_handler=open_browser,
+                     callback_handler=loopback.callback)
+        async with open_client("https://example.com/mcp", auth=auth) as client: ...
     ```
 
     Attributes:
