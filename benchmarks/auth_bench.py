@@ -48,6 +48,7 @@ from http_bench import (
     _check_add,
     _timed,
     in_threads,
+    measured,
 )
 from trio_mcp import MemoryTokenStorage, OAuth, open_client
 
@@ -196,17 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     client_rounds: list[dict[str, float]] = []
     for r in range(rounds_n):
         for peer in PEERS:
-            server = Server(peer)
-            try:
+
+            def both(server: Server, peer: Peer = peer) -> dict[str, float]:
                 values = measure(server, calls, per_session)
                 if peer is CLIENT_SERVER:
                     client_rounds.append(measure_client(server, client_calls))
-            except BenchError:
-                raise
-            except Exception as exc:
-                raise server.error(repr(exc)) from exc
-            finally:
-                server.close()
+                return values
+
+            values = measured(peer, both)
             rounds[peer.name].append(values)
             print(
                 f"round {r + 1}/{rounds_n} {peer.name}: {values['seq_calls_per_s']:.0f} seq "

@@ -341,6 +341,19 @@ def sequential(server: Server, n: int) -> dict[str, float]:
     return out
 
 
+def measured(peer: Peer, measure: Callable[[Server], dict[str, float]]) -> dict[str, float]:
+    """Start `peer`, run `measure` against it and stop it; a failure carries the server's output."""
+    server = Server(peer)
+    try:
+        return measure(server)
+    except BenchError:
+        raise
+    except Exception as exc:
+        raise server.error(repr(exc)) from exc
+    finally:
+        server.close()
+
+
 def in_threads(
     server: Server, count: int, work: Callable[[int], list[RawResponse]]
 ) -> tuple[list[list[RawResponse]], float, float, float | None]:
@@ -471,16 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if peer.name.endswith("behind nginx") and _nginx() is None:
                 print(f"skipped {peer.name}: nginx is not installed", file=sys.stderr)
                 continue
-            server = Server(peer)
-            try:
-                values = sequential(server, seq_n)
-                values |= concurrent(server, sessions, per_session)
-            except BenchError:
-                raise
-            except Exception as exc:
-                raise server.error(repr(exc)) from exc
-            finally:
-                server.close()
+            values = measured(
+                peer, lambda s: sequential(s, seq_n) | concurrent(s, sessions, per_session)
+            )
             rounds[peer.name].append(values)
             print(
                 f"round {r + 1}/{rounds_n} {peer.name}: "

@@ -32,7 +32,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from http_bench import BenchError, Peer, Server, Session, _cell, _messages, _timed, in_threads
+from http_bench import (
+    BenchError,
+    Peer,
+    Server,
+    Session,
+    _cell,
+    _messages,
+    _timed,
+    in_threads,
+    measured,
+)
 from rawhttp import RawResponse
 
 HERE: Final = Path(__file__).resolve().parent
@@ -140,15 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds: dict[str, list[dict[str, float]]] = {p.name: [] for p in PEERS}
     for r in range(rounds_n):
         for peer in PEERS:
-            server = Server(peer)
-            try:
-                values = measure(server, calls, sessions, args.events)
-            except BenchError:
-                raise
-            except Exception as exc:
-                raise server.error(repr(exc)) from exc
-            finally:
-                server.close()
+            values = measured(peer, lambda s: measure(s, calls, sessions, args.events))
             rounds[peer.name].append(values)
             print(
                 f"round {r + 1}/{rounds_n} {peer.name}: {values['seq_events_per_s']:.0f} "
