@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from mcp import Client as SdkClient
@@ -22,12 +22,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests.auth.verifiers import verifier_for
 from tests.http_helpers import Served, parse_sse, serve
 from tests.oauth_server import OAuthServer, serve_oauth
 from trio_mcp import (
     AuthInfo,
     Context,
-    IntrospectionVerifier,
     JwtVerifier,
     ProtectedResource,
     Server,
@@ -126,31 +126,15 @@ class Protected:
 async def protected(
     server: Server | None = None,
     *,
-    verifier: str = "jwt",
+    verifier: Literal["jwt", "introspection"] = "jwt",
     oauth_knobs: dict[str, Any] | None = None,
     verifier_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> AsyncIterator[Protected]:
     """A notes server behind a `JwtVerifier` (or an introspection one) of a live test AS."""
     async with serve_oauth(**(oauth_knobs or {})) as oauth:
-        made: Any
-        if verifier == "jwt":
-            # The audience is the served URL, known once the port is bound: set just below.
-            made = JwtVerifier(
-                issuer=oauth.issuer,
-                audience="http://unset.invalid/mcp",
-                **{"jwks_url": oauth.endpoint("jwks"), **(verifier_options or {})},
-            )
-        else:
-            rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
-            assert rs.client_secret is not None
-            made = IntrospectionVerifier(
-                oauth.endpoint("introspect"),
-                rs.client_id,
-                rs.client_secret,
-                audience="http://unset.invalid/mcp",
-                **(verifier_options or {}),
-            )
+        # The audience is the served URL, known once the port is bound: set just below.
+        made: Any = verifier_for(oauth, verifier, **(verifier_options or {}))
         metadata = ProtectedResource(
             authorization_servers=(oauth.issuer,),
             scopes_supported=SCOPES,

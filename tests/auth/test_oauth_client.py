@@ -23,6 +23,7 @@ import jwt
 import pytest
 import trio
 
+from tests.auth.verifiers import verifier_for
 from tests.http_helpers import Served, serve
 from tests.oauth_server import OAuthServer, serve_oauth
 from trio_mcp import (
@@ -31,8 +32,6 @@ from trio_mcp import (
     AutoRedirect,
     ClientRegistration,
     Context,
-    IntrospectionVerifier,
-    JwtVerifier,
     MemoryTokenStorage,
     OAuth,
     OAuthTokens,
@@ -263,24 +262,9 @@ async def serve_protected(
 
     `resource` puts another canonical URI in the RFC 9728 metadata than the one served.
     """
-    made: IntrospectionVerifier | JwtVerifier
     # The audience is the served URL, known once the port is bound: set just below.
-    if verifier == "jwt":
-        made = JwtVerifier(
-            issuer=oauth.issuer,
-            audience="http://unset.invalid/mcp",
-            jwks_url=oauth.endpoint("jwks"),
-        )
-    else:
-        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
-        assert rs.client_secret is not None
-        made = IntrospectionVerifier(
-            oauth.endpoint("introspect"),
-            rs.client_id,
-            rs.client_secret,
-            audience="http://unset.invalid/mcp",
-            cache_seconds=0,
-        )
+    options = {} if verifier == "jwt" else {"cache_seconds": 0}
+    made = verifier_for(oauth, verifier, **options)
     metadata = ProtectedResource(
         authorization_servers=(oauth.issuer,), scopes_supported=("mcp",), resource=resource
     )
