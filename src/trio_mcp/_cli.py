@@ -20,7 +20,9 @@ mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the e
 with `--auth-issuer` and `--auth-audience` the server is an OAuth protected resource instead:
 JWT access tokens of that issuer, for that audience (the server's canonical URI), verified with
 the issuer's JWKS (`--auth-jwks`, or found in its RFC 8414 metadata), and the scopes of
-`--auth-scopes` needed by every request; its RFC 9728 metadata names the issuer.
+`--auth-scopes` needed by every request; its RFC 9728 metadata names the issuer. An audience
+whose host[:port] the server does not answer for (its bind address, or an `--allow-host`
+entry) is warned of at start (`audience_mismatch`): clients compare it with the URL they use.
 `--task-store` and `--broker` (or TRIO_MCP_TASK_STORE and TRIO_MCP_BROKER, where a URL with a
 password belongs: the command line shows in `ps`) give the server a Redis for its tasks and its
 notifications, so that a fleet's workers share them; they replace what the module set.

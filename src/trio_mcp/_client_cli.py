@@ -18,6 +18,8 @@
     trio-mcp demo [--http]                a guided tour of the demo server
     trio-mcp login URL                    sign in to a server that asks for OAuth
     trio-mcp logout URL | --all           forget the tokens kept for it (or for all)
+    trio-mcp logout URL --forget-client   and the client registration at its authorization
+                                          server (one it no longer knows): register again
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
