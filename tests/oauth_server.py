@@ -58,6 +58,10 @@ Knobs (keyword arguments of `OAuthServer` and `serve_oauth`):
     refresh_tokens: Issue refresh tokens with `authorization_code` grants (default True).
     token_format: "jwt" (default) or "opaque".
 
+Run as a program (`python tests/oauth_server.py [--port N] [--scopes ...]`), it serves on
+127.0.0.1 until Ctrl-C, for trying `trio-mcp run --auth-issuer` and the sign-in by hand: it
+prints `issuer: URL` first, then a `trio-mcp run ...` command to put the demo tools behind it.
+
 Test controls (plain methods): `register_client(...)` (a pre-registered client), `rotate_key`,
 `mint(...)` (a token with arbitrary claims: expired, wrong `aud` or `iss`, chosen scopes, signed
 with an unpublished key), `revoke(token)`, `deny_next_authorization`, `requests` /
@@ -68,11 +72,15 @@ redirect's query), and `pkce_pair()`.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import functools
 import hashlib
 import json
 import secrets
+import shlex
+import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -858,11 +866,12 @@ def _unquote(text: str) -> str:
 
 
 @asynccontextmanager
-async def serve_oauth(**knobs: Any) -> AsyncIterator[OAuthServer]:
-    """Serve an `OAuthServer(**knobs)` on a free loopback port until the block ends."""
+async def serve_oauth(*, port: int = 0, **knobs: Any) -> AsyncIterator[OAuthServer]:
+    """Serve an `OAuthServer(**knobs)` on a loopback port (a free one by default) until the
+    block ends."""
     server = OAuthServer(**knobs)
     config = Config()
-    config.bind = ["127.0.0.1:0"]
+    config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 1
@@ -878,3 +887,61 @@ async def serve_oauth(**knobs: Any) -> AsyncIterator[OAuthServer]:
             yield server
         finally:
             stop.set()
+
+
+# -- a development authorization server ---------------------------------------------------------
+
+
+async def _serve_forever(port: int, scopes: list[str], mcp_port: int) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as stops:
+        async with serve_oauth(
+            port=port, scopes_supported=scopes, default_scopes=scopes[:1]
+        ) as server:
+            _announce(server, scopes, mcp_port)
+            async for _ in stops:  # Ctrl-C: the server stops, and the program ends well
+                break
+
+
+def _announce(server: OAuthServer, scopes: list[str], mcp_port: int) -> None:
+    """Say the issuer, first, and how to put the demo tools behind it."""
+    audience = f"http://127.0.0.1:{mcp_port}/mcp"
+    command = [
+        "trio-mcp", "run", "demo_tools", "--transport", "http", "--port", str(mcp_port),
+        "--auth-issuer", server.issuer, "--auth-audience", audience,
+        "--auth-scopes", scopes[0],
+    ]  # fmt: skip
+    print(f"issuer: {server.issuer}", flush=True)
+    print(
+        "a test authorization server: it approves every sign-in at once, as user "
+        f"{server.subject!r}; serve the demo tools behind it with\n  {shlex.join(command)}\n"
+        f"and sign in with\n  trio-mcp login {audience}\n(Ctrl-C stops it)",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tests/oauth_server.py [--port N] [--scopes S ...] [--mcp-port N]`."""
+    parser = argparse.ArgumentParser(
+        prog="python tests/oauth_server.py",
+        description="Serve the test authorization server on 127.0.0.1 until Ctrl-C, for trying "
+        "`trio-mcp run --auth-issuer` and the command line's sign-in by hand. It approves "
+        "every authorization at once: never use it for anything but development.",
+    )
+    parser.add_argument("--port", type=int, default=9000, help="port to serve on (9000; 0: any)")
+    parser.add_argument(
+        "--scopes",
+        nargs="+",
+        default=["mcp", "notes:read", "notes:write", "admin"],
+        metavar="SCOPE",
+        help="the scopes it knows (the first is granted when a client names none)",
+    )
+    parser.add_argument(
+        "--mcp-port", type=int, default=8000, help="the MCP server's port, for the printed command"
+    )
+    args = parser.parse_args(argv)
+    trio.run(_serve_forever, args.port, args.scopes, args.mcp_port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -20,7 +20,9 @@ mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the e
 with `--auth-issuer` and `--auth-audience` the server is an OAuth protected resource instead:
 JWT access tokens of that issuer, for that audience (the server's canonical URI), verified with
 the issuer's JWKS (`--auth-jwks`, or found in its RFC 8414 metadata), and the scopes of
-`--auth-scopes` needed by every request; its RFC 9728 metadata names the issuer.
+`--auth-scopes` needed by every request; its RFC 9728 metadata names the issuer. An audience
+whose host[:port] the server does not answer for (its bind address, or an `--allow-host`
+entry) is warned of at start (`audience_mismatch`): clients compare it with the URL they use.
 `--task-store` and `--broker` (or TRIO_MCP_TASK_STORE and TRIO_MCP_BROKER, where a URL with a
 password belongs: the command line shows in `ps`) give the server a Redis for its tasks and its
 notifications, so that a fleet's workers share them; they replace what the module set.
@@ -46,6 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from . import _workers
 from ._client_cli import add_client_commands, run_client_command, split_server_command
@@ -55,6 +58,10 @@ from ._run import run, run_stdio, run_worker
 from ._runtime.server import Server
 from ._version import __version__
 from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
+
+logger = logging.getLogger("trio_mcp.cli")
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 __all__ = ["load_server", "main", "unregistered_tools"]
 
@@ -237,6 +244,8 @@ def _parser() -> argparse.ArgumentParser:
         help="level of the server's own log on stderr (default: WARNING)",
     )
     add_client_commands(commands)
+    # `run`'s own usage errors show `run`'s usage line, not the top-level one.
+    run_cmd.set_defaults(command_parser=run_cmd)
     return parser
 
 
@@ -297,17 +306,21 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command != "run":
         return run_client_command(args, server_command)
+    run_parser: argparse.ArgumentParser = args.command_parser
     if server_command:
-        parser.error("run takes no command after --")
+        run_parser.error("run takes no command after --")
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    options, refused = _run_options(parser, args)
+    options, refused = _run_options(run_parser, args)
     if refused is not None:
         print(f"trio-mcp: {refused}", file=sys.stderr)
         return 2
+    mismatch = audience_mismatch(args) if args.worker_fds is None else None
+    if mismatch is not None:
+        logger.warning("%s", mismatch)
     if options is not None and args.workers > 1 and args.worker_fds is None:
         return _serve_workers(args, argv, options)
     try:
@@ -335,6 +348,43 @@ def _main(argv: list[str] | None) -> int:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def audience_mismatch(args: argparse.Namespace) -> str | None:
+    """Why clients would refuse `--auth-audience`, or None: it names a host not served.
+
+    A client compares the resource that the server's metadata names (the audience) with the
+    URL it connects to: the audience's host[:port] must be one this server answers for, its
+    bind address (with its port, once known) or an `--allow-host` entry (`name` with any port,
+    `name:port` with that one).
+    """
+    if args.auth_audience is None or "*" in args.allow_host:
+        return None
+    parts = urlsplit(args.auth_audience)
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        port = None
+    host = (parts.hostname or "").lower()
+    if host == args.host.lower().strip("[]") and args.port in (0, port):
+        return None
+    for entry in args.allow_host:
+        allowed = urlsplit(f"//{entry}")
+        try:
+            allowed_port = allowed.port
+        except ValueError:
+            continue
+        if (allowed.hostname or "").lower() == host and allowed_port in (None, port):
+            return None
+    named = f"{host}:{port}" if port is not None else host
+    served = f"{args.host}:{args.port}" if args.port else args.host
+    others = f" and --allow-host {', '.join(args.allow_host)}" if args.allow_host else ""
+    return (
+        f"--auth-audience {args.auth_audience} names {named}, but this server answers for "
+        f"{served} (its bind address){others}: a client connecting to it will refuse a "
+        f"resource named for another host; give the URL clients connect to (or --allow-host "
+        f"{named})"
+    )
 
 
 def _use_redis(server: Server, args: argparse.Namespace) -> None:

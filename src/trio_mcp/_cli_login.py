@@ -1,8 +1,9 @@
 """Signing the command line in to protected MCP servers: OAuth with a token file.
 
     trio-mcp login URL      sign in now (the browser, or --client-credentials), say as whom
-    trio-mcp logout URL     forget that server's tokens (--all: every server's, and the
-                            client registrations)
+    trio-mcp logout URL     forget that server's tokens (--forget-client: and the client
+                            registration at its authorization server; --all: every server's
+                            tokens, and the client registrations)
 
 and, for every client command given a URL (`tools`, `call`, `read`, ...), OAuth whenever the
 server asks for it (a 401 with the MCP challenge).
@@ -16,13 +17,18 @@ Rule 2: signing in is the authorization code flow of a native application (RFC 8
         is opened with Python's `webbrowser` (so `BROWSER` chooses it) in a thread of its own,
         never awaited (a browser command may only return when the browser closes), and the
         authorization URL is printed on stderr too, for a machine without a browser
-        (`--no-browser` only prints it). The wait is bounded (`--login-timeout`).
+        (`--no-browser` only prints it). The wait is bounded (`--login-timeout`). Where no
+        browser is found, the URL is printed for the user to open; with no terminal either
+        (stdin is not a TTY), no one could: the command fails at once instead of waiting. A
+        step-up sign-in (the server asks for more scopes) says which scopes it is for.
 Rule 3: `--client-credentials` (with `--client-id` and `--client-secret` or
         `$TRIO_MCP_CLIENT_SECRET`) signs a machine in with no browser and no listener.
 Rule 4: an explicit `--header "Authorization: ..."` is the user's choice of credentials: no
         OAuth then. Commands that start a stdio server never use OAuth.
 Rule 5: no token or secret is ever printed: messages name the server, the subject and the
         scopes, never a credential.
+Rule 6: a command a message suggests is the whole command for the token file in use: with
+        `--token-file PATH` unless that file is the default one of `$XDG_CONFIG_HOME`.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ import binascii
 import json
 import logging
 import os
+import shlex
 import sys
+import webbrowser
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,6 +56,8 @@ from .transports.http.oauth import (
     OAuth,
     OAuthTokens,
     TokenStorage,
+    protected_resource_metadata_urls,
+    step_up_scopes,
 )
 from .transports.http.oauth_loopback import (
     LoopbackCallback,
@@ -63,6 +73,8 @@ __all__ = [
     "cli_oauth",
     "default_token_file",
     "describe_sign_in",
+    "find_issuer",
+    "token_command",
 ]
 
 #: Seconds the command line waits for the user to sign in in the browser.
@@ -76,6 +88,21 @@ def default_token_file() -> Path:
     named = os.environ.get("TRIO_MCP_TOKEN_FILE")
     if named:
         return Path(named).expanduser()
+    return _config_token_file()
+
+
+def token_command(words: str, path: Path) -> str:
+    """`trio-mcp WORDS` for the token file `path`: `--token-file PATH` added where needed (Rule 6).
+
+    Only the configuration directory's file goes without: `$TRIO_MCP_TOKEN_FILE` may not be
+    set where the command is run.
+    """
+    if path == _config_token_file():
+        return f"trio-mcp {words}"
+    return f"trio-mcp {words} --token-file {shlex.quote(str(path))}"
+
+
+def _config_token_file() -> Path:
     config = os.environ.get("XDG_CONFIG_HOME")
     # The XDG spec: a relative path in the variable is invalid and is ignored.
     base = Path(config) if config and os.path.isabs(config) else Path.home() / ".config"
@@ -152,14 +179,50 @@ def add_login_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     logout.add_argument("url", nargs="?", metavar="URL", help="the server's http(s) URL")
     logout.add_argument("--all", action="store_true", help="forget every server's tokens")
+    logout.add_argument(
+        "--forget-client",
+        action="store_true",
+        help="forget the client registration at the server's authorization server too (one "
+        "it no longer knows, say): the next sign-in registers again",
+    )
     logout.add_argument("--token-file", metavar="FILE", help="where tokens are kept")
+
+
+def token_file(args: argparse.Namespace) -> Path:
+    """The token file a command uses (Rule 1)."""
+    named = getattr(args, "token_file", None)
+    return Path(named).expanduser() if named else default_token_file()
 
 
 def token_storage(args: argparse.Namespace) -> FileTokenStorage:
     """The token file the command line uses (Rule 1); its warnings reach stderr."""
     logging.getLogger("trio_mcp.client.token_file").setLevel(logging.WARNING)
-    named = getattr(args, "token_file", None)
-    return FileTokenStorage(Path(named).expanduser() if named else default_token_file())
+    path = token_file(args)
+    return FileTokenStorage(path, sign_out_command=token_command("logout --all", path))
+
+
+async def find_issuer(url: str, storage: TokenStorage) -> str | None:
+    """The authorization server of the MCP server at `url`, or None when none can be found.
+
+    The issuer of the tokens kept for it, else the first authorization server its protected
+    resource metadata (RFC 9728) names.
+    """
+    tokens = await storage.get_tokens(url)
+    if tokens is not None and tokens.issuer:
+        return tokens.issuer
+    import httpx  # noqa: PLC0415 - only a URL's command gets here, with the http extra
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        for address in protected_resource_metadata_urls(url):
+            try:
+                response = await http.get(address)
+                document = response.json() if response.status_code == 200 else None
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError):
+                continue
+            servers = document.get("authorization_servers") if isinstance(document, dict) else None
+            if isinstance(servers, list) and servers and isinstance(servers[0], str):
+                return servers[0]
+    return None
 
 
 def oauth_wanted(args: argparse.Namespace) -> bool:
@@ -173,9 +236,12 @@ def oauth_wanted(args: argparse.Namespace) -> bool:
 
 @asynccontextmanager
 async def cli_oauth(
-    args: argparse.Namespace, storage: TokenStorage | None = None
+    args: argparse.Namespace, storage: TokenStorage | None = None, *, url: str | None = None
 ) -> AsyncIterator[OAuth | None]:
     """The `OAuth` of a command given a URL, or None (Rule 4); a listener while it lasts.
+
+    `url` (the server's) lets a sign-in that never came back suggest the command that forgets
+    a registration the authorization server may no longer know.
 
     Raises:
         ValueError: --client-credentials without a client id and secret (a usage error).
@@ -199,11 +265,18 @@ async def cli_oauth(
             client_name=CLIENT_NAME,
         )
         return
+    hint = None
+    if url is not None and args.client_id is None:
+        forget = token_command(f"logout {shlex.quote(url)} --forget-client", token_file(args))
+        hint = (
+            "if the authorization server showed an error (an unknown client, say), "
+            f"`{forget}` forgets the stored registration so the next sign-in registers again"
+        )
     async with open_loopback_callback() as loopback:
         yield OAuth(
             redirect_uri=loopback.redirect_uri,
             redirect_handler=_Browser(args.no_browser).open,
-            callback_handler=_Callback(loopback, args.login_timeout).wait,
+            callback_handler=_Callback(loopback, args.login_timeout, hint).wait,
             client_id=args.client_id,
             client_secret=args.client_secret,
             scope=args.scope,
@@ -219,36 +292,66 @@ class _Browser:
         self._no_browser = no_browser
 
     async def open(self, authorization_url: str) -> None:
+        needed = step_up_scopes.get()
+        why = f"this request needs scope(s) {needed}: " if needed else ""
+        again = " again" if needed else ""
         if self._no_browser:
-            print(
-                f"trio-mcp: to sign in, open this URL in a browser:\n  {authorization_url}",
-                file=sys.stderr,
-                flush=True,
-            )
+            _say(f"{why}to sign in{again}, open this URL in a browser:", authorization_url)
             return
-        print(
-            "trio-mcp: signing in: your browser should open; if it does not, open this URL:\n"
-            f"  {authorization_url}",
-            file=sys.stderr,
-            flush=True,
+        if not await trio.to_thread.run_sync(_has_browser):
+            if not _on_a_terminal():
+                raise AuthorizationError(
+                    "no browser found, and stdin is not a terminal: no way to sign in here; "
+                    "use --client-credentials (a machine client), or sign in with `trio-mcp "
+                    "login URL` on a machine with a browser and use its token file"
+                )
+            _say(f"{why}no browser found: open this URL to sign in{again}:", authorization_url)
+            return
+        signing = f"{why}signing in again" if needed else "signing in"
+        _say(
+            f"{signing}: your browser should open; if it does not, open this URL:",
+            authorization_url,
         )
         await open_browser(authorization_url)  # not waited for (Rule 2)
+
+
+def _say(line: str, url: str) -> None:
+    print(f"trio-mcp: {line}\n  {url}", file=sys.stderr, flush=True)
+
+
+def _has_browser() -> bool:
+    # What `webbrowser.open` would run (`BROWSER`, a desktop's, a text browser); it may ask the
+    # desktop (a subprocess), so it runs in a thread.
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return True
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed
+        return False
 
 
 class _Callback:
     """The callback handler: the loopback listener's redirect, within the login timeout."""
 
-    def __init__(self, loopback: LoopbackCallback, timeout: float) -> None:
+    def __init__(self, loopback: LoopbackCallback, timeout: float, hint: str | None) -> None:
         self._loopback = loopback
         self._timeout = timeout
+        self._hint = hint
 
     async def wait(self) -> AuthorizationResponse:
         with trio.move_on_after(self._timeout):
             return await self._loopback.callback()
-        raise AuthorizationError(
+        message = (
             f"no sign-in came back within {self._timeout:g} s (--login-timeout): "
             "the browser never reached the redirect"
         )
+        raise AuthorizationError(message + (f"; {self._hint}" if self._hint else ""))
 
 
 class FreshSignIn:

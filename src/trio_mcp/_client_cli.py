@@ -18,6 +18,8 @@
     trio-mcp demo [--http]                a guided tour of the demo server
     trio-mcp login URL                    sign in to a server that asks for OAuth
     trio-mcp logout URL | --all           forget the tokens kept for it (or for all)
+    trio-mcp logout URL --forget-client   and the client registration at its authorization
+                                          server (one it no longer knows): register again
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
@@ -77,6 +79,7 @@ from ._cli_login import (
     add_login_options,
     cli_oauth,
     describe_sign_in,
+    find_issuer,
     token_storage,
 )
 from ._connect import open_client
@@ -104,7 +107,7 @@ from ._core.types import (
 )
 from ._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
 from ._runtime.client import Client
-from .transports.http.oauth import OAuth
+from .transports.http.oauth import OAuth, TokenStorage
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 
@@ -611,7 +614,8 @@ async def _connect(
     target: str | list[str], args: argparse.Namespace, storage: FreshSignIn | None = None
 ) -> AsyncIterator[Client]:
     if isinstance(target, str):
-        async with cli_oauth(args, storage) as auth, _open(target, args, auth) as client:
+        oauth = cli_oauth(args, storage, url=target)
+        async with oauth as auth, _open(target, args, auth) as client:
             yield client
     else:
         async with _open(target, args, None) as client:
@@ -679,16 +683,32 @@ async def _logout(args: argparse.Namespace) -> int:
             said = f"removed {storage.path}" if removed else f"no token file at {storage.path}"
         elif args.url is None:
             raise UsageError("give the server's URL (or --all): trio-mcp logout URL")
-        elif await storage.get_tokens(args.url) is None:
-            said = f"no sign-in was kept for {args.url}"
         else:
-            await storage.set_tokens(args.url, None)
-            said = f"signed out of {args.url}"
+            issuer = await find_issuer(args.url, storage) if args.forget_client else None
+            if args.forget_client and issuer is None:
+                raise UsageError(
+                    f"cannot tell which authorization server {args.url} uses (no sign-in is "
+                    "kept for it, and it serves no protected resource metadata)"
+                )
+            if await storage.get_tokens(args.url) is None:
+                said = f"no sign-in was kept for {args.url}"
+            else:
+                await storage.set_tokens(args.url, None)
+                said = f"signed out of {args.url}"
+            if issuer is not None:
+                said += "; " + await _forget_client(storage, issuer)
     except AuthorizationError as exc:
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"trio-mcp logout: {said}", file=sys.stderr)
     return EXIT_OK
+
+
+async def _forget_client(storage: TokenStorage, issuer: str) -> str:
+    if await storage.get_client(issuer) is None:
+        return f"no client registration was kept for {issuer}"
+    await storage.set_client(issuer, None)
+    return f"forgot the client registration at {issuer}: the next sign-in registers again"
 
 
 def _print_completion(elicitation_id: str) -> None:

@@ -808,6 +808,7 @@ class Dispatcher:
             created=follow,
             principal=current_principal(),
             scopes=sorted(tool.scopes),
+            tool=tool.name,
         )
 
     # -- tasks/get, tasks/update, tasks/cancel (Rule 6) ---------------------------------------

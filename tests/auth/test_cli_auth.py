@@ -7,15 +7,18 @@ from its RFC 8414 metadata while the test awaits.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import httpx
+import pytest
 import trio
 
 from tests.http_helpers import POST_HEADERS
 from tests.oauth_server import serve_oauth
 from tests.stdio_peer import ROOT
+from trio_mcp._cli import audience_mismatch
 
 TIMEOUT = 30
 AUDIENCE = "http://mcp.test/mcp"
@@ -76,4 +79,68 @@ async def test_run_needs_both_issuer_and_audience() -> None:
         [*command, "--auth-issuer", "http://as.test"], capture_stderr=True, check=False, cwd=ROOT
     )
     assert done.returncode == 2
-    assert b"--auth-issuer and --auth-audience go together" in done.stderr
+    # A usage error of `run`: its own usage line, not the top-level one.
+    lines = done.stderr.decode().splitlines()
+    assert lines[0].startswith("usage: trio-mcp run [-h] ")
+    assert lines[-1] == "trio-mcp run: error: --auth-issuer and --auth-audience go together"
+
+
+async def serving(*args: str) -> str:
+    """What `trio-mcp run demo_tools --transport http --port 0 ARGS` says up to serving."""
+    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
+    process = await trio.lowlevel.open_process(
+        [*command, "--port", "0", *args], stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert process.stderr is not None
+    try:
+        with trio.fail_after(TIMEOUT):
+            printed = b""
+            while b"serving MCP on " not in printed or not printed.endswith(b"\n"):
+                chunk = await process.stderr.receive_some()
+                assert chunk, printed
+                printed += chunk
+    finally:
+        process.terminate()
+        await process.wait()
+    return printed.decode()
+
+
+async def test_run_warns_of_an_audience_for_another_host() -> None:
+    async with serve_oauth() as oauth:
+        auth = ("--auth-issuer", oauth.issuer)
+        other = await serving(
+            "--host", "127.0.0.1", *auth, "--auth-audience", "http://localhost:8202/mcp"
+        )
+        warned = [line for line in other.splitlines() if "--auth-audience" in line]
+        assert len(warned) == 1
+        assert warned[0].endswith(
+            "WARNING --auth-audience http://localhost:8202/mcp names localhost:8202, but this "
+            "server answers for 127.0.0.1 (its bind address): a client connecting to it will "
+            "refuse a resource named for another host; give the URL clients connect to (or "
+            "--allow-host localhost:8202)"
+        )
+        allowed = await serving(
+            *auth, "--auth-audience", "http://mcp.test/mcp", "--allow-host", "mcp.test"
+        )
+        assert "--auth-audience" not in allowed
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "allow", "audience", "fine"),
+    [
+        ("127.0.0.1", 8202, [], "http://127.0.0.1:8202/mcp", True),
+        ("127.0.0.1", 8202, [], "http://127.0.0.1:8203/mcp", False),
+        ("127.0.0.1", 8202, [], "http://localhost:8202/mcp", False),
+        ("127.0.0.1", 80, [], "http://127.0.0.1/mcp", True),
+        ("0.0.0.0", 8202, ["mcp.example.com"], "https://mcp.example.com/mcp", True),
+        ("0.0.0.0", 8202, ["mcp.example.com:8443"], "https://mcp.example.com/mcp", False),
+        ("0.0.0.0", 8202, ["mcp.example.com:443"], "https://MCP.example.com/mcp", True),
+        ("0.0.0.0", 8202, ["*"], "https://anywhere.example/mcp", True),
+        ("::1", 8202, [], "http://[::1]:8202/mcp", True),
+    ],
+)
+def test_audience_mismatch(
+    host: str, port: int, allow: list[str], audience: str, fine: bool
+) -> None:
+    args = argparse.Namespace(host=host, port=port, allow_host=allow, auth_audience=audience)
+    assert (audience_mismatch(args) is None) is fine

@@ -24,10 +24,11 @@ from typing import Any
 import httpx
 import trio
 
+import demo_tools
 from tests.http_helpers import serve
 from tests.oauth_server import OAuthServer, serve_oauth
 from tests.stdio_peer import ROOT
-from trio_mcp import JwtVerifier, ProtectedResource
+from trio_mcp import JwtVerifier, ProtectedResource, Server
 
 TIMEOUT = 60
 BROWSER = ROOT / "tests" / "fixtures" / "browser.py"
@@ -98,11 +99,23 @@ class Setup:
         return [secret for secret in found if secret]
 
 
+def notes_server() -> Server:
+    """The demo tools and one that needs the scope notes:write (a step-up)."""
+    server = demo_tools.build_server()
+
+    @server.tool(scopes=["notes:write"])
+    def write_note(text: str) -> str:
+        """Save a note."""
+        return "saved " + text
+
+    return server
+
+
 @asynccontextmanager
 async def protected(
-    tmp_path: Path, *, leeway: float = 30.0, **oauth_knobs: Any
+    tmp_path: Path, *, leeway: float = 30.0, server: Server | None = None, **oauth_knobs: Any
 ) -> AsyncIterator[Setup]:
-    """The demo tools behind a `JwtVerifier` of a live test authorization server."""
+    """The demo tools (or `server`) behind a `JwtVerifier` of a live test authorization server."""
     async with serve_oauth(**oauth_knobs) as oauth:
         verifier = JwtVerifier(
             issuer=oauth.issuer,
@@ -113,7 +126,7 @@ async def protected(
         metadata = ProtectedResource(
             authorization_servers=(oauth.issuer,), scopes_supported=("mcp",)
         )
-        async with serve(auth=verifier, resource_metadata=metadata) as served:
+        async with serve(server, auth=verifier, resource_metadata=metadata) as served:
             verifier.audience = served.url
             yield Setup(oauth, served.url, tmp_path)
 
@@ -253,7 +266,9 @@ async def test_a_sign_in_that_never_comes_back_times_out(tmp_path: Path) -> None
         assert done.stdout == ""
         assert done.stderr.splitlines()[-1] == (
             "trio-mcp: no sign-in came back within 0.5 s (--login-timeout): the browser never "
-            "reached the redirect"
+            "reached the redirect; if the authorization server showed an error (an unknown "
+            f"client, say), `trio-mcp logout {setup.url} --forget-client` forgets the stored "
+            "registration so the next sign-in registers again"
         )
         assert "Traceback" not in done.stderr
         assert not setup.token_file.exists() or setup.stored()["tokens"] == {}
@@ -310,7 +325,10 @@ async def test_an_authorization_header_turns_oauth_off(tmp_path: Path) -> None:
         assert "calculator.add" in done.stdout
         refused = await setup.cli("tools", setup.url, "--header", "authorization: Bearer nope")
         assert refused.returncode == 2
-        assert "401" in refused.stderr
+        assert refused.stderr.splitlines()[-1] == (
+            f"trio-mcp: HTTP 401 from {setup.url}: Invalid bearer token (The access token is "
+            "not a well-formed JWT)"
+        )
         assert setup.opened() == 0
         assert setup.oauth.requests["authorize"] == 0
         assert not setup.token_file.exists()
@@ -388,3 +406,172 @@ async def test_a_failed_login_keeps_the_sign_in_it_would_replace(tmp_path: Path)
         called = await setup.cli("call", setup.url, "calculator.add", "a=2", "b=5")
         assert (called.returncode, called.stdout) == (0, "7\n"), called.stderr
         assert setup.opened() == 2
+
+
+async def test_a_scope_the_server_never_grants_is_one_line_after_one_step_up(
+    tmp_path: Path,
+) -> None:
+    async with protected(tmp_path, server=notes_server(), withheld_scopes=["notes:write"]) as setup:
+        done = await setup.cli("call", setup.url, "write_note", "text=x")
+        assert (done.returncode, done.stdout) == (2, "")
+        # The step-up says why the user signs in again; its grant left notes:write out, so
+        # the command stops there rather than opening the browser again for the same answer.
+        assert (
+            "trio-mcp: this request needs scope(s) notes:write: signing in again: your browser "
+            "should open; if it does not, open this URL:\n"
+        ) in done.stderr
+        assert done.stderr.splitlines()[-1] == (
+            "trio-mcp: the authorization server did not grant scope(s) notes:write, which this "
+            "request needs (the server said: This request needs scope(s): notes:write)"
+        )
+        assert "Traceback" not in done.stderr
+        assert setup.opened() == 2
+        assert setup.oauth.requests["authorize"] == 2
+        assert no_secret_shown(setup, done)
+
+
+async def test_a_step_up_that_is_granted_says_why_and_succeeds(tmp_path: Path) -> None:
+    async with protected(tmp_path, server=notes_server()) as setup:
+        done = await setup.cli("call", setup.url, "write_note", "text=x")
+        assert (done.returncode, done.stdout) == (0, "saved x\n"), done.stderr
+        lines = [line for line in done.stderr.splitlines() if not line.startswith("  http")]
+        assert lines == [
+            "trio-mcp: signing in: your browser should open; if it does not, open this URL:",
+            "trio-mcp: this request needs scope(s) notes:write: signing in again: your browser "
+            "should open; if it does not, open this URL:",
+        ]
+        assert setup.stored()["tokens"][setup.url]["scope"] == "mcp notes:write"
+
+
+async def test_a_registration_the_server_forgot_is_forgotten_by_logout(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        named = tmp_path / "named.json"
+        file = ("--token-file", str(named))
+        assert (await setup.cli("login", setup.url, *file)).returncode == 0
+        assert (await setup.cli("logout", setup.url, *file)).returncode == 0
+        setup.oauth.clients.clear()  # a development authorization server restarted
+        lost = await setup.cli("tools", setup.url, *file, "--login-timeout", "0.5")
+        assert lost.returncode == 2
+        forget = f"trio-mcp logout {setup.url} --forget-client --token-file {named}"
+        assert lost.stderr.splitlines()[-1].endswith(
+            "the browser never reached the redirect; if the authorization server showed an "
+            f"error (an unknown client, say), `{forget}` forgets the stored registration so the "
+            "next sign-in registers again"
+        )
+        # The command the message suggests, as it is: the next sign-in registers anew.
+        forgot = await setup.cli(*forget.split()[1:])
+        assert (forgot.returncode, forgot.stderr) == (
+            0,
+            f"trio-mcp logout: no sign-in was kept for {setup.url}; forgot the client "
+            f"registration at {setup.oauth.issuer}: the next sign-in registers again\n",
+        )
+        assert json.loads(named.read_text())["clients"] == {}
+        listed = await setup.cli("tools", setup.url, *file)
+        assert listed.returncode == 0, listed.stderr
+        assert setup.oauth.requests["register"] == 2
+        # With tokens kept, their issuer names the registration; twice, nothing is left.
+        again = await setup.cli("logout", setup.url, "--forget-client", *file)
+        assert again.stderr == (
+            f"trio-mcp logout: signed out of {setup.url}; forgot the client registration at "
+            f"{setup.oauth.issuer}: the next sign-in registers again\n"
+        )
+        twice = await setup.cli("logout", setup.url, "--forget-client", *file)
+        assert twice.stderr == (
+            f"trio-mcp logout: no sign-in was kept for {setup.url}; no client registration "
+            f"was kept for {setup.oauth.issuer}\n"
+        )
+        assert not setup.token_file.exists()  # the default file was never touched
+
+
+async def test_token_file_messages_name_the_file_in_use(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        named = tmp_path / "named.json"
+        chosen = {"TRIO_MCP_TOKEN_FILE": str(named)}
+        assert (await setup.cli("login", setup.url, **chosen)).returncode == 0
+        named.chmod(0o644)
+        widened = await setup.cli("call", setup.url, "calculator.add", "a=1", "b=1", **chosen)
+        assert (widened.returncode, widened.stdout) == (0, "2\n")
+        assert widened.stderr == (
+            f"trio-mcp: the token file {named} was open to others (mode 0644); it is now 0600. "
+            "If someone else could have read it, sign out and in again (trio-mcp logout --all "
+            f"--token-file {named})\n"
+        )
+        named.write_text("[]")
+        for env in (chosen, {}):
+            flags = () if env else ("--token-file", str(named))
+            broken = await setup.cli("tools", setup.url, *flags, **env)
+            assert (broken.returncode, broken.stdout) == (2, "")
+            assert broken.stderr == (
+                f"trio-mcp: the token file {named} is not usable: it is not a JSON object "
+                f"(remove it, or `trio-mcp logout --all --token-file {named}`, to sign in "
+                "afresh)\n"
+            )
+        assert not setup.token_file.exists()
+
+
+def no_browser_env(setup: Setup) -> dict[str, str]:
+    """The environment of a machine with no browser: none named, no desktop, none on PATH."""
+    env = setup.env()
+    for name in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY"):
+        env.pop(name, None)
+    empty = setup.home / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    env["PATH"] = str(empty)
+    return env
+
+
+async def test_no_browser_and_no_terminal_fails_at_once(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [sys.executable, "-m", "trio_mcp", "tools", setup.url],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                cwd=ROOT,
+                env=no_browser_env(setup),
+            )
+        assert done.returncode == 2
+        assert done.stdout == b""
+        assert done.stderr.decode().splitlines() == [
+            "trio-mcp: no browser found, and stdin is not a terminal: no way to sign in here; "
+            "use --client-credentials (a machine client), or sign in with `trio-mcp login URL` "
+            "on a machine with a browser and use its token file"
+        ]
+        assert setup.oauth.requests["authorize"] == 0
+
+
+async def test_no_browser_on_a_terminal_prints_the_url_to_open(tmp_path: Path) -> None:
+    async with protected(tmp_path) as setup:
+        terminal, stdin = os.openpty()
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "trio_mcp", "tools", setup.url],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=ROOT,
+                env=no_browser_env(setup),
+            )
+            assert process.stdout is not None
+            assert process.stderr is not None
+            with trio.fail_after(TIMEOUT):
+                printed = b""
+                while b"\n  http" not in printed or not printed.endswith(b"\n"):
+                    chunk = await process.stderr.receive_some()
+                    assert chunk, printed
+                    printed += chunk
+                text = printed.decode()
+                assert text.startswith("trio-mcp: no browser found: open this URL to sign in:\n  ")
+                url = text.split("\n  ")[1].split("\n")[0]
+                async with httpx.AsyncClient(follow_redirects=True) as http:  # on a phone, say
+                    assert (await http.get(url)).status_code == 200
+                output = b""
+                while chunk := await process.stdout.receive_some():
+                    output += chunk
+                assert await process.wait() == 0
+        finally:
+            os.close(stdin)
+            os.close(terminal)
+        assert "calculator.add" in output.decode()
+        assert setup.opened() == 0

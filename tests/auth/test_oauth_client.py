@@ -396,21 +396,47 @@ async def test_insufficient_scope_steps_up_with_the_union_of_scopes() -> None:
             assert scopes == ["mcp", "mcp notes:write"]
 
 
-async def test_step_ups_are_bounded() -> None:
-    # The tool needs a scope the authorization server never grants: each step-up returns a
-    # token without it, and the call fails with the 403 after max_step_ups re-authorizations
-    # instead of looping.
+async def test_a_scope_the_server_never_grants_ends_the_step_up() -> None:
+    # The tool needs a scope the authorization server never grants: the step-up's grant comes
+    # back without it, and asking again would only get the same answer. The call fails at
+    # once with an AuthorizationError naming the scope and the server's reason, after one
+    # step-up although max_step_ups allows two.
     with trio.fail_after(TEST_TIMEOUT):
         async with (
             serve_oauth(withheld_scopes=["admin"]) as oauth,
             serve_protected(oauth) as mcp,
         ):
             async with open_client(mcp.url, auth=_user(max_step_ups=2)) as client:
-                with pytest.raises(TransportError, match="403"):
+                with pytest.raises(AuthorizationError) as caught:
                     await client.call_tool("administer")
+                assert str(caught.value) == (
+                    "the authorization server did not grant scope(s) admin, which this request "
+                    "needs (the server said: This request needs scope(s): admin)"
+                )
                 assert await client.list_tools()  # the session itself still works
-            # One authorization for the session, two more for the call.
-            assert oauth.requests["authorize"] == 3
+            # One authorization for the session, one step-up for the call.
+            assert oauth.requests["authorize"] == 2
+            scopes = [
+                seen.params.get("scope") for seen in oauth.log if seen.endpoint == "authorize"
+            ]
+            assert scopes == ["mcp", "mcp admin"]
+
+
+async def test_a_refused_token_error_quotes_the_servers_description() -> None:
+    # No OAuth: a token of the caller's own choosing that the server refuses. The error says
+    # what the challenge's error_description says was wrong with it.
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            serve_oauth() as oauth,
+            serve_protected(oauth, verifier="jwt") as mcp,
+        ):
+            with pytest.raises(TransportError) as caught:
+                async with open_client(mcp.url, headers={"Authorization": "Bearer bad"}):
+                    pass
+            assert str(caught.value) == (
+                f"HTTP 401 from {mcp.url}: Invalid bearer token (The access token is not a "
+                "well-formed JWT)"
+            )
 
 
 async def test_client_credentials_grant() -> None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import httpx
 import jwt
 import pytest
+import trio
 
 from tests.oauth_server import OAuthServer, serve_oauth
+from tests.stdio_peer import ROOT
 
 REDIRECT = "http://127.0.0.1:9/callback"
 RESOURCE = "http://127.0.0.1:8000/mcp"
@@ -201,3 +207,39 @@ async def test_opaque_tokens() -> None:
         token = server.mint(scopes=["mcp"])
         assert token.count(".") == 0
         assert server.introspect(token)["scope"] == "mcp"
+
+
+async def test_runs_as_a_program_for_development() -> None:
+    # `python tests/oauth_server.py`: it says its issuer first, serves its metadata there, names
+    # the command that puts the demo tools behind it, and stops at Ctrl-C (SIGINT).
+    command = [sys.executable, str(ROOT / "tests" / "oauth_server.py"), "--port", "0"]
+    process = await trio.lowlevel.open_process(
+        [*command, "--scopes", "mcp", "notes:write", "--mcp-port", "8123"],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    try:
+        with trio.fail_after(30):
+            printed = b""
+            while b"(Ctrl-C stops it)\n" not in printed:
+                chunk = await process.stdout.receive_some()
+                assert chunk, printed
+                printed += chunk
+            first, *rest = printed.decode().splitlines()
+            assert first.startswith("issuer: http://127.0.0.1:")
+            issuer = first.removeprefix("issuer: ")
+            async with httpx.AsyncClient() as http:
+                meta = (await http.get(f"{issuer}/.well-known/oauth-authorization-server")).json()
+            assert meta["issuer"] == issuer
+            assert meta["scopes_supported"] == ["mcp", "notes:write"]
+            assert (
+                "  trio-mcp run demo_tools --transport http --port 8123 --auth-issuer "
+                f"{issuer} --auth-audience http://127.0.0.1:8123/mcp --auth-scopes mcp"
+            ) in rest
+            process.send_signal(signal.SIGINT)
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

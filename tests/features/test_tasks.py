@@ -8,6 +8,7 @@ workers: the leases, a task settled on one worker that another runs, a dead work
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from trio_mcp import (
     ToolDefinitionError,
     ToolError,
 )
+from trio_mcp._runtime.tasks import FULL_WARNING_INTERVAL
 
 TASKS = "io.modelcontextprotocol/tasks"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -315,11 +317,25 @@ async def test_a_connection_that_ends_fails_its_running_tasks(autojump_clock: An
     assert "stopped" in record.error["message"]
 
 
-async def test_a_full_store_runs_the_call_to_its_end(autojump_clock: Any) -> None:
+async def test_a_full_store_runs_the_call_to_its_end(
+    autojump_clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     server = make_server(task_store=MemoryTaskStore(max_tasks=1))
-    async with open_memory_peer(server, initialize=False) as peer:
-        first = (await call(peer, "slow", {"seconds": 60}))["result"]
-        second = (await call(peer, "slow", {"seconds": 2}))["result"]
+    full = "the task store is full (max_tasks=1): the call of 'slow' runs to its end instead"
+    with caplog.at_level(logging.WARNING, logger="trio_mcp"):
+        async with open_memory_peer(server, initialize=False) as peer:
+            first = (await call(peer, "slow", {"seconds": 600}))["result"]
+            second = (await call(peer, "slow", {"seconds": 2}))["result"]
+            # One warning for the refused call, though it was offered to the store twice
+            # (at its start, `after=0`, and after its delay).
+            assert [r.getMessage() for r in caplog.records] == [f"{full} of becoming a task"]
+            await call(peer, "slow", {"seconds": 1})  # within the minute: not warned of
+            assert len(caplog.records) == 1
+            await trio.sleep(FULL_WARNING_INTERVAL)
+            await call(peer, "slow", {"seconds": 1})
+            assert [r.getMessage() for r in caplog.records][1:] == [
+                f"{full} of becoming a task; 1 more call(s) ran to their end since the last warning"
+            ]
     assert first["resultType"] == "task"
     assert second["resultType"] == "complete"
     assert second["content"][0]["text"] == "slept 2"

@@ -465,12 +465,13 @@ class TaskEngine(Protocol):
         created: Callable[[str], None] | None = None,
         principal: Principal | None = None,
         scopes: Iterable[str] = (),
+        tool: str = "",
     ) -> dict[str, Any]:
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
         states is told; the task belongs to `principal` (Rule 7), and `scopes` (the tool's)
-        are kept in its record.
+        are kept in its record; `tool` (its name) is for messages.
         """
         ...
 

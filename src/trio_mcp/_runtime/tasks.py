@@ -9,7 +9,10 @@ Rule 2: the request waits for the first of: the call's end (its own result, or i
         input-required round, answered as usual), its `after` delay, or the tool's
         `Context.become_task`. At the latter two the record is stored *before* the
         `CreateTaskResult` is answered, so a `tasks/get` right after it finds the task. A
-        request cancelled before that cancels its worker.
+        request cancelled before that cancels its worker. A store with no room refuses the
+        record: the call runs to its end, is not offered to the store again, and is warned of
+        once (naming the tool and the store's limit), at most one warning per
+        `FULL_WARNING_INTERVAL`, the next counting the refusals it did not tell of.
 Rule 3: a task's questions are minted a key each and wait in `inputRequests` until
         `tasks/update` answers them (each key alone; unknown keys are ignored), or until the
         ask's timeout (`ClientTimeoutError` in the tool). The task is `input_required` while
@@ -91,6 +94,9 @@ _SETTLE_SECONDS: Final = 5.0
 #: Seconds between two looks in the mailbox of a task with questions open (Rule 7), when no
 #: signal says mail came: answers through a worker without a broker wait at most this long.
 MAIL_POLL: Final = 1.0
+#: Seconds between two warnings that the task store is full (Rule 2): a busy server refusing
+#: every call would otherwise log one line per call.
+FULL_WARNING_INTERVAL: Final = 60.0
 
 #: Told each new state of a task (Rule 6): its `DetailedTask`, as `tasks/get` shows it, and
 #: whose task it is (Rule 8: None, anyone's).
@@ -138,6 +144,10 @@ class _Call:
     telling: trio.Lock = field(default_factory=trio.Lock)
     #: The tool's OAuth scopes, for its record.
     scopes: tuple[str, ...] = ()
+    #: The tool called, for messages.
+    tool: str = ""
+    #: The store had no room for it: it runs to its end, and is not offered again.
+    refused: bool = False
 
 
 class TaskRuntime:
@@ -162,6 +172,9 @@ class TaskRuntime:
         self.on_status: StatusSink | None = None
         #: Signals the worker running a task (Rule 7); set by a server with a broker.
         self.signal: TaskSignal | None = None
+        # The last warning of a full store (trio time), and the refusals not warned of since.
+        self._full_warned: float | None = None
+        self._full_unwarned = 0
 
     @property
     def live_count(self) -> int:
@@ -205,18 +218,25 @@ class TaskRuntime:
         created: Callable[[str], None] | None = None,
         principal: Principal | None = None,
         scopes: Iterable[str] = (),
+        tool: str = "",
     ) -> dict[str, Any]:
         """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
         states is told (Rule 6); the task belongs to `principal` (Rule 8), and `scopes` (the
-        tool's) are kept in its record.
+        tool's) are kept in its record; `tool` (its name) is for messages.
         """
         nursery = self._nursery()
         if nursery is None:
             return await body()
         call = _Call(
-            support, context, principal, nursery=nursery, created=created, scopes=tuple(scopes)
+            support,
+            context,
+            principal,
+            nursery=nursery,
+            created=created,
+            scopes=tuple(scopes),
+            tool=tool,
         )
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
@@ -429,7 +449,7 @@ class TaskRuntime:
         async with call.lock:
             if call.record is not None:
                 return True
-            if call.done:
+            if call.done or call.refused:
                 return False
             now = self.clock()
             record = TaskRecord(
@@ -443,7 +463,8 @@ class TaskRuntime:
                 scopes=call.scopes,
             )
             if not await self.store.add(record, now):
-                logger.warning("the task store is full: a call runs to its end instead")
+                call.refused = True
+                self._warn_full(call)
                 return False
             call.record = record
             self._live[record.task_id] = call
@@ -459,6 +480,28 @@ class TaskRuntime:
                 )
         call.changed.set()
         return True
+
+    def _warn_full(self, call: _Call) -> None:
+        """One warning per refused call, at most one per `FULL_WARNING_INTERVAL` (Rule 2)."""
+        now = trio.current_time()
+        if self._full_warned is not None and now - self._full_warned < FULL_WARNING_INTERVAL:
+            self._full_unwarned += 1
+            return
+        tool = call.tool or (call.context.tool_name if call.context is not None else "a tool")
+        limit = getattr(self.store, "max_tasks", None)
+        held = f" (max_tasks={limit})" if isinstance(limit, int) else ""
+        also = (
+            f"; {self._full_unwarned} more call(s) ran to their end since the last warning"
+            if self._full_unwarned
+            else ""
+        )
+        logger.warning(
+            "the task store is full%s: the call of %r runs to its end instead of becoming a task%s",
+            held,
+            tool,
+            also,
+        )
+        self._full_warned, self._full_unwarned = now, 0
 
     async def _ask(
         self,

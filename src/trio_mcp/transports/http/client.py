@@ -75,6 +75,7 @@ from ..._exceptions import (
     TransportError,
 )
 from .headers import encode_value, request_headers
+from .oauth import parse_www_authenticate
 
 if TYPE_CHECKING:
     import httpx
@@ -215,14 +216,16 @@ def _unsent(exc: Exception) -> bool:
     return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
 
 
-def _error_from(status: int, body: bytes, url: str) -> Exception:
+def _error_from(status: int, body: bytes, url: str, challenge: str = "") -> Exception:
     """The exception for an HTTP error answer.
 
     A 400 that carries a JSON-RPC error refused the message itself (parse error, invalid
     request, unsupported protocol version: spec 2026-07-28 has clients read that body), and so
     does a 404 carrying -32601 (spec 2026-07-28: an unknown method is 404 with that error, which
     tells it from a 404 for the path): a `RequestError`. Any other status refused the connection
-    (path, method, origin, token, ...): a `TransportError` that quotes the server's reason.
+    (path, method, origin, token, ...): a `TransportError` that quotes the server's reason, and
+    for a 401 or 403 the `error_description` of its `WWW-Authenticate` challenge (`challenge`),
+    which says what was wrong with the token.
     """
     try:
         data = loads(body)
@@ -240,12 +243,20 @@ def _error_from(status: int, body: bytes, url: str) -> Exception:
         text = error["message"]
     else:
         text = body.decode("utf-8", "replace").strip()[:200]
+    if status in (401, 403):
+        description = parse_www_authenticate(challenge)[1].get("error_description", "")[:200]
+        if description and description not in text:
+            text = f"{text} ({description})" if text else description
     return TransportError(f"HTTP {status} from {url}" + (f": {text}" if text else ""))
+
+
+def _challenge(response: httpx.Response) -> str:
+    return str(response.headers.get("www-authenticate", ""))
 
 
 async def _expect_ok(response: httpx.Response, url: str) -> None:
     if response.status_code != 200:
-        raise _error_from(response.status_code, await response.aread(), url)
+        raise _error_from(response.status_code, await response.aread(), url, _challenge(response))
 
 
 def _retry_after(response: httpx.Response, fallback: float) -> float:
@@ -462,7 +473,7 @@ class StreamableHttpLink:
                     session_id,
                 )
             if status >= 400:
-                raise _error_from(status, await response.aread(), self.url)
+                raise _error_from(status, await response.aread(), self.url, _challenge(response))
             if is_init:
                 self._session_id = response.headers.get("mcp-session-id")
             if is_request:
@@ -829,7 +840,9 @@ class SseLink:
             if response.status_code == 404:
                 raise ConnectionClosed(f"{self.url}: the server closed the session (HTTP 404)")
             if response.status_code >= 400:
-                raise _error_from(response.status_code, response.content, self.endpoint)
+                raise _error_from(
+                    response.status_code, response.content, self.endpoint, _challenge(response)
+                )
             return
 
     async def _stream(

@@ -60,6 +60,7 @@ __all__ = [
     "protected_resource_metadata_urls",
     "resource_matches",
     "select_scope",
+    "step_up_scopes",
 ]
 
 #: The grant an `OAuth` client uses to get its tokens.
@@ -448,6 +449,14 @@ def pkce_pair() -> tuple[str, str]:
 #: `callback_handler` call: a listener ignores redirects carrying another state.
 pending_state: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pending_state", default=None
+)
+
+
+#: The scopes a step-up authorization is for (Rule 3), set around it: what the request that met
+#: the 403 `insufficient_scope` needs beyond the scopes granted so far, space-separated; None
+#: for a first authorization. A redirect handler may tell the user why they sign in again.
+step_up_scopes: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "step_up_scopes", default=None
 )
 
 

@@ -5,7 +5,9 @@ Rule 1: every request the link sends (POST, the GET stream, DELETE) goes through
         it has expired and a refresh token is at hand). A 401 runs discovery and a grant and
         the request is sent again, once; a 403 `insufficient_scope` re-authorizes with the
         union of the scopes so far and the challenged ones, at most `OAuth.max_step_ups`
-        times for one request. Whatever still fails reaches the link as the HTTP error it is.
+        times for one request; a step-up whose grant leaves out challenged scopes it asked
+        for ends there, an `AuthorizationError` naming them (asking again would get the same
+        answer). Whatever still fails reaches the link as the HTTP error it is.
 Rule 2: one authorization at a time (a `trio.Lock`): requests that meet the same 401 (or 403
         `insufficient_scope`) together wait for the first one's authorization and use its
         token instead of starting their own (after a 403, when it grants the challenged scopes).
@@ -58,6 +60,7 @@ from .oauth import (
     protected_resource_metadata_urls,
     resource_matches,
     select_scope,
+    step_up_scopes,
 )
 
 __all__ = ["AutoRedirect", "OAuthFlow", "id_jag_assertion"]
@@ -173,7 +176,13 @@ class OAuthFlow(httpx.Auth):
                     if self._covers(self._tokens, tokens, challenge.get("scope")):
                         tokens = self._tokens  # Rule 2: another request stepped up meanwhile
                     else:
-                        tokens = await self._authorize(challenge, step_up=True)
+                        needed = _needed(challenge, tokens)
+                        asking = step_up_scopes.set(" ".join(needed) or None)
+                        try:
+                            tokens = await self._authorize(challenge, step_up=True)
+                        finally:
+                            step_up_scopes.reset(asking)
+                        _check_granted(tokens, needed, challenge)
             else:
                 return
             self._present(request, tokens)
@@ -628,6 +637,35 @@ class OAuthFlow(httpx.Auth):
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def _needed(challenge: Mapping[str, str], tokens: OAuthTokens | None) -> list[str]:
+    """The challenged scopes that `tokens` (the ones refused) were not granted."""
+    granted = set((tokens.scope or "").split()) if tokens is not None else set()
+    return [scope for scope in (challenge.get("scope") or "").split() if scope not in granted]
+
+
+def _check_granted(tokens: OAuthTokens, needed: list[str], challenge: Mapping[str, str]) -> None:
+    """Stop a step-up whose grant left out scopes it asked for (Rule 1).
+
+    Asking again would only open the browser once more for the same answer: the authorization
+    server chose not to grant them (RFC 6749 section 3.3). Tokens that name no scope were
+    granted what was asked.
+    """
+    if tokens.scope is None:
+        return
+    granted = set(tokens.scope.split())
+    missing = [scope for scope in needed if scope not in granted]
+    if not missing:
+        return
+    message = (
+        f"the authorization server did not grant scope(s) {' '.join(missing)}, which this "
+        "request needs"
+    )
+    description = challenge.get("error_description")
+    if description:
+        message += f" (the server said: {description})"
+    raise AuthorizationError(message)
 
 
 @contextlib.asynccontextmanager

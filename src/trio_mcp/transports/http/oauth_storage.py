@@ -71,11 +71,20 @@ class FileTokenStorage:
 
     Tokens are kept per MCP server URL, registrations per authorization server (issuer), as
     the `TokenStorage` protocol says. The file and its directory are made on the first write.
+
+    Args:
+        path: The file.
+        sign_out_command: What a message suggests running to start afresh (for a file that
+            is not the command line's default one: `trio-mcp logout --all --token-file PATH`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, sign_out_command: str = "trio-mcp logout --all"
+    ) -> None:
         #: Where the tokens are kept (`~` expanded).
         self.path = Path(path).expanduser()
+        #: The command that empties this file, named in the messages that suggest it.
+        self.sign_out_command = sign_out_command
         self._lock = trio.Lock()
 
     def __repr__(self) -> str:
@@ -141,8 +150,8 @@ class FileTokenStorage:
 
     def _invalid(self, why: str) -> AuthorizationError:
         return AuthorizationError(
-            f"the token file {self.path} is not usable: {why} (remove it, or `trio-mcp logout "
-            "--all`, to sign in afresh)"
+            f"the token file {self.path} is not usable: {why} (remove it, or "
+            f"`{self.sign_out_command}`, to sign in afresh)"
         )
 
     def _load(self) -> Document:
@@ -192,9 +201,10 @@ class FileTokenStorage:
                 ) from None
             logger.warning(
                 "the token file %s was open to others (mode %04o); it is now 0600. If someone "
-                "else could have read it, sign out and in again (trio-mcp logout --all)",
+                "else could have read it, sign out and in again (%s)",
                 self.path,
                 mode,
+                self.sign_out_command,
             )
 
     def _rewrite(self, change: Callable[[Document], None]) -> None:
