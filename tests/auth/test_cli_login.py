@@ -136,6 +136,28 @@ def no_secret_shown(setup: Setup, *done: subprocess.CompletedProcess[str]) -> bo
     return all(secret not in shown for secret in setup.secrets())
 
 
+async def printed_sign_in(process: trio.Process) -> tuple[str, str]:
+    """What the command printed on stderr up to its sign-in URL, and that URL."""
+    assert process.stderr is not None
+    printed = b""
+    while b"\n  http" not in printed or not printed.endswith(b"\n"):
+        chunk = await process.stderr.receive_some()
+        assert chunk, printed
+        printed += chunk
+    text = printed.decode()
+    return text, text.split("\n  ")[1].split("\n")[0]
+
+
+async def rest_of_output(process: trio.Process) -> str:
+    """The command's stdout to its end, once it exited 0."""
+    assert process.stdout is not None
+    output = b""
+    while chunk := await process.stdout.receive_some():
+        output += chunk
+    assert await process.wait() == 0
+    return output.decode()
+
+
 async def test_tools_signs_in_in_the_browser_then_a_call_uses_the_kept_tokens(
     tmp_path: Path,
 ) -> None:
@@ -235,23 +257,14 @@ async def test_no_browser_prints_the_url_to_open(tmp_path: Path) -> None:
         assert process.stdout is not None
         assert process.stderr is not None
         with trio.fail_after(TIMEOUT):
-            printed = b""
-            while b"\n  http" not in printed or not printed.endswith(b"\n"):
-                chunk = await process.stderr.receive_some()
-                assert chunk, printed
-                printed += chunk
-            text = printed.decode()
+            text, url = await printed_sign_in(process)
             assert text.startswith("trio-mcp: to sign in, open this URL in a browser:\n  ")
-            url = text.split("\n  ")[1].split("\n")[0]
             async with httpx.AsyncClient(follow_redirects=True) as http:  # the user, by hand
                 page = await http.get(url)
             assert page.status_code == 200
             assert "back with the application" in page.text
-            output = b""
-            while chunk := await process.stdout.receive_some():
-                output += chunk
-            assert await process.wait() == 0
-        assert "calculator.add" in output.decode()
+            output = await rest_of_output(process)
+        assert "calculator.add" in output
         assert setup.opened() == 0
         assert set(setup.stored()["tokens"]) == {setup.url}
 
@@ -556,22 +569,13 @@ async def test_no_browser_on_a_terminal_prints_the_url_to_open(tmp_path: Path) -
             assert process.stdout is not None
             assert process.stderr is not None
             with trio.fail_after(TIMEOUT):
-                printed = b""
-                while b"\n  http" not in printed or not printed.endswith(b"\n"):
-                    chunk = await process.stderr.receive_some()
-                    assert chunk, printed
-                    printed += chunk
-                text = printed.decode()
+                text, url = await printed_sign_in(process)
                 assert text.startswith("trio-mcp: no browser found: open this URL to sign in:\n  ")
-                url = text.split("\n  ")[1].split("\n")[0]
                 async with httpx.AsyncClient(follow_redirects=True) as http:  # on a phone, say
                     assert (await http.get(url)).status_code == 200
-                output = b""
-                while chunk := await process.stdout.receive_some():
-                    output += chunk
-                assert await process.wait() == 0
+                output = await rest_of_output(process)
         finally:
             os.close(stdin)
             os.close(terminal)
-        assert "calculator.add" in output.decode()
+        assert "calculator.add" in output
         assert setup.opened() == 0
