@@ -86,6 +86,7 @@ async def serve_stdio(
 
 #: Requests naming a resource by `uri`, which need the scopes of what serves it.
 _URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 class _HttpBackend:
@@ -106,10 +107,11 @@ class _HttpBackend:
         found = self.server.registry.get(tool)
         return {} if found is None else found.param_headers
 
-    def required_scopes(self, request: Request | None) -> tuple[str, ...]:
+    def base_scopes(self) -> tuple[str, ...]:
+        return self.server.required_scopes
+
+    async def required_scopes(self, request: Request) -> tuple[str, ...]:
         base = self.server.required_scopes
-        if request is None:
-            return base
         params = request.params or {}
         own: frozenset[str] = frozenset()
         if request.method == "tools/call" and isinstance(params.get("name"), str):
@@ -123,12 +125,13 @@ class _HttpBackend:
             own = self.server.resource_registry.scopes_of(params["uri"])
         elif request.method == "completion/complete" and isinstance(params.get("ref"), dict):
             own = self._completion_scopes(params["ref"])
+        elif request.method in _TASK_METHODS and isinstance(params.get("taskId"), str):
+            # A task's result and questions are its tool's: a token that could not call the
+            # tool cannot read, answer or cancel its task (none for an unknown task).
+            runtime = self.server.task_runtime
+            record = await runtime.store.get(params["taskId"], runtime.clock())
+            own = frozenset(record.scopes) if record is not None else own
         return (*base, *sorted(own - set(base)))
-
-    async def task_scopes(self, task_id: str) -> tuple[str, ...]:
-        runtime = self.server.task_runtime
-        record = await runtime.store.get(task_id, runtime.clock())
-        return record.scopes if record is not None else ()
 
     def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
         """A completer tells about what it completes: it needs the scopes of its owner."""

@@ -70,9 +70,9 @@ class McpHttpApp:
             verifier,
             self.options.resource_metadata,
             self.options.path,
+            backend.base_scopes(),
             backend.required_scopes,
             scope_hierarchy=self.options.scope_hierarchy,
-            task_scopes=backend.task_scopes,
         )
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)
         self._legacy = LegacySse(backend, self.options, self._sessions, self._gate)

@@ -74,10 +74,6 @@ METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 _UNQUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 
 
-#: Requests about a task, which need the scopes of the task's tool.
-_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-
-
 def challenge(
     *,
     resource_metadata: str | None,
@@ -145,12 +141,11 @@ class AuthGate:
         verifier: Decides on tokens; None: no token is asked for (only metadata is served).
         resource: The metadata to serve, and to point clients to in challenges; None: none.
         path: The MCP endpoint's path (for the canonical URI and the metadata URL).
-        required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); with
-            None, those every request needs, which 401 challenges name.
+        base_scopes: The scopes every request needs (`HttpBackend.base_scopes`), which 401
+            challenges name.
+        required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); None:
+            only `base_scopes`.
         scope_hierarchy: Broader scopes and the narrower ones each implies.
-        task_scopes: The scopes of the tool a task runs, by task id
-            (`HttpBackend.task_scopes`): `tasks/get`, `tasks/update` and `tasks/cancel` need
-            them as the call did.
     """
 
     def __init__(
@@ -158,13 +153,12 @@ class AuthGate:
         verifier: TokenVerifier | None,
         resource: ProtectedResource | None,
         path: str,
-        required_scopes: Callable[[Request | None], Iterable[str]] = lambda _: (),
+        base_scopes: Iterable[str] = (),
+        required_scopes: Callable[[Request], Awaitable[Iterable[str]]] | None = None,
         *,
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
-        task_scopes: Callable[[str], Awaitable[Iterable[str]]] | None = None,
     ) -> None:
         self.verifier = verifier
-        self._task_scopes = task_scopes
         self._implied = _closure(scope_hierarchy or {})
         self.resource = resource
         self.path = path
@@ -173,7 +167,7 @@ class AuthGate:
         if callable(bind):  # an audience-checking verifier learns the canonical URI (Rule 3)
             bind(resource.resource if resource is not None else None)
         #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
-        self.base_scopes = tuple(required_scopes(None))
+        self.base_scopes = tuple(base_scopes)
         if verifier is not None and resource is not None and self._configured_uri() is None:
             logger.warning(
                 "the protected resource metadata names no canonical URI "
@@ -286,16 +280,10 @@ class AuthGate:
         if self.verifier is None:
             return
         needed: dict[str, None] = {}
-        for message in messages:
-            if isinstance(message, Request):
-                needed.update(dict.fromkeys(self._required(message)))
-                task_id = (message.params or {}).get("taskId")
-                if (
-                    message.method in _TASK_METHODS
-                    and isinstance(task_id, str)
-                    and self._task_scopes is not None
-                ):
-                    needed.update(dict.fromkeys(await self._task_scopes(task_id)))
+        if self._required is not None:
+            for message in messages:
+                if isinstance(message, Request):
+                    needed.update(dict.fromkeys(await self._required(message)))
         self.check(scope, headers, needed)
 
     def check(

@@ -118,18 +118,15 @@ class HttpBackend(Protocol):
             for no such tool.
         """
 
-    def required_scopes(self, request: Request | None) -> tuple[str, ...]:
-        """The OAuth scopes a request needs; with None, the scopes every request needs.
+    def base_scopes(self) -> tuple[str, ...]:
+        """The OAuth scopes every request needs (a `Server`'s `required_scopes`)."""
 
-        Those of the tool, resource or prompt it names, and those the server needs for
-        everything. Consulted only when the transport verifies tokens (`HttpOptions.auth`).
-        """
+    async def required_scopes(self, request: Request) -> tuple[str, ...]:
+        """The OAuth scopes a request needs.
 
-    async def task_scopes(self, task_id: str) -> tuple[str, ...]:
-        """The OAuth scopes of the tool a task runs (none for an unknown task).
-
-        `tasks/get`, `tasks/update` and `tasks/cancel` need them: a task's result and
-        questions are the tool's, so a token that could not call it cannot read them.
+        Those the server needs for everything, and those of the tool, resource or prompt it
+        names (for `tasks/get`, `tasks/update` and `tasks/cancel`: of the tool the task runs).
+        Consulted only when the transport verifies tokens (`HttpOptions.auth`).
         """
 
     async def serve_channels(
