@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ._core.jsonrpc import Request
+from ._core.subscriptions import LISTEN
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
@@ -109,6 +110,9 @@ class _HttpBackend:
 
     def base_scopes(self) -> tuple[str, ...]:
         return self.server.required_scopes
+
+    def stays_open(self, request: Request) -> bool:
+        return request.method == LISTEN
 
     async def required_scopes(self, request: Request) -> tuple[str, ...]:
         base = self.server.required_scopes

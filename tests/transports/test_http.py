@@ -198,7 +198,6 @@ async def test_unsupported_protocol_version_header_is_400() -> None:
         (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700, None),
         (b"", -32700, None),
         # A readable id is echoed, as on stdio.
-        (b'{"jsonrpc": "2.0", "id": 1}', -32600, 1),
         (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600, 1),
         (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
         (b'"just a string"', -32600, None),
@@ -213,6 +212,31 @@ async def test_malformed_or_invalid_message_is_400_with_a_jsonrpc_error(
         ok = await client.request("ping")
     assert_refused(response, 400, code, request_id)
     assert ok.status == 200  # a bad message never kills a session
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 1}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "error": "boom"}',
+        b'{"jsonrpc": "1.0", "id": 1, "result": {}}',
+    ],
+)
+async def test_a_malformed_response_is_400_with_an_error_naming_no_request(body: bytes) -> None:
+    """A response is never answered (JSON-RPC): the refusal's error has no id at all (spec
+    2025-11-25, Streamable HTTP: "a JSON-RPC error response that has no id")."""
+    async with serve() as served:
+        client = await session(served)
+        response = await served.http.post(served.url, headers=client.headers(), content=body)
+        ok = await client.request("ping")
+    assert response.status_code == 400, response.text
+    refused = response.json()
+    assert "id" not in refused
+    assert refused["error"]["code"] == -32600
+    assert refused["error"]["message"].startswith("Invalid Request: malformed response: ")
+    validate_server_message(refused, LATEST)
+    assert ok.status == 200
 
 
 # -- 401 / 403 ---------------------------------------------------------------------------------
@@ -776,7 +800,7 @@ async def test_legacy_sse_2024_11_05_session_matches_its_schema() -> None:
             sent.append(message)
             posted = await served.http.post(served.base + endpoint, json=message)
             assert posted.status_code == 202
-        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6}'):
+        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6, "method": 7}'):
             posted = await served.http.post(
                 served.base + endpoint, headers={"content-type": "application/json"}, content=raw
             )
@@ -814,7 +838,7 @@ async def test_every_message_of_a_session_matches_the_schema(version: str) -> No
             batch = [client.make_request("ping"), client.make_request("tools/list")]
             batched = await client.post(batch)
             assert [m["id"] for m in batched.last] == [b["id"] for b in batch]
-        refused = await client.post({"jsonrpc": "2.0", "id": 1})
+        refused = await client.post({"jsonrpc": "2.0", "id": 1, "method": 7})
         assert refused.status == 400
         deleted = await client.delete()
         assert deleted.status_code in (200, 204)

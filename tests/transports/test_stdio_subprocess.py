@@ -216,7 +216,6 @@ BAD_LINES: list[tuple[str, bytes, int, Any]] = [
     ("missing-jsonrpc", b'{"id":5,"method":"ping"}', -32600, 5),
     ("jsonrpc-1.0", b'{"jsonrpc":"1.0","id":5,"method":"ping"}', -32600, 5),
     ("jsonrpc-number", b'{"jsonrpc":2.0,"id":5,"method":"ping"}', -32600, 5),
-    ("missing-method", b'{"jsonrpc":"2.0","id":5}', -32600, 5),
     ("method-number", b'{"jsonrpc":"2.0","id":"k","method":7}', -32600, "k"),
     ("notification-method-number", b'{"jsonrpc":"2.0","method":7}', -32600, None),
     ("id-bool", b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600, None),
@@ -224,12 +223,6 @@ BAD_LINES: list[tuple[str, bytes, int, Any]] = [
     ("id-float-integral", b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}', -32600, None),
     ("id-null", b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, None),
     ("id-object", b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600, None),
-    (
-        "result-and-error",
-        b'{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}',
-        -32600,
-        1,
-    ),
     ("params-array", b'{"jsonrpc":"2.0","id":5,"method":"ping","params":[1]}', -32602, 5),
     # A notification with by-position params is still a notification: JSON-RPC forbids an
     # answer, so it is logged, not answered (tests/runtime/test_server_e2e.py checks that).
@@ -260,6 +253,35 @@ async def test_every_bad_input_is_answered_and_the_server_goes_on() -> None:
         assert await peer.finish() == 0
     assert not failures, "\n".join(failures)
     assert len(peer.received) == 1 + 2 * len(BAD_LINES)
+
+
+# Responses from the client that answer nothing of the server's, well formed or not: JSON-RPC
+# never answers a response (an answer would carry an id of the client's own id space).
+NEVER_ANSWERED: list[tuple[str, bytes]] = [
+    ("result-and-error", b'{"jsonrpc":"2.0","id":777,"result":1,"error":{"code":1,"message":"m"}}'),
+    ("neither-result-nor-error", b'{"jsonrpc":"2.0","id":5}'),
+    ("null-method", b'{"jsonrpc":"2.0","id":5,"method":null}'),
+    ("error-not-an-object", b'{"jsonrpc":"2.0","id":5,"error":"boom"}'),
+    ("result-bool-id", b'{"jsonrpc":"2.0","id":true,"result":{}}'),
+    ("result-without-id", b'{"jsonrpc":"2.0","result":{}}'),
+    ("jsonrpc-1.0-result", b'{"jsonrpc":"1.0","id":5,"result":{}}'),
+    ("unknown-id", b'{"jsonrpc":"2.0","id":778,"result":{}}'),
+    ("unknown-id-error", b'{"jsonrpc":"2.0","id":779,"error":{"code":1,"message":"m"}}'),
+]
+
+
+async def test_a_response_is_never_answered_and_the_server_goes_on() -> None:
+    """Each line, then a ping: the ping's answer is the next line (nothing answered the
+    response), and nothing else comes before the end."""
+    async with open_server() as peer:
+        await peer.initialize()
+        for _, line in NEVER_ANSWERED:
+            await peer.send_raw(line + b"\n")
+            await peer.send_raw(b'{"jsonrpc":"2.0","id":"after","method":"ping"}\n')
+            assert await peer.receive() == {"jsonrpc": "2.0", "id": "after", "result": {}}
+        assert await peer.finish() == 0
+    # initialize's answer, and one pong per line: nothing else.
+    assert len(peer.received) == 1 + len(NEVER_ANSWERED)
 
 
 async def test_unknown_method_error_names_the_method() -> None:

@@ -31,6 +31,7 @@ from .._core.auth import Principal, principal_from
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
+from .._core.subscriptions import DEFAULT_MAX_SUBSCRIPTION_BYTES, DEFAULT_MAX_SUBSCRIPTIONS
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
@@ -139,6 +140,10 @@ class Server:
         hide_unauthorized: List only the tools, resources, templates and prompts the
             request's token has the scopes for (True, the default), or list everything and
             refuse the calls (False). Over stdio or in memory everything is listed.
+        max_subscriptions: Resources one session may be subscribed to at once
+            (`resources/subscribe`); past it, -32000 naming the bound.
+        max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
+            it, -32000 naming the bound. A session's subscriptions end with it.
     """
 
     def __init__(
@@ -162,9 +167,13 @@ class Server:
         broker: Broker | None = None,
         required_scopes: Iterable[str] = (),
         hide_unauthorized: bool = True,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
+        if max_subscriptions < 0 or max_subscription_bytes < 0:
+            raise ValueError("max_subscriptions and max_subscription_bytes must not be negative")
         unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
         if unknown:
             raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
@@ -175,6 +184,8 @@ class Server:
         self.max_in_flight = max_in_flight
         self.shutdown_grace = shutdown_grace
         self.versions = versions
+        self.max_subscriptions = max_subscriptions
+        self.max_subscription_bytes = max_subscription_bytes
         self.registry = ToolRegistry()
         #: The handler `on_roots_changed` registered (not public API).
         self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
@@ -787,6 +798,8 @@ class Server:
             versions=self.versions,
             # 2026-07-28 hears of changes on subscriptions/listen streams: the same announcement.
             discover_capabilities=self.capabilities(),
+            max_subscriptions=self.max_subscriptions,
+            max_subscription_bytes=self.max_subscription_bytes,
         )
 
     # -- serving --------------------------------------------------------------------------------

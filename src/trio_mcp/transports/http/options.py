@@ -140,7 +140,12 @@ class HttpOptions:
         max_in_flight_per_session: Requests running at once in one session (Streamable HTTP
             or legacy SSE); past it, 429.
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
-            (every request in stateless mode, and 2026-07-28 requests); past it, 503.
+            (every request in stateless mode, and 2026-07-28 requests); past it, 503. Listen
+            streams are not counted here: they have bounds of their own.
+        max_listens: 2026-07-28 `subscriptions/listen` streams open at once, server-wide;
+            past it, 503.
+        max_listens_per_client: Such streams open at once from one client (the principal of
+            its verified token, else its network address); past it, 429.
         session_idle_timeout: Seconds after which a session with nothing running expires.
         legacy_max_unsent_bytes: Legacy SSE: bytes of answers a session may hold that its
             stream has not yet sent (a client that reads its stream slowly or not at all);
@@ -200,6 +205,16 @@ class HttpOptions:
     # server could not hold many more anyway; more load wants more workers behind the load
     # balancer, which the 503 sends on to another one (e.g. nginx's proxy_next_upstream).
     max_in_flight_sessionless: int = 1024
+    # 1,000, as max_sessions: a listen stream is what a 2026-07-28 client holds where a
+    # handshake-era one holds a session and its GET stream (a connection, a task, a queue of at
+    # most 1 MiB), so the server holds as many of them, beside the requests in flight.
+    max_listens: int = 1000
+    # 16: a client needs one stream (two while it replaces one: the trio-mcp client opens the
+    # new one before it closes the old), so 16 leave room for a few clients behind one address
+    # (a desktop's agents, a small NAT), while one client cannot take the server's streams.
+    # Behind a reverse proxy every client has the proxy's address: verify tokens (the bound is
+    # then per user and client) or raise it.
+    max_listens_per_client: int = 16
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0

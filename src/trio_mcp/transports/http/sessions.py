@@ -121,6 +121,12 @@ class HttpBackend(Protocol):
     def base_scopes(self) -> tuple[str, ...]:
         """The OAuth scopes every request needs (a `Server`'s `required_scopes`)."""
 
+    def stays_open(self, request: Request) -> bool:
+        """Whether the request's answer is a stream that stays open until the client closes it.
+
+        A 2026-07-28 `subscriptions/listen`: it is bounded apart from the requests in flight.
+        """
+
     async def required_scopes(self, request: Request) -> tuple[str, ...]:
         """The OAuth scopes a request needs.
 

@@ -14,7 +14,12 @@ Rule 2: a request's answer is `application/json` when the response is the first 
         the response go on that stream, in order. A request of the server's goes only on the
         stream of the request it serves (its session decides whether it may be sent at all:
         not in stateless mode, not under 2026-07-28); the client's answer comes as a POST of
-        its own, answered 202 once the session has routed it to the waiting task.
+        its own, answered 202 once the session has routed it to the waiting task. A malformed
+        answer (both result and error, neither, ...: `jsonrpc` Rule 4) is never answered in
+        JSON-RPC: the session named drops it and fails the waiting task at once, and the POST
+        gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP: a response the
+        server cannot accept gets an HTTP error status, its body "a JSON-RPC error response
+        that has no id"; 202 would say it was accepted).
 Rule 3: a client that disconnects while its request runs, before its stream could be resumed
         (Rule 8), cancels that request, and with it any request of the server's it waits on
         (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
@@ -24,6 +29,12 @@ Rule 3: a client that disconnects while its request runs, before its stream coul
         as the cancellation, and is.
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
+        A request whose answer stays open until the client closes it (a 2026-07-28
+        `subscriptions/listen`: the backend says which, `HttpBackend.stays_open`) takes none of
+        those slots: such streams have their own bounds, per client (`max_listens_per_client`,
+        429) and server-wide (`max_listens`, 503), so idle streams never starve requests. A
+        client is the principal of its verified token, else its network address (2026-07-28
+        has no session to tell clients apart by).
 Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
         MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
         the mode) and must be well formed before it is handed on: `headers` checks its `_meta`
@@ -70,12 +81,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
+from typing import Any, NoReturn
 
 import trio
 
-from ..._core.jsonrpc import InvalidMessage, Request, parse
+from ..._core.auth import current_principal
+from ..._core.jsonrpc import SERVER_UNAVAILABLE, InvalidMessage, Request, parse
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
 from ..._core.versions import HTTP_DEFAULT_VERSION
@@ -134,6 +146,9 @@ class StreamableHttp:
         self._handed: dict[int, int] = {}
         # Requests handed to sessionless sessions (stateless mode, 2026-07-28), server-wide.
         self._sessionless = 0
+        # Open streams of requests that stay open (Rule 4), server-wide and by client.
+        self._streams = 0
+        self._streams_of: dict[Hashable, int] = {}
         # Sessions with a request being answered, and how many: what `shut_down` stops.
         self._answering: dict[int, tuple[HttpSession, int]] = {}
         # Set by `hang_up`: the server is shutting down, GET streams are refused.
@@ -165,6 +180,8 @@ class StreamableHttp:
         body = await read_body(receive, headers, self.options)
         messages, is_batch = parse(body)
         if not is_batch and isinstance(messages[0], InvalidMessage):
+            if messages[0].response:
+                await self._malformed_response(headers, messages[0])
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
@@ -187,9 +204,21 @@ class StreamableHttp:
             await send_json(send, 202, b"", _sid(sid))
             return
         if modern or self.options.stateless or entry is None:
+            if isinstance(message, Request) and self.backend.stays_open(message):
+                await self._answer_stream(scope, session, message, receive, send, modern=modern)
+                return
             await self._answer_sessionless(session, message, receive, send, modern=modern)
         else:
             await self._answer_in_session(session, message, sid, receive, send, entry=entry)
+
+    async def _malformed_response(self, headers: dict[bytes, bytes], message: Any) -> NoReturn:
+        """Drop a malformed response in the session it names, then refuse the POST (Rule 2)."""
+        raw = headers.get(b"mcp-session-id")
+        entry = None if raw is None else self._sessions.get(raw.decode("latin-1"))
+        if entry is not None and entry.session is not None:
+            await entry.session.handle(message, _no_notify)  # fails the task that waits
+        error = message.error
+        raise Refused(400, error.message, code=error.code, id_member=False)
 
     async def get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
         """Open the server-to-client stream of the session a GET names (Rule 6)."""
@@ -408,6 +437,54 @@ class StreamableHttp:
             await self._answer(session, message, None, receive, send, modern=modern)
         finally:
             self._sessionless -= weight
+
+    async def _answer_stream(
+        self,
+        scope: Scope,
+        session: HttpSession,
+        request: Request,
+        receive: Receive,
+        send: Send,
+        *,
+        modern: bool,
+    ) -> None:
+        """Answer a request whose stream stays open, within the bounds of such streams (Rule 4)."""
+        answer = session.handle_now(request)  # refused at once (a malformed filter): no stream
+        if answer is not None:
+            await send_json(send, modern_status(answer) if modern else 200, encode(answer))
+            return
+        client = _client_of(scope)
+        opts = self.options
+        if self._streams_of.get(client, 0) >= opts.max_listens_per_client:
+            # 429: this client's own doing (RFC 6585); it may close one of its streams.
+            raise Refused(
+                429,
+                f"Too many subscriptions/listen streams open from this client "
+                f"(max_listens_per_client={opts.max_listens_per_client}); close one first",
+                [(b"retry-after", b"1")],
+                SERVER_UNAVAILABLE,
+                request.id,
+            )
+        if self._streams >= opts.max_listens:
+            raise Refused(
+                503,
+                f"Too many subscriptions/listen streams open (max_listens={opts.max_listens}); "
+                "try again later",
+                [(b"retry-after", b"5")],
+                SERVER_UNAVAILABLE,
+                request.id,
+            )
+        self._streams += 1
+        self._streams_of[client] = self._streams_of.get(client, 0) + 1
+        try:
+            await self._answer(session, request, None, receive, send, modern=modern)
+        finally:
+            self._streams -= 1
+            left = self._streams_of[client] - 1
+            if left:
+                self._streams_of[client] = left
+            else:
+                del self._streams_of[client]
 
     def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
         """Whether this POST is a 2026-07-28 one (Rule 5): by its header or its body."""
@@ -748,6 +825,19 @@ async def _next_kept_alive(
 def _opens_stream(item: Any) -> bool:
     # A message of the server's (a notification, or a request to the client), not the answer.
     return isinstance(item, dict) and "method" in item
+
+
+def _client_of(scope: Scope) -> Hashable:
+    """Who a request comes from, for per-client bounds (Rule 4).
+
+    The principal of its verified token, else its network address without the port (one
+    client opens many connections).
+    """
+    principal = current_principal()
+    if principal is not None:
+        return ("principal", principal)
+    client = scope.get("client")
+    return ("address", client[0] if client else None)
 
 
 def _sid(sid: str | None) -> list[tuple[bytes, bytes]]:
