@@ -205,6 +205,20 @@ class ProbePeer(StdioPeer):
                 return lines, False
             self._buffer += chunk
 
+    def next_message(self, timeout: float) -> Any:
+        """The next line, decoded; None when none came within `timeout` (or the output ended)."""
+        deadline = time.perf_counter() + timeout
+        while (end := self._buffer.find(b"\n")) < 0:
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([self._rfd], [], [], left)[0]:
+                return None
+            chunk = os.read(self._rfd, READ_SIZE)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
+        return json.loads(line)
+
     def ping(self, request_id: str, timeout: float = 10.0) -> tuple[list[bytes], bool]:
         """Send a ping; the lines read before its answer, and whether it was answered."""
         self.send(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}\n' % json.dumps(request_id).encode())

@@ -8,6 +8,7 @@ it, checks an invariant from outside (answers, /proc), and reports pass or FAIL:
 
 1 fuzzed stdio lines       2 garbage volume      3 pipelined calls       4 abandoned sessions
 5 vanishing HTTP clients   6 slow HTTP clients   7 overload (fd limit)   8 shutdown, calls in flight
+12 subscription flood      13 listen flood       14 malformed responses
 
 The full run takes a few minutes on 2 cores, `--quick` about one, `--smoke` (for the test
 suite) seconds, with smaller counts and shorter waits. The table is printed; a full run also
@@ -38,6 +39,7 @@ from typing import Any, Final
 
 from driver import BenchError, add_frames, check_add
 from fuzz import NULL, Fuzzer, Owed, owed
+from http_bench import Peer
 from probe import (
     DEMO_STDIO,
     HEADERS,
@@ -46,6 +48,7 @@ from probe import (
     Bystander,
     HttpConnection,
     ProbePeer,
+    Server,
     Session,
     call_body,
     connect,
@@ -97,6 +100,11 @@ class Sizes:
     overload_call: float  # [7] seconds each call takes; a client may wait twice that
     shutdown_calls: int  # [8a, 8b]
     http_shutdown_calls: int  # [8c]
+    subscribes: int  # [12] resources/subscribe of the attacking client, each round
+    subscribers: int  # [12] clients subscribing at once, each round (the attacker one of them)
+    subscribe_rounds: int  # [12]
+    listens: int  # [13] idle subscriptions/listen streams one client opens
+    listen_calls: int  # [13] calls of another client meanwhile
 
 
 FULL: Final = Sizes(
@@ -114,6 +122,11 @@ FULL: Final = Sizes(
     overload_call=5,
     shutdown_calls=2000,
     http_shutdown_calls=100,
+    subscribes=3000,
+    subscribers=16,
+    subscribe_rounds=3,
+    listens=1024,
+    listen_calls=100,
 )
 QUICK: Final = replace(
     FULL,
@@ -128,6 +141,9 @@ QUICK: Final = replace(
     slow_wait=20,
     shutdown_calls=500,
     http_shutdown_calls=40,
+    subscribers=8,
+    subscribe_rounds=2,
+    listen_calls=50,
 )
 SMOKE: Final = replace(
     QUICK,
@@ -145,6 +161,11 @@ SMOKE: Final = replace(
     overload_call=1,
     shutdown_calls=100,
     http_shutdown_calls=10,
+    subscribes=300,
+    subscribers=4,
+    subscribe_rounds=2,
+    listens=64,
+    listen_calls=10,
 )
 
 
@@ -989,6 +1010,348 @@ def sigterm_http_unread(plan: Plan) -> list[Row]:
 
 # -- the run --------------------------------------------------------------------------------------
 
+# -- 12-14: subscriptions, listen streams, malformed responses ------------------------------------
+
+#: Seconds idle after which row 12's server ends a session (the default is 30 minutes): the row
+#: sees a vanished client's session end, and what it held come back, within the row.
+SUBSCRIBE_IDLE: Final = 2.0
+EXPIRING_SERVER: Final = HERE / "servers" / "probe_expiring.py"
+#: The length of each URI row 12 subscribes to.
+URI_BYTES: Final = 16 * 1024
+#: Subscriptions each client but the attacker asks for, stopping at its first refusal.
+FILLER_SUBSCRIBES: Final = 100
+#: A session's bound on subscribed URIs by default (Server(max_subscription_bytes=...)).
+SUBSCRIPTION_BYTES: Final = MiB
+#: The revision of row 13's requests, and the `_meta` each carries.
+MODERN: Final = "2026-07-28"
+MODERN_META: Final = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: Listen streams one client may hold by default (HttpOptions(max_listens_per_client=...)).
+LISTENS_PER_CLIENT: Final = 16
+#: Where row 13's other client comes from: another loopback address, so another client.
+OTHER_CLIENT: Final = "127.0.0.2"
+#: Seconds row 14 waits for the asking tool's answer; the demo's ask_timeout is 600 s.
+ASK_WAIT: Final = 15.0
+
+
+def _unit_uri(n: int) -> str:
+    """A distinct URI of the demo's `wh40k://units/{faction}/{unit_id}`, URI_BYTES long."""
+    prefix, digits = "wh40k://units/orks/", str(n)
+    return prefix + "0" * (URI_BYTES - len(prefix) - len(digits)) + digits
+
+
+@dataclass
+class Subscribed:
+    """What one subscribing client got."""
+
+    taken: int = 0
+    refused: int = 0
+    failed: int = 0
+    refusal: str = ""
+    session_id: str = ""
+
+
+def _subscribe_and_vanish(url: str, count: int, stop_at_refusal: bool) -> Subscribed:
+    """Open a session, subscribe to `count` distinct URIs, then drop the connection unsaid."""
+    out = Subscribed()
+    session = Session(url)
+    out.session_id = session.http.headers.get("Mcp-Session-Id", "")
+    try:
+        for k in range(count):
+            message = {
+                "jsonrpc": "2.0",
+                "id": k + 1,
+                "method": "resources/subscribe",
+                "params": {"uri": _unit_uri(k)},
+            }
+            response = session.http.request("POST", json.dumps(message).encode())
+            answer = json.loads(response.body) if response.status == 200 else {}
+            if "result" in answer:
+                out.taken += 1
+            elif "error" in answer:
+                out.refused += 1
+                out.refusal = out.refusal or answer["error"]["message"]
+                if stop_at_refusal:
+                    break
+            else:
+                out.failed += 1
+    finally:
+        session.http.close()  # vanished: no DELETE
+    return out
+
+
+def _expired(url: str, session_id: str) -> bool:
+    """Whether the server has ended the session, once it has had time to (404 for it then)."""
+    time.sleep(SUBSCRIBE_IDLE * 2 + 0.5)
+    probe = HttpConnection(url, {**HEADERS, "Mcp-Session-Id": session_id}, HTTP_TIMEOUT)
+    probe.set_header("Mcp-Protocol-Version", "2025-06-18")
+    try:
+        return probe.request("POST", b'{"jsonrpc":"2.0","id":1,"method":"ping"}').status == 404
+    finally:
+        probe.close()
+
+
+def subscription_flood(plan: Plan) -> list[Row]:
+    sizes = plan.sizes
+    count, clients, rounds = sizes.subscribes, sizes.subscribers, sizes.subscribe_rounds
+    row = Row(
+        "12",
+        f"resources/subscribe of distinct {URI_BYTES // 1024} KiB URIs over Streamable HTTP: one "
+        f"client asks for {_n(count)} in its session while {clients - 1} others ask for up to "
+        f"{FILLER_SUBSCRIBES} each; then all vanish (no DELETE) and their sessions expire "
+        f"({SUBSCRIBE_IDLE:.0f} s idle on this server, 30 minutes by default); {rounds} rounds",
+        f"{rounds} x ({_n(count)} + {clients - 1} x up to {FILLER_SUBSCRIBES}) subscriptions",
+        f"a session holds at most {SUBSCRIPTION_BYTES // MiB} MiB of subscribed URIs "
+        "(max_subscription_bytes), the rest refused with -32000 naming that bound; peak RSS "
+        f"grows < {BOUNDED:.0f} MiB in the first round and < {FLAT:.0f} MiB over the later ones "
+        "(what vanished sessions held came back); a fresh client is served",
+    )
+    argv = [sys.executable, str(EXPIRING_SERVER), str(SUBSCRIBE_IDLE)]
+    server = Server(Peer("probe server, expiring sessions", argv, "serving MCP on "))
+    try:
+        base = proc_stats(server.proc.pid)
+        peaks: list[float] = []
+        attacks: list[Subscribed] = []
+        fillers = expired = 0
+        jobs = [(count, False)] + [(FILLER_SUBSCRIBES, True)] * (clients - 1)
+        for _ in range(rounds):
+            with ThreadPoolExecutor(8) as pool:
+                got = list(pool.map(lambda job: _subscribe_and_vanish(server.url, *job), jobs))
+            peaks.append(proc_stats(server.proc.pid).peak)
+            attacks.append(got[0])
+            fillers += sum(other.taken for other in got[1:])
+            expired += _expired(server.url, got[0].session_id)
+        prompt, fresh = _fresh(server.url)
+    finally:
+        server.close()
+    attack = attacks[0]
+    capped = all(
+        a.taken * URI_BYTES <= SUBSCRIPTION_BYTES
+        and a.refused
+        and "max_subscription_bytes" in a.refusal
+        and not a.failed
+        for a in attacks
+    )
+    row.measured = (
+        f"the attacker each round: {_n(attack.taken)} taken, {_n(attack.refused)} refused"
+        + (f" ({attack.refusal})" if attack.refusal else "")
+        + f"; the others took {_n(fillers)} in all; RSS {base.rss:.0f} MiB before, peak "
+        + " -> ".join(f"{peak:.0f}" for peak in peaks)
+        + f" MiB after each round; sessions expired: {expired} of {rounds}; a fresh client: "
+        + fresh
+    )
+    row.passed = (
+        capped
+        and peaks[0] - base.peak < BOUNDED
+        and peaks[-1] - peaks[0] < FLAT
+        and expired == rounds
+        and prompt
+    )
+    return [row]
+
+
+def _modern_request(address: tuple[str, int], message: dict[str, Any], close: bool) -> bytes:
+    """The bytes of a 2026-07-28 POST of `message`, with its standard headers."""
+    body = json.dumps(message).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: {address[0]}:{address[1]}",
+        "Accept: application/json, text/event-stream",
+        "Content-Type: application/json",
+        f"MCP-Protocol-Version: {MODERN}",
+        f"Mcp-Method: {message['method']}",
+    ]
+    name = message["params"].get("name")
+    if name:
+        lines.append(f"Mcp-Name: {name}")
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _listen_request(address: tuple[str, int], request_id: int) -> bytes:
+    params = {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen"}
+    return _modern_request(address, {**message, "params": params}, close=False)
+
+
+def _modern_connect(address: tuple[str, int], source: str | None) -> socket.socket:
+    if source is None:
+        return connect(address)
+    sock = socket.create_connection(address, timeout=HTTP_TIMEOUT, source_address=(source, 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _open_listen(
+    address: tuple[str, int], request: bytes, source: str | None = None
+) -> tuple[str, socket.socket | None]:
+    """Open a listen stream: ("listening", its socket, left open) once acknowledged, or why not."""
+    sock = _modern_connect(address, source)
+    sock.sendall(request)
+    data = b""
+    while True:
+        status = head_status(data)
+        if status not in (None, 200):
+            sock.close()
+            return f"HTTP {status}", None
+        if status == 200 and b"notifications/subscriptions/acknowledged" in data:
+            return "listening", sock
+        if not wait_readable(sock, HTTP_TIMEOUT):
+            sock.close()
+            return "no acknowledgement", None
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            sock.close()
+            return "closed by the server", None
+        data += chunk
+
+
+def _modern_call(address: tuple[str, int], request_id: int) -> str:
+    """A 2026-07-28 tools/call from the other client: "served" or what came instead."""
+    params = {
+        "name": "calculator.add",
+        "arguments": {"a": request_id, "b": 1},
+        "_meta": MODERN_META,
+    }
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    sock = _modern_connect(address, OTHER_CLIENT)
+    try:
+        sock.sendall(_modern_request(address, message, close=True))
+        data, _ = read_response(sock, HTTP_TIMEOUT)
+    finally:
+        sock.close()
+    status = head_status(data)
+    if status != 200:
+        return f"HTTP {status}"
+    return "served" if b'"structuredContent":{"result":%d' % (request_id + 1) in data else "wrong"
+
+
+def listen_flood(plan: Plan) -> list[Row]:
+    count, calls = plan.sizes.listens, plan.sizes.listen_calls
+    row = Row(
+        "13",
+        f"Idle 2026-07-28 subscriptions/listen streams over Streamable HTTP, all from one "
+        f"unauthenticated client (127.0.0.1), kept open; meanwhile another client "
+        f"({OTHER_CLIENT}) makes 2026-07-28 calls and opens a listen of its own",
+        f"{_n(count)} listens, {_n(calls)} calls",
+        f"the one client gets at most {LISTENS_PER_CLIENT} streams (max_listens_per_client), "
+        "the rest 429 at once; every call of the other client served, and its listen "
+        "acknowledged",
+    )
+    with http_server() as server:
+        address = HttpConnection(server.url, HEADERS, HTTP_TIMEOUT).address
+        requests = [_listen_request(address, k + 1) for k in range(count)]
+        with ThreadPoolExecutor(32) as pool:
+            opened = list(pool.map(lambda request: _open_listen(address, request), requests))
+        held = [sock for _, sock in opened if sock is not None]
+        try:
+            outcomes = Counter(what for what, _ in opened)
+            started = time.perf_counter()
+            with ThreadPoolExecutor(8) as pool:
+                served = Counter(pool.map(lambda k: _modern_call(address, k), range(calls)))
+            seconds = time.perf_counter() - started
+            own, sock = _open_listen(address, _listen_request(address, 0), OTHER_CLIENT)
+            if sock is not None:
+                sock.close()
+        finally:
+            for sock in held:
+                sock.close()
+    row.measured = (
+        "the one client: "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in outcomes.most_common())
+        + "; the other client's calls: "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in served.most_common())
+        + f" in {seconds:.1f} s; its listen: {own}"
+    )
+    row.passed = (
+        outcomes["listening"] <= LISTENS_PER_CLIENT
+        and outcomes["listening"] + outcomes["HTTP 429"] == count
+        and served["served"] == calls
+        and own == "listening"
+    )
+    return [row]
+
+
+def _answers_to(message: Any, request_id: Any) -> bool:
+    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+
+
+def malformed_response(plan: Plan) -> list[Row]:
+    row = Row(
+        "14",
+        "Responses carrying both result and error, over stdio: one with an id the server never "
+        "used (777), one answering the server's elicitation/create (asked by wh40k.wager); "
+        "then a ping",
+        "2 responses, 1 ping",
+        "neither response is answered (JSON-RPC: a response gets no response); the ping is; "
+        f"the asking tool fails within {PROMPT:.0f} s instead of waiting out its ask_timeout "
+        "(600 s)",
+    )
+    both = {"result": {"action": "accept", "content": {}}, "error": {"code": 1, "message": "m"}}
+    with ProbePeer(DEMO_STDIO) as peer:
+        capabilities: dict[str, Any] = {"elicitation": {}}
+        client = {"name": "trio-mcp-reliability", "version": "0"}
+        peer.request(
+            0,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": client},
+        )
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = {"name": "wh40k.wager", "arguments": {}}
+        peer.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": "wager", "method": "tools/call", "params": call}
+            ).encode()
+            + b"\n"
+        )
+        question = peer.next_message(HTTP_TIMEOUT)
+        while question is not None and question.get("method") != "elicitation/create":
+            question = peer.next_message(HTTP_TIMEOUT)
+        if question is None:
+            row.measured = "the tool never asked"
+            row.passed = None
+            return [row]
+        asked = question["id"]
+        started = time.perf_counter()
+        for answer in (
+            {"jsonrpc": "2.0", "id": 777, **both},
+            {"jsonrpc": "2.0", "id": asked, **both},
+        ):
+            peer.send(json.dumps(answer).encode() + b"\n")
+        peer.send(b'{"jsonrpc":"2.0","id":"after","method":"ping"}\n')
+        seen: list[Any] = []
+        wager: Any = None
+        waited = 0.0
+        deadline = started + ASK_WAIT
+        while wager is None and (left := deadline - time.perf_counter()) > 0:
+            message = peer.next_message(left)
+            if message is None:
+                break
+            seen.append(message)
+            if _answers_to(message, "wager"):
+                wager, waited = message, time.perf_counter() - started
+    answered = [m for m in seen if _answers_to(m, 777) or _answers_to(m, asked)]
+    ponged = any(_answers_to(m, "after") and "result" in m for m in seen)
+    if wager is None:
+        told = f"NOT answered within {ASK_WAIT:.0f} s (it waits out its ask_timeout, 600 s)"
+    else:
+        text = wager.get("result", {}).get("content", [{}])[0].get("text", json.dumps(wager))
+        told = f"answered after {waited * 1000:,.0f} ms: {text[:140]}"
+    row.measured = (
+        "answers to the responses: "
+        + (
+            ", ".join(f"id {m['id']}: {json.dumps(m.get('error', m))[:60]}" for m in answered)
+            or "none"
+        )
+        + f"; ping {'answered' if ponged else 'NOT answered'}; the asking tool {told}"
+    )
+    row.passed = not answered and ponged and wager is not None and waited < PROMPT
+    return [row]
+
+
 GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = [
     ("1", ("1",), fuzz_stdio),
     ("2", ("2",), garbage_stdio),
@@ -1001,6 +1364,9 @@ GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = 
     ("8", ("8b",), eof_stdio),
     ("8", ("8c",), sigterm_http),
     ("8", ("8d",), sigterm_http_unread),
+    ("12", ("12",), subscription_flood),
+    ("13", ("13",), listen_flood),
+    ("14", ("14",), malformed_response),
 ]
 
 
