@@ -524,6 +524,7 @@ class Dispatcher:
         self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
     ) -> dict[str, Any]:
         uri = self._uri_of(params)
+        session.subscriptions.check(uri)  # past a bound: refused before any work
         self._resolve_resource(scope, uri)  # only what exists can be watched
         session.subscriptions.add(uri)
         return session.complete(scope, {})

@@ -198,8 +198,19 @@ class SessionSubscriptions:
             RemoteProtocolError: -32000 naming the bound when `uri` would pass one; nothing
                 changed then.
         """
+        size = self.check(uri)
+        if size:
+            self._uris[uri] = size
+            self.bytes += size
+
+    def check(self, uri: str) -> int:
+        """Whether `uri` may be added: its size in bytes, or 0 when it is held already.
+
+        Raises:
+            RemoteProtocolError: -32000 naming the bound when `uri` would pass one.
+        """
         if uri in self._uris:
-            return
+            return 0
         size = len(uri.encode("utf-8", "surrogatepass"))
         if len(self._uris) >= self.max_count:
             raise _over(
@@ -215,8 +226,7 @@ class SessionSubscriptions:
                 "max_subscription_bytes",
                 self.max_bytes,
             )
-        self._uris[uri] = size
-        self.bytes += size
+        return size
 
     def discard(self, uri: str) -> None:
         """Unsubscribe from `uri`, if subscribed."""
