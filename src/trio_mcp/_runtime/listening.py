@@ -1,8 +1,10 @@
 """`subscriptions/listen` (2026-07-28): the server's open notification streams.
 
 Rule 1: a listen is a request that stays in flight: it runs in its request's task and cancel
-        scope like any other (so it counts against the in-flight limits of its transport), and
-        its answer's stream is the subscription: over Streamable HTTP the POST's SSE stream,
+        scope like any other (over a channel it counts against the connection's in-flight
+        limit; Streamable HTTP bounds listen streams apart from requests, per client and in
+        all: `streamable` Rule 4), and its answer's stream is the subscription: over
+        Streamable HTTP the POST's SSE stream,
         over a channel (stdio, memory) the connection, each message tagged with the
         subscription's id. It sends `notifications/subscriptions/acknowledged` first, naming
         what the server granted (`SubscriptionFilter.granted`), and after it only the
