@@ -36,6 +36,7 @@ from tests.http_helpers import (
 from tests.schema_check import validate_server_message, validate_transcript
 from trio_mcp import MemoryEventStore, Server
 from trio_mcp._run import serve_http
+from trio_mcp.transports.http.headers import request_headers
 
 BATTLE = "wh40k.battle_simulation"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -1073,3 +1074,69 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
             content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
         )
     assert response.status_code == 400  # not a 500: 2025-03-26 (the header's default) is not served
+
+
+CAMPAIGN = "wh40k.campaign"  # 0.6 s a battle: 100 battles outlast any test
+WITH_TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+async def sse_messages(lines: Any) -> list[Any]:
+    """The JSON-RPC messages of an SSE stream's lines until it ends."""
+    return [
+        json.loads(line.removeprefix("data: "))
+        async for line in lines
+        if line.startswith("data: ") and line != "data: "
+    ]
+
+
+async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() -> None:
+    """Defect 24.5 over Streamable HTTP: a session's GET stream and a 2026-07-28 listen stream
+    hear the end of the tasks they follow ("Server shutting down") before they end, and the
+    store keeps each task settled with that reason."""
+    server = demo_tools.build_server()
+    long = {"battles": 100}
+    async with serve(server) as served:
+        client = await session(served)
+        mine = (await client.call(CAMPAIGN, long, **{CAPABILITIES: WITH_TASKS})).result["taskId"]
+        modern = served.client(MODERN)
+        declared = {**MODERN_META, CAPABILITIES: WITH_TASKS}
+        followed = (await modern.call(CAMPAIGN, long, **declared)).result["taskId"]
+        listen = modern.make_request(
+            "subscriptions/listen", {"_meta": declared, "notifications": {"taskIds": [followed]}}
+        )
+        listen_headers = {**modern.headers(), **request_headers(listen, MODERN)}
+        get_headers = client.headers(accept="text/event-stream")
+        async with (
+            served.http.stream("GET", served.url, headers=get_headers) as get,
+            served.http.stream("POST", served.url, headers=listen_headers, json=listen) as heard,
+        ):
+            get_lines, heard_lines = get.aiter_lines(), heard.aiter_lines()
+            while not (await heard_lines.__anext__()).startswith("data: "):
+                pass  # the acknowledgement: the listen follows the task
+            assert (await get_lines.__anext__()).startswith("id: ")  # primed: the GET is open
+            served.stop.set()
+            on_get = await sse_messages(get_lines)
+            on_listen = await sse_messages(heard_lines)
+        with trio.fail_after(5):
+            await served.finished.wait()
+    for messages, task_id in ((on_get, mine), (on_listen, followed)):
+        ends = [
+            m["params"]
+            for m in messages
+            if m.get("method") == "notifications/tasks" and m["params"]["status"] == "failed"
+        ]
+        assert [end["taskId"] for end in ends] == [task_id], messages
+        assert ends[0]["statusMessage"] == "Server shutting down"
+        assert ends[0]["error"]["code"] == -32000
+        record = await server.task_runtime.store.get(task_id, server.task_runtime.clock())
+        assert record is not None
+        assert (record.status, record.status_message) == ("failed", "Server shutting down")
+    assert on_listen[-1] == {  # the listen itself answered once, with its plain result
+        "jsonrpc": "2.0",
+        "id": listen["id"],
+        "result": {
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]},
+        },
+    }
