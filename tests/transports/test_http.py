@@ -1060,12 +1060,9 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
     assert bad_origin.status_code == 403
     assert batch.status_code == 200
     assert [m["error"]["code"] for m in batch.json()] == [-32600, -32600]
-    # 2025-11-25 has no batches: one error for the whole array, naming the revision that has.
-    assert refused.status_code == 200
-    [whole] = refused.json()
-    assert whole["id"] is None
-    assert whole["error"]["code"] == -32600
-    assert "batches are part of MCP 2025-03-26 only" in whole["error"]["message"]
+    # 2025-11-25 has no batches: 400, one error for the whole array naming the revision that has.
+    assert_refused(refused, 400)
+    assert "batches are part of MCP 2025-03-26 only" in refused.json()["error"]["message"]
     narrow = Server(versions=("2025-11-25",))
     async with serve(narrow, stateless=True) as served:
         response = await served.http.post(
@@ -1140,3 +1137,50 @@ async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() ->
             "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]},
         },
     }
+
+
+BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_a_batch_in_a_session_without_batches_is_400(version: str) -> None:
+    """Defect 24.7: a JSON array POSTed in a 2025-11-25 session got 200 and an array holding
+    one -32600; that revision's transport takes one message per POST (conformance scenario
+    json-rpc-batch-rejection): 400, with the JSON-RPC error as the body."""
+    async with serve() as served:
+        client = await session(served, version)
+        refused = await served.http.post(served.url, headers=client.headers(), json=BATCH)
+        notes = [{"jsonrpc": "2.0", "method": "notifications/initialized"}] * 2
+        notified = await served.http.post(served.url, headers=client.headers(), json=notes)
+        still = await client.request("ping")  # the session goes on
+    for response in (refused, notified):
+        error = assert_refused(response, 400)["error"]
+        assert f"MCP {version} has none" in error["message"]
+        assert "2025-03-26" in error["message"]
+    assert still.result == {}
+
+
+async def test_batches_are_taken_where_the_revision_has_them_and_nowhere_else() -> None:
+    async with serve() as served:
+        old = await session(served, "2025-03-26")
+        kept = await served.http.post(served.url, headers=old.headers(), json=BATCH)
+        init = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}]
+        fresh = await served.http.post(served.url, headers=POST_HEADERS, json=init)
+        modern = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": MODERN}, json=BATCH
+        )
+    async with serve(stateless=True) as served:
+        assumed = await served.http.post(served.url, headers=POST_HEADERS, json=BATCH)
+        named = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": LATEST}, json=BATCH
+        )
+    # 2025-03-26 has batches: answered as one array, in a session or assumed without one.
+    for response in (kept, assumed):
+        assert response.status_code == 200
+        assert [m["id"] for m in response.json()] == [1, 2]
+    assert "no version is negotiated yet" in assert_refused(fresh, 400)["error"]["message"]
+    assert f"MCP {MODERN} has none" in assert_refused(modern, 400)["error"]["message"]
+    assert f"MCP {LATEST} has none" in assert_refused(named, 400)["error"]["message"]
