@@ -283,7 +283,7 @@ def client_key(address: Any) -> str | None:
 
 
 def _turn_away_now(stream: trio.SocketStream, answer: bytes) -> None:
-    """Answer 503 and close without waiting: drop what the client sent so far, write, close.
+    """Answer (503 or 429) and close without waiting: drop what the client sent, write, close.
 
     Best effort, for when too many turned-away clients are being waited for already: a request
     that arrives after the close makes the kernel reset the connection, which can destroy the
@@ -360,7 +360,7 @@ class _Acceptor:
         self.limit = limit
         self.turn_away_limit = turn_away
         self.open = 0  # connections served now
-        self.turning_away = 0  # connections being answered 503 now
+        self.turning_away = 0  # connections being answered 503 or 429 now
         self._last_shortage: float | None = None  # when accept last failed for a shortage
         self._recovered = True  # accepted again since the episode's warning
         self.by_address: dict[str, int] = {}  # connections served now, by `client_key`

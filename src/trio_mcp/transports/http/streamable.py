@@ -185,7 +185,7 @@ class StreamableHttp:
             _check_batch(message, modern_version)
             sid, session = None, self._modern_session(scope, headers, message)
         else:
-            is_init = isinstance(message, Request) and message.method == "initialize"
+            is_init = _is_initialize(message)
             if is_batch and any(_is_initialize(m) for m in messages):
                 _check_batch(message, None)  # no revision is in force before `initialize`
             sid, session, entry = self._session_for(headers, is_init, version, has_request)
