@@ -9,6 +9,7 @@ it, checks an invariant from outside (answers, /proc), and reports pass or FAIL:
 1 fuzzed stdio lines       2 garbage volume      3 pipelined calls       4 abandoned sessions
 5 vanishing HTTP clients   6 slow HTTP clients   7 overload (fd limit)   8 shutdown, calls in flight
 12 subscription flood      13 listen flood       14 malformed responses
+15 shutdown, tasks running 16 one address's crowd 17 a batch over Streamable HTTP
 
 The full run takes a few minutes on 2 cores, `--quick` about one, `--smoke` (for the test
 suite) seconds, with smaller counts and shorter waits. The table is printed; a full run also
@@ -33,6 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -105,6 +107,9 @@ class Sizes:
     subscribe_rounds: int  # [12]
     listens: int  # [13] idle subscriptions/listen streams one client opens
     listen_calls: int  # [13] calls of another client meanwhile
+    shutdown_tasks: int  # [15]
+    crowd_connections: int  # [16] from one address
+    crowd_nofile: int  # [16] the server's RLIMIT_NOFILE
 
 
 FULL: Final = Sizes(
@@ -127,6 +132,9 @@ FULL: Final = Sizes(
     subscribe_rounds=3,
     listens=1024,
     listen_calls=100,
+    shutdown_tasks=10,
+    crowd_connections=1100,
+    crowd_nofile=1024,  # the common default: 896 connections served
 )
 QUICK: Final = replace(
     FULL,
@@ -144,6 +152,9 @@ QUICK: Final = replace(
     subscribers=8,
     subscribe_rounds=2,
     listen_calls=50,
+    shutdown_tasks=10,
+    crowd_connections=1100,
+    crowd_nofile=1024,
 )
 SMOKE: Final = replace(
     QUICK,
@@ -166,6 +177,9 @@ SMOKE: Final = replace(
     subscribe_rounds=2,
     listens=64,
     listen_calls=10,
+    shutdown_tasks=10,
+    crowd_connections=1100,  # past the 896 connections of 1,024 files, or it proves nothing
+    crowd_nofile=1024,
 )
 
 
@@ -1008,6 +1022,173 @@ def sigterm_http_unread(plan: Plan) -> list[Row]:
     return [row]
 
 
+# -- 15-17: tasks at shutdown, one address's crowd, batches over HTTP -----------------------------
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+SETTLED: Final = ("completed", "failed", "cancelled")
+
+
+def sigterm_tasks_stdio(plan: Plan) -> list[Row]:
+    count = plan.sizes.shutdown_tasks
+    row = Row(
+        "15",
+        "SIGTERM to the stdio demo server with tasks running (wh40k.campaign, 100 battles of "
+        "0.6 s each, in a 2025-11-25 session that declared the tasks extension)",
+        _of(count, "task"),
+        "each task's final notifications/tasks (failed, 'Server shutting down') written before "
+        "the exit; every request answered exactly once; exit status 0 within 5 s",
+    )
+    with ProbePeer(DEMO_STDIO) as peer:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {TASKS_EXTENSION: {}}},
+            "clientInfo": {"name": "trio-mcp-reliability", "version": "0"},
+        }
+        peer.request(0, "initialize", init)
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        ids = range(1, count + 1)
+        peer.send(_frames(ids, "wh40k.campaign", {"battles": 100}))
+        before, created = peer.read_answers(ids, HTTP_TIMEOUT)
+        started = time.perf_counter()
+        peer.proc.send_signal(signal.SIGTERM)
+        rest, ended = peer.read_to_eof(15)
+        code = peer.proc.wait(15)
+        seconds = time.perf_counter() - started
+    messages = [json.loads(line) for line in before + rest]
+    tasks = {
+        m["result"]["taskId"]
+        for m in messages
+        if m.get("id") in ids and m.get("result", {}).get("resultType") == "task"
+    }
+    ends = Counter(
+        (m["params"]["status"], m["params"].get("statusMessage"))
+        for m in messages
+        if m.get("method") == "notifications/tasks" and m["params"]["status"] in SETTLED
+    )
+    told = sum(ends.values())
+    per_id, _, _ = _by_id(before + rest)
+    missing, twice = _exactly_once(per_id, ids)
+    row.measured = (
+        f"{len(tasks)} of {count} calls became tasks; {told} of {len(tasks)} final "
+        "notifications written ("
+        + (", ".join(f"{status} '{why}': {n}" for (status, why), n in ends.items()) or "none")
+        + f"); {missing} calls unanswered, {twice} answered twice; exit status {code} after "
+        f"{seconds:.1f} s"
+    )
+    row.passed = (
+        created
+        and len(tasks) == count
+        and ends == Counter({("failed", "Server shutting down"): count})
+        and not (missing or twice)
+        and ended
+        and code == 0
+        and seconds < 5
+    )
+    return [row]
+
+
+def _settle_crowd(crowd: Sequence[Watched], started: float) -> None:
+    """Poll until the server has stopped answering and closing the crowd's connections."""
+    closed = -1
+    while closed != (now := sum(c.closed_after is not None for c in crowd)):
+        closed = now
+        time.sleep(0.5)
+        _poll_closed(crowd, started)
+
+
+def one_address_crowd(plan: Plan) -> list[Row]:
+    count, nofile = plan.sizes.crowd_connections, plan.sizes.crowd_nofile
+    row = Row(
+        "16",
+        f"{_n(count)} connections from one address (127.0.0.1), each dribbling a request body "
+        f"(a head declaring more, then a byte at a time), to the HTTP probe server under "
+        f"RLIMIT_NOFILE {_n(nofile)}; then a new client from 127.0.0.2",
+        f"{_n(count)} connections",
+        f"the other address is served within {PROMPT:.0f} s while they are held; what the "
+        "crowd's address is refused is answered (429 or 503) and closed",
+    )
+    with http_server(nofile) as server:
+        session = Session(server.url)
+        address = session.http.address
+        request = post_bytes(session, call_body(1, "calculator.add", {"a": 1, "b": 2}))
+        head, _, body = request.partition(b"\r\n\r\n")
+        session.close()
+        started = time.perf_counter()
+        crowd: list[Watched] = []
+        try:
+            for _ in range(count):
+                sock = connect(address)
+                sock.sendall(head + b"\r\n\r\n" + body[:1])
+                sock.setblocking(False)  # polled by _poll_closed
+                crowd.append(Watched(sock))
+            _settle_crowd(crowd, started)
+            for conn in crowd:  # the next byte of each body still being read
+                if conn.closed_after is None:
+                    with suppress(OSError):
+                        conn.sock.send(body[1:2], socket.MSG_DONTWAIT)
+            served, seconds, why = fresh_client(server.url, source="127.0.0.2")
+            same = fresh_client(server.url)
+            _poll_closed(crowd, started)
+            held = sum(c.closed_after is None for c in crowd)
+            answers = Counter(
+                f"HTTP {head_status(c.answered)}" if c.answered else "closed unanswered"
+                for c in crowd
+                if c.closed_after is not None
+            )
+        finally:
+            for conn in crowd:
+                conn.sock.close()
+    other = f"served in {seconds * 1000:,.0f} ms" if served else f"NOT served: {why}"
+    row.measured = (
+        f"{_n(held)} held by the server, "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in answers.most_common())
+        + f"; a client from 127.0.0.2: {other}; a new client from 127.0.0.1: "
+        + ("served" if same[0] else f"refused ({same[2]})")
+    )
+    row.passed = served and seconds < PROMPT and held < count
+    return [row]
+
+
+BATCH: Final = (
+    b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]'
+)
+
+
+def batch_http(plan: Plan) -> list[Row]:
+    row = Row(
+        "17",
+        "A JSON-RPC batch (ping, tools/list) POSTed to /mcp in a 2025-11-25 session, and in a "
+        "2025-03-26 one (the only revision with batches)",
+        "2 POSTs",
+        "2025-11-25: HTTP 400 with one -32600 error as the body (one message per POST); "
+        "2025-03-26: HTTP 200 with both answers in an array",
+    )
+    got: dict[str, tuple[int, Any]] = {}
+    with http_server() as server:
+        for version in ("2025-11-25", "2025-03-26"):
+            session = Session(server.url, version)
+            response = session.http.request("POST", BATCH)
+            got[version] = (response.status, json.loads(response.body or b"null"))
+            session.close()
+    status, refused = got["2025-11-25"]
+    kept_status, kept = got["2025-03-26"]
+    error = refused.get("error", {}) if isinstance(refused, dict) else {}
+    row.measured = (
+        f"2025-11-25: HTTP {status}, "
+        + (f"error {error.get('code')}" if error else f"body {json.dumps(refused)[:80]}")
+        + f"; 2025-03-26: HTTP {kept_status}, "
+        + (f"an array of {len(kept)} answers" if isinstance(kept, list) else "no array")
+    )
+    row.passed = (
+        status == 400
+        and error.get("code") == -32600
+        and kept_status == 200
+        and isinstance(kept, list)
+        and sorted(m.get("id") for m in kept) == [1, 2]
+    )
+    return [row]
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 # -- 12-14: subscriptions, listen streams, malformed responses ------------------------------------
@@ -1381,6 +1562,9 @@ GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = 
     ("12", ("12",), subscription_flood),
     ("13", ("13",), listen_flood),
     ("14", ("14",), malformed_response),
+    ("15", ("15",), sigterm_tasks_stdio),
+    ("16", ("16",), one_address_crowd),
+    ("17", ("17",), batch_http),
 ]
 
 

@@ -37,12 +37,12 @@ from .subscriptions import (
 )
 from .types import LOG_LEVELS, LogLevel
 from .versions import (
-    BATCH_VERSIONS,
     HANDSHAKE_ONLY_METHODS,
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    batch_refusal,
     revision,
 )
 
@@ -261,15 +261,9 @@ class ServerSession:
             RemoteProtocolError: -32600 naming the revisions with batches, when the session
                 speaks another or has not negotiated one yet (`initialize` is never batched).
         """
-        version = self.protocol_version
-        if version is not None and revision(version).batches:
-            return
-        speaks = f"this session speaks {version}" if version else "no version is negotiated yet"
-        raise RemoteProtocolError(
-            f"Invalid Request: JSON-RPC batches are part of MCP {', '.join(BATCH_VERSIONS)} "
-            f"only, and {speaks}; send the messages one by one",
-            INVALID_REQUEST,
-        )
+        refusal = batch_refusal(self.protocol_version)
+        if refusal is not None:
+            raise RemoteProtocolError(refusal, INVALID_REQUEST)
 
     def adopt(self, version: str) -> None:
         """Act as if `initialize` had negotiated `version` (stateless HTTP: no handshake).

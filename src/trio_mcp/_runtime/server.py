@@ -21,6 +21,7 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, overload
@@ -72,7 +73,7 @@ from .broker import (
     Broker,
     InProcessBroker,
 )
-from .connection import Frames, serve_frames
+from .connection import FINAL_ANSWER_SECONDS, Frames, serve_frames
 from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
@@ -738,6 +739,27 @@ class Server:
         finally:
             self._relaying = False
 
+    async def wind_down(self) -> None:
+        """Tell every follower how its tasks end, and end the listen streams: the server stops.
+
+        Each task still running in this process is settled `failed` with the status message
+        "Server shutting down" (in its store too, shared or not) and its final state told to
+        the sessions and `subscriptions/listen` streams that follow it; then every listen
+        stream ends once what it has queued has gone out, answered with its plain result.
+        Takes at most two seconds: a client that does not read cannot hold it.
+
+        `run`, `serve_http` and `trio-mcp run` call it on SIGINT and SIGTERM, before they end
+        their connections; call it yourself before you stop connections you serve with
+        `serve_connection` or `http_app`. (A connection that ends by itself settles and tells
+        the tasks it hosts without it.)
+        """
+        deadline = trio.current_time() + FINAL_ANSWER_SECONDS
+        with trio.move_on_at(deadline):
+            await self.task_runtime.stop_all()
+        self.listening.close()
+        with trio.move_on_at(deadline):
+            await self.listening.wait_closed()
+
     async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
         # What another worker published (broker Rule 4): told here, never published again.
         if topic == RESOURCE_UPDATED:
@@ -827,5 +849,17 @@ class Server:
         # The connection's calls that become tasks run here, and end with the connection.
         async with trio.open_nursery() as tasks:
             with self.task_runtime.lend(tasks):
-                await serve_frames(self, receive, send, task_status=task_status)
+                await serve_frames(
+                    self,
+                    receive,
+                    send,
+                    stop_tasks=functools.partial(self._stop_hosted_tasks, tasks),
+                    task_status=task_status,
+                )
             tasks.cancel_scope.cancel()
+
+    async def _stop_hosted_tasks(self, nursery: trio.Nursery) -> None:
+        # A connection's end: the tasks it hosts are settled, and their ends told on the
+        # session and on every listen stream that follows them before the streams end.
+        if await self.task_runtime.stop_all(nursery):
+            await self.listening.sent_all()

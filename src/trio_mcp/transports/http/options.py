@@ -157,6 +157,11 @@ class HttpOptions:
         max_connections: Connections served at once by `serve_http`; past it, a new
             connection is answered 503 and closed. None: the open-files limit
             (RLIMIT_NOFILE) less an eighth of it (at least 32), kept for everything else.
+        max_connections_per_address: Connections one client address (an IPv6 client's /64)
+            may hold at once under `serve_http`; past it, a new connection from that address
+            is answered 429 and closed, so that one client cannot take every connection and
+            lock the others out. None: no bound, for a server behind a reverse proxy, where
+            every connection comes from the proxy's address (the proxy bounds each client).
         keep_alive_timeout: Seconds a connection may sit idle between requests before the
             server closes it; under `serve_http` (Hypercorn) also the time a new connection,
             or one between requests, has to send a whole request head.
@@ -230,6 +235,13 @@ class HttpOptions:
     # None: derived from the open-files limit, which every connection counts against (as
     # nginx's worker_connections must stay below it); see transports/http/serving.py.
     max_connections: int | None = None
+    # 256 from one address: nginx limit_conn and HAProxy's src_conn_cur bound connections per
+    # client address for this very attack, and Postfix by default gives one client at most half
+    # its process limit (smtpd_client_connection_count_limit), so that one client cannot take
+    # them all. 256 is under a third of the 896 connections a server with the common 1,024 open
+    # files serves, and far above what one MCP client holds: its GET stream and one connection
+    # per call in flight (browsers open at most 6 per host).
+    max_connections_per_address: int | None = 256
     # 5 s: Hypercorn's own default, as Apache httpd's KeepAliveTimeout and Node.js's
     # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
     # not for a while, and opening a new one costs a loopback or LAN round trip.
@@ -252,6 +264,10 @@ class HttpOptions:
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
 
     def __post_init__(self) -> None:
+        if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
+            raise ValueError(
+                "HttpOptions.max_connections_per_address must be 1 or more, or None for no bound"
+            )
         if self.auth is not None and self.bearer_token is not None:
             raise ValueError(
                 "HttpOptions takes bearer_token or auth, not both: bearer_token is "

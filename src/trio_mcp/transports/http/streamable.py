@@ -74,6 +74,12 @@ Rule 8: with an event store (`HttpOptions.event_store`, in memory by default) ev
         nothing left to send (410: a client that resumes every stream ending without its
         answer, a cancelled call's for one, would otherwise come back for ever). Readers that
         resume must reach the process that runs the call (its session is there anyway).
+Rule 9: a POST carries one message. A batch (a JSON array of them) is taken only where the
+        revision in force has batches (2025-03-26: a session's negotiated one, in stateless mode
+        the MCP-Protocol-Version header's or its default): elsewhere, and always with an
+        `initialize` in it (nothing is negotiated yet) or under 2026-07-28, it is refused whole
+        with 400 and a -32600 error (spec 2025-06-18 and later, transports: the body MUST be a
+        single JSON-RPC message), after the session is found and before any of it runs.
 """
 
 from __future__ import annotations
@@ -90,7 +96,7 @@ from ..._core.auth import current_principal
 from ..._core.jsonrpc import SERVER_UNAVAILABLE, InvalidMessage, Request, parse
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
-from ..._core.versions import HTTP_DEFAULT_VERSION
+from ..._core.versions import HTTP_DEFAULT_VERSION, batch_refusal
 from ..._exceptions import ConnectionClosed, RemoteProtocolError
 from .asgi import (
     JSON_HEADER,
@@ -189,13 +195,18 @@ class StreamableHttp:
         if self._gate is not None:
             await self._gate.check_messages(scope, headers, messages)
         version = headers.get(b"mcp-protocol-version")
-        modern = self._is_modern(version, messages)
+        modern_version = self._modern_version(version, messages)
+        modern = modern_version is not None
         has_request = any(isinstance(m, Request) for m in messages)
         if modern:
+            _check_batch(message, modern_version)
             sid, session = None, self._modern_session(scope, headers, message)
         else:
-            is_init = isinstance(message, Request) and message.method == "initialize"
+            is_init = _is_initialize(message)
+            if is_batch and any(_is_initialize(m) for m in messages):
+                _check_batch(message, None)  # no revision is in force before `initialize`
             sid, session, entry = self._session_for(headers, is_init, version, has_request)
+            _check_batch(message, session.protocol_version)
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
@@ -486,13 +497,15 @@ class StreamableHttp:
             else:
                 del self._streams_of[client]
 
-    def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
-        """Whether this POST is a 2026-07-28 one (Rule 5): by its header or its body."""
+    def _modern_version(self, version: bytes | None, messages: Sequence[Any]) -> str | None:
+        """The revision of a 2026-07-28 POST (Rule 5), by its header or its body; else None."""
         if version is not None and version.decode("latin-1") in self.backend.sessionless_versions:
-            return True
-        return any(
-            isinstance(m, Request) and requested_version(m.params) is not None for m in messages
-        )
+            return version.decode("latin-1")
+        for m in messages:
+            named = requested_version(m.params) if isinstance(m, Request) else None
+            if named is not None:
+                return str(named)
+        return None
 
     def _modern_session(
         self, scope: Scope, headers: dict[bytes, bytes], message: Any
@@ -502,8 +515,6 @@ class StreamableHttp:
         Its revision has no sessions: it gets one of its own, and an Mcp-Session-Id header is
         ignored (spec 2026-07-28, Streamable HTTP: backward compatibility), in every mode.
         """
-        if isinstance(message, list):
-            raise Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
         if isinstance(message, Request):
             try:
                 check_request_metadata(scope["headers"], headers, message)
@@ -798,6 +809,22 @@ def _dropped_notice(outbox: Outbox) -> dict[str, Any]:
             ),
         },
     }
+
+
+def _check_batch(message: Any, version: str | None) -> None:
+    """Refuse a batch (a JSON array) where the revision in force has none (Rule 9).
+
+    Raises:
+        Refused: 400 with -32600, naming the revisions that have batches.
+    """
+    if isinstance(message, list):
+        refusal = batch_refusal(version)
+        if refusal is not None:
+            raise Refused(400, refusal)
+
+
+def _is_initialize(message: Any) -> bool:
+    return isinstance(message, Request) and message.method == "initialize"
 
 
 async def _no_notify(method: str, params: dict[str, Any]) -> None:
