@@ -78,10 +78,12 @@ _RESERVED_OPERATORS: Final = frozenset("=,!@|")
 class UnsafeValue(ValueError):  # noqa: N818 - an outcome, not a fault of ours
     """A matched value that no function may be given (Rule 5): the variable, and what is wrong."""
 
-    def __init__(self, name: str, value: str, problem: str) -> None:
+    def __init__(self, name: str, value: str, problem: str, *, path: bool) -> None:
         super().__init__(f"{name}: {value!r} {problem}")
         #: The variable's name.
         self.name = name
+        #: Whether it is a path form's value (`{+name}`), else a plain one (`{name}`).
+        self.path = path
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,19 +375,20 @@ def _plain(name: str, value: str, operator: str) -> None:
     else:
         return
     form = f"{{{operator}{name}}}"
-    raise UnsafeValue(name, value, f"{what} once decoded, which a {form} value may not")
+    raise UnsafeValue(name, value, f"{what} once decoded, which a {form} value may not", path=False)
 
 
 def _path(name: str, value: str) -> str:
     """A path value normalised: no empty, "." or ".." segment left; see Rule 5."""
     if "\\" in value or "\0" in value:
         what = "'\\'" if "\\" in value else "NUL"
-        raise UnsafeValue(name, value, f"holds {what} once decoded, which no path value may")
+        problem = f"holds {what} once decoded, which no path value may"
+        raise UnsafeValue(name, value, problem, path=True)
     kept: list[str] = []
     for segment in value.split("/"):
         if segment == "..":
             if not kept:
-                raise UnsafeValue(name, value, "climbs above its start with '..'")
+                raise UnsafeValue(name, value, "climbs above its start with '..'", path=True)
             kept.pop()
         elif segment not in ("", "."):
             kept.append(segment)
