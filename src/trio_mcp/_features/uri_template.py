@@ -536,7 +536,8 @@ class _PathMatcher:
         if not self.body:
             return spans if end == len(head) else None
         bits = bits if bits is not None else _Bits(data)
-        plan = _plan(self.body, bits.point(end), bits)
+        # The trailing literal starts between units too (not in "%41" for a "1").
+        plan = _plan(self.body, bits.point(end) & bits.units, bits)
         if not bits.has(plan.sets[0], len(head)):
             return None
         _walk(self.body, plan, bits, len(head), spans)
