@@ -408,7 +408,9 @@ def _path(name: str, value: str) -> str:
 # template can match: a fixed number of operations on ints of about n bits per atom, plus
 # O(log(N)^2) for a `{var:N}`. Forwards (`_walk`), each value then takes the longest span after
 # which the rest can still match: the leftmost-greedy answer a backtracking regex would give,
-# without the backtracking.
+# without the backtracking. Most templates need none of this: where every value is followed by
+# the end or by a delimiter it never holds (`units/{faction}/{unit_id}`), one scan of the path
+# from left to right is the match (`_PathMatcher.direct`).
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,7 +496,7 @@ def _append_expression(atoms: list[_Atom], slots: list[_Slot], expression: Expre
 class _PathMatcher:
     """Matches the path part of URIs (what precedes "?") against a template's path atoms."""
 
-    __slots__ = ("body", "head", "slots", "tail")
+    __slots__ = ("body", "direct", "head", "slots", "tail")
 
     def __init__(self, atoms: tuple[_Atom, ...], slots: tuple[_Slot, ...]) -> None:
         self.slots = slots
@@ -506,6 +508,17 @@ class _PathMatcher:
         if body and isinstance(body[-1], _Lit):
             self.tail = body.pop().text  # type: ignore[union-attr]
         self.body = tuple(body)
+        #: Whether one left-to-right scan matches (`_scan`): each value is followed by the end
+        #: or by a literal whose first byte it never holds, so it can only take its whole run.
+        self.direct = (
+            all(
+                _ends_its_run(atom, [*body[index + 1 : index + 2], self.tail][0])
+                if isinstance(atom, _Var)
+                else isinstance(atom, _Lit) and b"%" not in atom.text[-2:]
+                for index, atom in enumerate(body)
+            )
+            and b"%" not in self.head[-2:]
+        )
 
     def match(self, path: str) -> dict[str, str | list[str]] | None:
         """The variables of `path` (percent-decoded), or None when it does not match."""
@@ -535,6 +548,8 @@ class _PathMatcher:
         spans: list[tuple[int, int] | None] = [None] * len(self.slots)
         if not self.body:
             return spans if end == len(head) else None
+        if self.direct:
+            return spans if self._scan(data, end, spans) else None
         bits = bits if bits is not None else _Bits(data)
         # The trailing literal starts between units too (not in "%41" for a "1").
         plan = _plan(self.body, bits.point(end) & bits.units, bits)
@@ -542,6 +557,39 @@ class _PathMatcher:
             return None
         _walk(self.body, plan, bits, len(head), spans)
         return spans
+
+    def _scan(self, data: bytes, end: int, spans: list[tuple[int, int] | None]) -> bool:
+        position = len(self.head)
+        for atom in self.body:
+            if isinstance(atom, _Lit):
+                if not data.startswith(atom.text, position):
+                    return False
+                position += len(atom.text)
+            else:
+                assert isinstance(atom, _Var)
+                found = atom.run.match(data, position)
+                assert found is not None  # a run may be empty: it always matches
+                spans[atom.slot] = (position, found.end())
+                position = found.end()
+        return position == end
+
+
+def _ends_its_run(value: _Atom, following: _Atom | bytes) -> bool:
+    """Whether `value` is a value that what follows it (an atom, the tail) ends at its run's end.
+
+    The tail is b"" at the end of the path. A value followed by the end, or by a literal whose
+    first byte it never holds, can take nothing but its whole run (a delimiter, never inside a
+    unit, or the end), which is also what the longest-match rule would give it.
+    """
+    if not isinstance(value, _Var) or value.prefix is not None:
+        return False
+    if isinstance(following, bytes):
+        text = following
+    elif isinstance(following, _Lit):
+        text = following.text
+    else:
+        return False
+    return not text or value.table[text[0]] == ord("0")
 
 
 @dataclass(slots=True)
