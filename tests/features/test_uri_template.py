@@ -270,7 +270,7 @@ def _uris_for(draw: st.DrawFn, template: UriTemplate) -> str:
     return uri + "".join(draw(st.lists(_URI_PIECE, max_size=2)))
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(template=_templates(), data=st.data())
 def test_the_linear_matcher_agrees_with_the_regex_it_replaced(
     template: str, data: st.DataObject

@@ -8,6 +8,7 @@ revision. The same attacks over a subprocess and HTTP are rows of
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ import trio
 from tests.helpers import RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from trio_mcp import ResourceContents, Server, ToolDefinitionError
+from trio_mcp._features.directories import _open_beneath
 
 TIMEOUT = 60
 HANDSHAKE = "2025-11-25"
@@ -232,6 +234,7 @@ def tree(tmp_path: Path) -> Path:
     (root / "escape.txt").symlink_to(tmp_path / "secret.txt")
     (root / "outside").symlink_to(tmp_path, target_is_directory=True)
     (root / "inside.txt").symlink_to(root / "README.md")
+    os.mkfifo(root / "pipe")
     return root
 
 
@@ -295,6 +298,7 @@ async def test_a_directory_lists_and_serves_its_files(tree: Path, version: str) 
         ".git/config",
         "missing.txt",
         "guide",  # a folder
+        "pipe",  # a FIFO: opening it would block
         "",
     ],
 )
@@ -418,3 +422,14 @@ async def test_a_directory_read_runs_the_confined_read(tree: Path) -> None:
     assert template.fn is not None
     contents = template.fn(path="guide/intro.txt")
     assert contents == ResourceContents(text="intro", mime_type="text/plain")
+
+
+def test_a_read_opens_its_file_without_following_a_symlink(tree: Path) -> None:
+    """A symlink put in place of a folder or of the file between the check and the open (a
+    race) makes the read fail instead of leaving the folder."""
+    descriptor = _open_beneath(tree, ("guide", "intro.txt"))
+    os.close(descriptor)
+    (tree / "swapped").symlink_to(tree.parent, target_is_directory=True)
+    for parts in (("swapped", "secret.txt"), ("escape.txt",), ("outside", "secret.txt")):
+        with pytest.raises(OSError, match=r"symbolic links|Not a directory"):
+            _open_beneath(tree, parts)

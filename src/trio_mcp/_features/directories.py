@@ -66,11 +66,11 @@ class _Folder:
     max_bytes: int
     max_listed: int
 
-    def find(self, parts: Sequence[str]) -> tuple[Path, os.stat_result]:
-        """The file `parts` names under the root, and its status (Rule 1).
+    def find(self, parts: Sequence[str]) -> tuple[tuple[str, ...], os.stat_result]:
+        """Where the file `parts` names is under the root, symlinks resolved, and its status.
 
         Raises:
-            ResourceNotFoundError: when it names nothing a read may serve.
+            ResourceNotFoundError: when it names nothing a read may serve (Rule 1).
         """
         if not parts or (not self.deep and len(parts) > 1):
             raise ResourceNotFoundError("not a file of this directory")
@@ -82,11 +82,12 @@ class _Folder:
             raise ResourceNotFoundError("no such file") from None
         if not real.is_relative_to(self.root):
             raise ResourceNotFoundError("outside the directory")
-        if not stat.S_ISREG(status.st_mode) or not self.admits(parts):
+        inside = real.relative_to(self.root).parts
+        if not stat.S_ISREG(status.st_mode) or not inside or not self.admits(parts):
             raise ResourceNotFoundError("not a file of this directory")
-        if not self.hidden and _is_hidden(real.relative_to(self.root).parts):
+        if not self.hidden and _is_hidden(inside):
             raise ResourceNotFoundError("not a file of this directory")
-        return real, status
+        return inside, status
 
     def admits(self, parts: Sequence[str]) -> bool:
         """Whether the hidden rule and the globs let `parts` be served."""
@@ -96,17 +97,26 @@ class _Folder:
 
     def read(self, parts: Sequence[str]) -> ResourceContents:
         """The contents of the file `parts` names (Rules 1-3)."""
-        path, status = self.find(parts)
-        if status.st_size > self.max_bytes:
-            raise ToolError(
-                f"{'/'.join(parts)} is {status.st_size:,} bytes, more than the "
-                f"{self.max_bytes:,} this directory serves (add_directory(max_bytes=...))"
-            )
-        with open(path, "rb") as file:
+        inside, _ = self.find(parts)
+        # Opened again one folder at a time, never following a symlink: a symlink put in place
+        # of one of them since `find` makes the read fail, not escape.
+        try:
+            descriptor = _open_beneath(self.root, inside)
+        except OSError:
+            raise ResourceNotFoundError("no such file") from None
+        with os.fdopen(descriptor, "rb") as file:
+            status = os.fstat(file.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                raise ResourceNotFoundError("not a file of this directory")
+            if status.st_size > self.max_bytes:
+                raise ToolError(
+                    f"{'/'.join(parts)} is {status.st_size:,} bytes, more than the "
+                    f"{self.max_bytes:,} this directory serves (add_directory(max_bytes=...))"
+                )
             data = file.read(self.max_bytes + 1)
         if len(data) > self.max_bytes:  # it grew since
             raise ToolError(f"{'/'.join(parts)} is more than {self.max_bytes:,} bytes")
-        mime = _guess(path.name)
+        mime = _guess(inside[-1])
         if mime is None:
             text = _as_text(data, sniff=True)
             if text is not None:
@@ -158,6 +168,21 @@ class _Folder:
                     continue
                 if status.st_size <= self.max_bytes:
                     yield parts, status.st_size
+
+
+def _open_beneath(root: Path, parts: Sequence[str]) -> int:
+    """A descriptor of the file root/parts, opened a name at a time with no symlink followed."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+    folder = os.open(root, flags | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, flags | os.O_DIRECTORY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        # Non-blocking: a FIFO put there since `find` must not hang the read.
+        return os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def _is_hidden(parts: Sequence[str]) -> bool:
