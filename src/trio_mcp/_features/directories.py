@@ -5,7 +5,8 @@ Rule 1: a read never leaves the root. The URI's path (already normalised by the 
         and resolved, symlinks included; what resolves outside the root, is not a regular file,
         has a hidden name on either side of a symlink (unless `hidden=True`) or is left out by
         the globs is "not found" (the revision's resource-not-found error), exactly like a name
-        that does not exist: a client learns nothing of what lies outside.
+        that does not exist: a client learns nothing of what lies outside. The file is then
+        opened a folder at a time, following no symlink, so one swapped in since fails the read.
 Rule 2: a file larger than `max_bytes` is refused (-32603 naming the limit) and never read whole.
 Rule 3: a file is text (UTF-8) when its MIME type, guessed from its name, is a text type, or is
         unknown and its bytes decode as UTF-8 with no NUL; otherwise it is a blob of that type
