@@ -212,6 +212,29 @@ async def test_a_ping_behind_a_hostile_read_is_answered_while_the_read_waits() -
         assert failing["error"]["code"] == -32002
 
 
+async def test_long_uris_are_read_and_watched_like_short_ones(tmp_path: Path) -> None:
+    """Past 4 KiB a URI is matched in a worker thread: same answers, to reads and subscribes."""
+    name = "a" * 5000
+    (tmp_path / name[:200]).write_text("long")
+    server = Server()
+
+    @server.resource("file:///long/{name}")
+    def long_name(name: str) -> str:
+        return (tmp_path / name[:200]).read_text()
+
+    async with session(server, HANDSHAKE) as peer:
+        read = await ask(peer, "resources/read", {"uri": f"file:///long/{name}"}, HANDSHAKE)
+        watched = await ask(peer, "resources/subscribe", {"uri": f"file:///long/{name}"}, HANDSHAKE)
+        refused = await ask(
+            peer, "resources/subscribe", {"uri": f"file:///long/{name}/"}, HANDSHAKE
+        )
+        unsafe = await ask(peer, "resources/read", {"uri": f"file:///long/{name}%2F"}, HANDSHAKE)
+    assert read["result"]["contents"][0]["text"] == "long"
+    assert watched["result"] == {}
+    assert refused["error"]["code"] == -32002
+    assert unsafe["error"]["code"] == -32602
+
+
 # -- add_directory ---------------------------------------------------------------------------------
 
 
