@@ -8,8 +8,9 @@ it, checks an invariant from outside (answers, /proc), and reports pass or FAIL:
 
 1 fuzzed stdio lines       2 garbage volume      3 pipelined calls       4 abandoned sessions
 5 vanishing HTTP clients   6 slow HTTP clients   7 overload (fd limit)   8 shutdown, calls in flight
-12 subscription flood      13 listen flood       14 malformed responses
-15 shutdown, tasks running 16 one address's crowd 17 a batch over Streamable HTTP
+9 hostile URI, ping behind 10 8 MiB URI          11 URI traversal        12 subscription flood
+13 listen flood            14 malformed responses 15 shutdown, tasks running
+16 one address's crowd     17 a batch over Streamable HTTP
 
 The full run takes a few minutes on 2 cores, `--quick` about one, `--smoke` (for the test
 suite) seconds, with smaller counts and shorter waits. The table is printed; a full run also
@@ -26,6 +27,7 @@ import os
 import platform
 import random
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -39,7 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from driver import BenchError, add_frames, check_add
+from driver import READ_SIZE, BenchError, add_frames, check_add
 from fuzz import NULL, Fuzzer, Owed, owed
 from http_bench import Peer
 from probe import (
@@ -110,6 +112,10 @@ class Sizes:
     shutdown_tasks: int  # [15]
     crowd_connections: int  # [16] from one address
     crowd_nofile: int  # [16] the server's RLIMIT_NOFILE
+    dots: int  # [9] characters of the hostile URI
+    dot_reads: int  # [9]
+    big_uri: int  # [10] characters
+    big_uri_posts: int  # [10b] at once
 
 
 FULL: Final = Sizes(
@@ -135,6 +141,10 @@ FULL: Final = Sizes(
     shutdown_tasks=10,
     crowd_connections=1100,
     crowd_nofile=1024,  # the common default: 896 connections served
+    dots=65_000,
+    dot_reads=20,
+    big_uri=8 * MiB,
+    big_uri_posts=4,
 )
 QUICK: Final = replace(
     FULL,
@@ -155,6 +165,8 @@ QUICK: Final = replace(
     shutdown_tasks=10,
     crowd_connections=1100,
     crowd_nofile=1024,
+    dots=30_000,
+    dot_reads=6,
 )
 SMOKE: Final = replace(
     QUICK,
@@ -180,6 +192,10 @@ SMOKE: Final = replace(
     shutdown_tasks=10,
     crowd_connections=1100,  # past the 896 connections of 1,024 files, or it proves nothing
     crowd_nofile=1024,
+    dots=5_000,
+    dot_reads=2,
+    big_uri=1 * MiB,
+    big_uri_posts=2,
 )
 
 
@@ -1189,6 +1205,252 @@ def batch_http(plan: Plan) -> list[Row]:
     return [row]
 
 
+# -- 9-11: resource URIs --------------------------------------------------------------------------
+
+URI_SERVER: Final = HERE / "servers" / "uri_server.py"
+URI_STDIO: Final = (sys.executable, "-m", "trio_mcp", "run", str(URI_SERVER))
+# Milliseconds a ping may wait behind a hostile read and still count as answered at once: the
+# event loop is never held more than a few milliseconds; the rest is this 2-core machine.
+PING_WAIT: Final = 50.0
+MODERN_META: Final = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+# Read over stdio in both eras: none may answer with what lies outside the served folder.
+TRAVERSALS: Final = (
+    "file:///files/..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+    "file:///files/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    "file:///files/%2Fetc%2Fpasswd",
+    "file:///files/..%2Fsecret.txt",
+    "dir:///escape.txt",
+    "dir:///..%2Fsecret.txt",
+    "dir:///%2e%2e/secret.txt",
+    "dir:///a/../../secret.txt",
+    "dir:////etc/passwd",
+)
+LEAKED: Final = (b"root:", b"the secret")
+
+
+def _frame(request_id: Any, method: str, params: dict[str, Any]) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(message).encode() + b"\n"
+
+
+class UriPeer(ProbePeer):
+    """The probe server of rows 9-11 over stdio, noting when each answer comes."""
+
+    def __init__(self) -> None:
+        super().__init__(URI_STDIO)
+
+    def __enter__(self) -> UriPeer:
+        return self
+
+    def answers(
+        self, ids: set[Any], started: float, timeout: float
+    ) -> dict[Any, tuple[float, Any]]:
+        """The answers to `ids` that come within `timeout`: (seconds since `started`, answer)."""
+        got: dict[Any, tuple[float, Any]] = {}
+        deadline = started + timeout
+        while len(got) < len(ids):
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") in ids:
+                    got[message["id"]] = (time.perf_counter() - started, message)
+                continue
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([self._rfd], [], [], left)[0]:
+                break
+            chunk = os.read(self._rfd, READ_SIZE)
+            if not chunk:
+                break
+            self._buffer += chunk
+        return got
+
+
+def _outcome(answer: Any) -> str:
+    if answer is None:
+        return "no answer"
+    error = answer.get("error")
+    return "result" if error is None else f"{error['code']}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+def hostile_uri_stdio(plan: Plan) -> list[Row]:
+    dots, reads = plan.sizes.dots, plan.sizes.dot_reads
+    row = Row(
+        "9",
+        "resources/read of r://dot/ + dots against the template r://dot/{name}.{ext} over "
+        "stdio, a ping written right behind each read; every other URI ends in '/' (no "
+        "match: the regex matcher's quadratic case)",
+        f"{_of(reads, 'read')} of {dots:,} dots",
+        f"each ping answered within {PING_WAIT:.0f} ms; each read answered within "
+        f"{PROMPT:.0f} s (its result, or resource not found)",
+    )
+    pings: list[float] = []
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    with UriPeer() as peer:
+        peer.initialize()
+        for k in range(reads):
+            uri = "r://dot/" + "." * dots + ("/" if k % 2 else "")
+            read_id, ping_id = f"read-{k}", f"ping-{k}"
+            frames = _frame(read_id, "resources/read", {"uri": uri}) + _frame(ping_id, "ping", {})
+            started = time.perf_counter()
+            peer.send(frames)
+            got = peer.answers({read_id, ping_id}, started, STALL)
+            outcomes[_outcome(got.get(read_id, (0, None))[1])] += 1
+            if ping_id not in got or read_id not in got:
+                outcomes["stalled: no further reads"] += 1
+                pings.append(got.get(ping_id, (STALL, None))[0])
+                latencies.append(STALL)
+                break
+            pings.append(got[ping_id][0])
+            latencies.append(got[read_id][0])
+    pings.sort()
+    latencies.sort()
+    row.measured = (
+        f"pings answered after {_ms(pings[len(pings) // 2])} (median), {_ms(pings[-1])} at "
+        f"most; reads answered after {_ms(latencies[len(latencies) // 2])} (median), "
+        f"{_ms(latencies[-1])} at most; reads: "
+        + ", ".join(f"{what} {n}" for what, n in sorted(outcomes.items()))
+    )
+    row.passed = (
+        pings[-1] * 1000 < PING_WAIT
+        and latencies[-1] < PROMPT
+        and outcomes["result"] + outcomes["-32002"] == reads
+    )
+    return [row]
+
+
+def _big_post(url: str, headers: dict[str, str], body: bytes) -> str:
+    conn = HttpConnection(url, headers, STALL)
+    try:
+        response = conn.request("POST", body)
+        if response.status != 200:
+            return f"HTTP {response.status}"
+        return _outcome(json.loads(response.body.split(b"data:")[-1]))
+    except (HttpError, OSError, ValueError) as exc:
+        return f"failed ({type(exc).__name__})"
+    finally:
+        conn.close()
+
+
+def big_uris(plan: Plan) -> list[Row]:
+    size, posts = plan.sizes.big_uri, plan.sizes.big_uri_posts
+    rows = [
+        Row(
+            "10a",
+            "resources/read of a URI that the template file:///files/{name} matches, over stdio",
+            f"{size / MiB:,.0f} MiB URI",
+            f"refused with -32602 naming the cap; peak RSS grows < {BOUNDED:.0f} MiB",
+        ),
+        Row(
+            "10b",
+            f"The same read in {posts} Streamable HTTP POSTs at once",
+            f"{posts} x {size / MiB:,.0f} MiB",
+            f"each refused with -32602; peak RSS grows < {BOUNDED:.0f} MiB per POST; a fresh "
+            "client served afterwards",
+        ),
+    ]
+    body_uri = "file:///files/" + "a" * (size - 14)
+    with UriPeer() as peer:
+        peer.initialize()
+        base = proc_stats(peer.proc.pid)
+        started = time.perf_counter()
+        peer.send(_frame("big", "resources/read", {"uri": body_uri}))
+        got = peer.answers({"big"}, started, STALL)
+        after = proc_stats(peer.proc.pid)
+    seconds, answer = got.get("big", (STALL, None))
+    message = (answer or {}).get("error", {}).get("message", "")
+    grown = after.peak - base.peak
+    rows[0].measured = (
+        f"answer {_outcome(answer)} after {_ms(seconds)}"
+        + (" naming the cap" if "at most 65,536" in message else "")
+        + f"; peak RSS {base.peak:.0f} -> {after.peak:.0f} MiB"
+    )
+    rows[0].passed = "at most 65,536" in message and grown < BOUNDED
+    argv = [*URI_STDIO, "--transport", "http", "--host", "127.0.0.1", "--port", "0"]
+    server = Server(Peer("uri probe server", argv, "serving MCP on "))
+    try:
+        session = Session(server.url)
+        headers = dict(session.http.headers)
+        base = proc_stats(server.proc.pid)
+        body = _frame(1, "resources/read", {"uri": body_uri})
+        with ThreadPoolExecutor(posts) as pool:
+            outcomes = Counter(
+                pool.map(lambda _: _big_post(server.url, headers, body), range(posts))
+            )
+        after = proc_stats(server.proc.pid)
+        fresh = Session(server.url)
+        read = {"uri": "file:///files/hello.txt"}
+        served = b"hello" in fresh.http.request("POST", _frame(2, "resources/read", read)).body
+        fresh.close()
+        session.close()
+    finally:
+        server.close()
+    grown = after.peak - base.peak
+    rows[1].measured = (
+        ", ".join(f"{what}: {n}" for what, n in outcomes.most_common())
+        + f"; peak RSS {base.peak:.0f} -> {after.peak:.0f} MiB; afterwards a fresh client "
+        + ("is served" if served else "is NOT served")
+    )
+    rows[1].passed = outcomes["-32602"] == posts and grown < BOUNDED * posts and served
+    return rows
+
+
+def traversal_stdio(plan: Plan) -> list[Row]:
+    row = Row(
+        "11",
+        "Path traversal through resource URIs over stdio, in 2025-11-25 and 2026-07-28: "
+        "encoded '../' and '/' against file:///files/{name} (whose function reads DATA / name, "
+        "no check of its own), and '..', an absolute path and a symlink out of the folder "
+        "served by add_directory('dir:///', DATA)",
+        f"{len(TRAVERSALS)} URIs x 2 eras",
+        "every read refused with an error (-32602, or resource not found), nothing of "
+        "/etc/passwd or of the secret beside the folder in any answer; the folder's own file "
+        "served",
+    )
+    outcomes: Counter[str] = Counter()
+    leaks: list[str] = []
+    with UriPeer() as peer:
+        peer.handshake("2025-11-25")
+        listed = peer.request(1, "resources/templates/list", {})["result"]["resourceTemplates"]
+        has_directory = any(t["uriTemplate"].startswith("dir:") for t in listed)
+        for k, uri in enumerate(TRAVERSALS * 2):
+            params: dict[str, Any] = {"uri": uri}
+            if k >= len(TRAVERSALS):
+                params["_meta"] = MODERN_META
+            started = time.perf_counter()
+            peer.send(_frame(k, "resources/read", params))
+            answer = peer.answers({k}, started, STALL).get(k, (0, None))[1]
+            outcomes[_outcome(answer)] += 1
+            text = json.dumps(answer).encode()
+            if any(secret in text for secret in LEAKED):
+                leaks.append(uri)
+        served = [
+            peer.request(100 + i, "resources/read", {"uri": uri}).get("result", {}).get("contents")
+            == [{"uri": uri, "mimeType": "text/plain", "text": "hello\n"}]
+            for i, uri in enumerate(("file:///files/hello.txt", "dir:///hello.txt"))
+        ]
+    row.measured = (
+        "answers: "
+        + ", ".join(f"{what} {n}" for what, n in sorted(outcomes.items()))
+        + f"; leaked: {', '.join(leaks) if leaks else 'nothing'}; the folder's file served: "
+        + ("yes" if all(served) else "NO")
+        + ("" if has_directory else "; this version has no add_directory")
+    )
+    row.passed = not leaks and not outcomes["result"] and all(served) and has_directory
+    return [row]
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 # -- 12-14: subscriptions, listen streams, malformed responses ------------------------------------
@@ -1203,12 +1465,8 @@ URI_BYTES: Final = 16 * 1024
 FILLER_SUBSCRIBES: Final = 100
 #: A session's bound on subscribed URIs by default (Server(max_subscription_bytes=...)).
 SUBSCRIPTION_BYTES: Final = MiB
-#: The revision of row 13's requests, and the `_meta` each carries.
+#: The revision of row 13's requests (each carries `MODERN_META`).
 MODERN: Final = "2026-07-28"
-MODERN_META: Final = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 #: Listen streams one client may hold by default (HttpOptions(max_listens_per_client=...)).
 LISTENS_PER_CLIENT: Final = 16
 #: Where row 13's other client comes from: another loopback address, so another client.
@@ -1559,6 +1817,9 @@ GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = 
     ("8", ("8b",), eof_stdio),
     ("8", ("8c",), sigterm_http),
     ("8", ("8d",), sigterm_http_unread),
+    ("9", ("9",), hostile_uri_stdio),
+    ("10", ("10a", "10b"), big_uris),
+    ("11", ("11",), traversal_stdio),
     ("12", ("12",), subscription_flood),
     ("13", ("13",), listen_flood),
     ("14", ("14",), malformed_response),
@@ -1640,9 +1901,11 @@ def page(rows: Sequence[Row], fact_lines: Sequence[str]) -> str:
             "writing it here). stdio rows attack the demo server (`python -m demo_tools`); HTTP "
             "rows the probe server (`benchmarks/servers/probe_server.py`: the demo tools plus "
             "`probe.sleep` and `probe.flood`, with a 2 s shutdown grace) over Streamable HTTP on "
-            "127.0.0.1. Every invariant is checked from outside the server: its answers, and its "
-            "`/proc` entry (RSS is the resident set now, peak its high-water mark, VmHWM). FAIL "
-            "means the invariant did not hold on this commit; ERROR that the probe itself failed.",
+            "127.0.0.1; rows 9-11 the URI probe server (`benchmarks/servers/uri_server.py`: "
+            "resource templates an attacker aims at). Every invariant is checked from outside "
+            "the server: its answers, and its `/proc` entry (RSS is the resident set now, peak "
+            "its high-water mark, VmHWM). FAIL means the invariant did not hold on this commit; "
+            "ERROR that the probe itself failed.",
             "Each defect found by the reliability issue, and the test that covers it, is listed "
             "in [defects.md](defects.md).",
             "",

@@ -14,7 +14,9 @@ Rule 4: one route per method (`Dispatcher.routes`): a method absent from it is -
         table. Routes that need no waiting (initialize, ping, the lists, setLevel, discover,
         subscriptions, static resources, fixed completions, and calls of `inline=True` tools,
         resources and prompts that take no Context) are answered by `respond_now` on the
-        reader's own task, without spawning one; everything else goes through `respond`.
+        reader's own task, without spawning one; everything else goes through `respond`, and
+        so do slow steps of ours, run in a worker thread: matching a URI longer than
+        `LONG_URI` against the templates, walking a directory for `resources/list`.
         `subscriptions/listen` (2026-07-28 only; -32601 in the handshake era) is served by the
         runtime's `listen` until the request is cancelled, or answered with a plain result
         when the server closes the stream.
@@ -39,14 +41,17 @@ Rule 7: what a request's verified OAuth token (`_core/auth.current_auth`, set by
 Rule 5: resources and prompts have no `isError` result: a failure in their function is a
         JSON-RPC error (-32603, with a `ToolError`'s message verbatim, other exceptions as for
         tools), an unknown URI is the revision's resource-not-found error with `data.uri`, and
-        arguments or template variables that fail validation are -32602, one line per problem.
+        arguments or template variables that fail validation or the value rules (a decoded
+        `{name}` holding "/", say) are -32602, one line per problem, as is a URI longer than
+        the server's `max_uri_length` (checked before anything else, `data.maxUriLength`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
@@ -77,7 +82,7 @@ from ._features.asking import AnswerInvalidError, AskBook, InputRequired
 from ._features.completion import Completer, completion_result
 from ._features.context import Context, NotificationSender, Requester
 from ._features.prompts import Prompt, PromptRegistry, messages_of
-from ._features.registry import Registry
+from ._features.registry import Registry, page_of
 from ._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from ._features.schema import ArgumentsInvalid, ResultInvalid
 from ._features.tasks import TASKS_EXTENSION, TaskEngine, declares_tasks
@@ -187,6 +192,54 @@ class _InputRound:
 
 #: The lists a client pages through, by method: what `cache_hints` is keyed by.
 LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+#: Characters of a URI past which it is matched against the templates in a worker thread, not
+#: on the event loop: up to 4 KiB a match costs some microseconds a template; a 64 KiB one (the
+#: default cap) up to a few milliseconds a template, which a server of many templates must not
+#: make every other client wait for.
+LONG_URI: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """A slow step of ours (a long URI matched, a directory walked), as a `Callee`.
+
+    The invoker runs it as it runs a sync function: in a worker thread, off the event loop.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool = False
+    inline: bool = False
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A resource a template lists (a directory's file): its list entry, the template's scopes."""
+
+    wire: dict[str, Any]
+    scopes: frozenset[str]
+
+    def definition(self, version: str) -> dict[str, Any]:
+        """Its `resources/list` entry (the same in every revision)."""
+        return self.wire
+
+
+def _listed_by(templates: list[ResourceTemplate]) -> list[_Listed]:
+    """What the templates with a `listing` list (blocking: run as `_Work`)."""
+    return [
+        _Listed(entry, template.scopes)
+        for template in templates
+        if template.listing is not None
+        for entry in template.listing()
+    ]
+
+
+def _cursor(params: dict[str, Any] | None) -> str | None:
+    cursor = (params or {}).get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
+    return cursor
 
 
 class Dispatcher:
@@ -243,10 +296,10 @@ class Dispatcher:
             "server/discover": Route(self._discover),
             "tools/list": Route(self._tools_list),
             "tools/call": Route(None, self._tools_call_quick, self._tools_call),
-            "resources/list": Route(self._resources_list),
+            "resources/list": Route(None, self._resources_list_quick, self._resources_list_later),
             "resources/templates/list": Route(self._templates_list),
             "resources/read": Route(None, self._read_quick, self._read),
-            "resources/subscribe": Route(self._subscribe),
+            "resources/subscribe": Route(None, self._subscribe_quick, self._subscribe_later),
             "resources/unsubscribe": Route(self._unsubscribe),
             "prompts/list": Route(self._prompts_list),
             "prompts/get": Route(None, self._get_prompt_quick, self._get_prompt),
@@ -359,10 +412,17 @@ class Dispatcher:
         scope: RequestScope,
         params: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        cursor = (params or {}).get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
-        items, next_cursor = registry.page(cursor, self.page_size)
+        items, next_cursor = registry.page(_cursor(params), self.page_size)
+        return self._page(method, key, items, next_cursor, scope)
+
+    def _page(
+        self,
+        method: str,
+        key: str,
+        items: Iterable[Any],
+        next_cursor: str | None,
+        scope: RequestScope,
+    ) -> dict[str, Any]:
         auth = current_auth.get()
         if auth is not None and self.hide_unauthorized:
             # Rule 7: a page may come out shorter than `page_size`; cursors stay the registry's.
@@ -377,11 +437,35 @@ class Dispatcher:
             hints = {**(hints or CACHE_HINTS), "cacheScope": "private"}
         return ServerSession.cacheable(scope, result, hints)
 
-    def _resources_list(
-        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        result = self._list("resources/list", "resources", self.resources.static, scope, params)
+    def _resources_list_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        if any(template.listing is not None for template in self.resources.templates):
+            _cursor(request.params)  # a malformed cursor is refused at once
+            return None  # a directory is walked in a worker thread
+        result = self._list(
+            "resources/list", "resources", self.resources.static, scope, request.params
+        )
         return session.complete(scope, result)
+
+    async def _resources_list_later(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        cursor = _cursor(request.params)
+        listing = [t for t in self.resources.templates if t.listing is not None]
+        work = _Work("resources/list", functools.partial(_listed_by, listing))
+        found: list[_Listed] = await self.invoker.invoke(work, {})
+        items, next_cursor = page_of(
+            "resources", [*self.resources.static, *found], cursor, self.page_size
+        )
+        return session.complete(
+            scope, self._page("resources/list", "resources", items, next_cursor, scope)
+        )
 
     def _templates_list(
         self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
@@ -403,11 +487,11 @@ class Dispatcher:
 
     # -- resources --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _uri_of(params: dict[str, Any] | None) -> str:
+    def _uri_of(self, params: dict[str, Any] | None) -> str:
         uri = (params or {}).get("uri")
         if not isinstance(uri, str):
             raise RemoteProtocolError('Invalid params: "uri" must be a string', INVALID_PARAMS)
+        self.resources.check_length(uri)
         return uri
 
     @staticmethod
@@ -415,6 +499,18 @@ class Dispatcher:
         return RemoteProtocolError(
             f"Resource not found: {uri}", revision(scope.version).resource_not_found, {"uri": uri}
         )
+
+    async def _resolve_later(
+        self, scope: RequestScope, uri: str
+    ) -> tuple[Resource | ResourceTemplate, dict[str, Any]]:
+        """`_resolve_resource`, in a worker thread for a long URI (see `LONG_URI`)."""
+        if len(uri) <= LONG_URI or self.resources.static.get(uri) is not None:
+            return self._resolve_resource(scope, uri)
+        work = _Work("resources/read", functools.partial(self._resolve_resource, scope, uri))
+        found: tuple[Resource | ResourceTemplate, dict[str, Any]] = await self.invoker.invoke(
+            work, {}
+        )
+        return found
 
     def _resolve_resource(
         self, scope: RequestScope, uri: str
@@ -440,6 +536,8 @@ class Dispatcher:
         if static is not None and static.fn is None:
             return self._read_result(session, scope, static, static.value, uri)
         if static is None:
+            if len(uri) > LONG_URI:
+                return None  # matched in a worker thread (`_read`)
             target, kwargs = self._resolve_resource(scope, uri)
         else:
             target, kwargs = static, {}
@@ -461,7 +559,7 @@ class Dispatcher:
         requester: Requester | None,
     ) -> dict[str, Any]:
         uri = self._uri_of(request.params)
-        target, kwargs = self._resolve_resource(scope, uri)
+        target, kwargs = await self._resolve_later(scope, uri)
         book = self._book(scope, request, uri, None)
         self._inject(
             target.context_param, kwargs, name=uri, request=request, scope=scope, notify=notify,
@@ -520,12 +618,28 @@ class Dispatcher:
             f"Internal error in {kind} {name}: {type(exc).__name__}: {exc}", INTERNAL_ERROR, data
         )
 
-    def _subscribe(
-        self, session: ServerSession, scope: RequestScope, params: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        uri = self._uri_of(params)
+    def _subscribe_quick(
+        self, session: ServerSession, scope: RequestScope, request: Request
+    ) -> dict[str, Any] | None:
+        uri = self._uri_of(request.params)
         session.subscriptions.check(uri)  # past a bound: refused before any work
+        if len(uri) > LONG_URI and self.resources.static.get(uri) is None:
+            return None  # matched in a worker thread
         self._resolve_resource(scope, uri)  # only what exists can be watched
+        session.subscriptions.add(uri)
+        return session.complete(scope, {})
+
+    async def _subscribe_later(
+        self,
+        session: ServerSession,
+        scope: RequestScope,
+        request: Request,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        uri = self._uri_of(request.params)
+        session.subscriptions.check(uri)
+        await self._resolve_later(scope, uri)
         session.subscriptions.add(uri)
         return session.complete(scope, {})
 

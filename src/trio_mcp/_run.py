@@ -21,6 +21,7 @@ import trio
 from ._core.jsonrpc import Request
 from ._core.subscriptions import LISTEN
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._dispatch import LONG_URI
 from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
 from ._runtime.guard import require_trio
@@ -126,9 +127,9 @@ class _HttpBackend:
             own = prompt.scopes if prompt is not None else own
         elif request.method in _URI_METHODS and isinstance(params.get("uri"), str):
             # Subscribing to a resource's updates tells its changes: it needs what reading does.
-            own = self.server.resource_registry.scopes_of(params["uri"])
+            own = await self._scopes_of(params["uri"])
         elif request.method == "completion/complete" and isinstance(params.get("ref"), dict):
-            own = self._completion_scopes(params["ref"])
+            own = await self._completion_scopes(params["ref"])
         elif request.method in _TASK_METHODS and isinstance(params.get("taskId"), str):
             # A task's result and questions are its tool's: a token that could not call the
             # tool cannot read, answer or cancel its task (none for an unknown task).
@@ -137,7 +138,7 @@ class _HttpBackend:
             own = frozenset(record.scopes) if record is not None else own
         return (*base, *sorted(own - set(base)))
 
-    def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
+    async def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
         """A completer tells about what it completes: it needs the scopes of its owner."""
         if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
             prompt = self.server.prompt_registry.get(ref["name"])
@@ -145,8 +146,15 @@ class _HttpBackend:
         if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
             registry = self.server.resource_registry
             owner = registry.template_by_uri(ref["uri"]) or registry.static.get(ref["uri"])
-            return owner.scopes if owner is not None else registry.scopes_of(ref["uri"])
+            return owner.scopes if owner is not None else await self._scopes_of(ref["uri"])
         return frozenset()
+
+    async def _scopes_of(self, uri: str) -> frozenset[str]:
+        """What reading `uri` needs; a long URI is matched in a worker thread (as `_dispatch`)."""
+        registry = self.server.resource_registry
+        if len(uri) <= LONG_URI:
+            return registry.scopes_of(uri)
+        return await trio.to_thread.run_sync(registry.scopes_of, uri)
 
     async def serve_channels(
         self,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -38,6 +39,7 @@ from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
 from .._exceptions import ToolDefinitionError
 from .._features.context import Context
+from .._features.directories import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, make_directory
 from .._features.prompts import (
     Prompt,
     PromptMeta,
@@ -47,6 +49,7 @@ from .._features.prompts import (
 )
 from .._features.reflect import check_scopes
 from .._features.resources import (
+    DEFAULT_MAX_URI_LENGTH,
     Resource,
     ResourceMeta,
     ResourceRegistry,
@@ -145,6 +148,9 @@ class Server:
             (`resources/subscribe`); past it, -32000 naming the bound.
         max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
             it, -32000 naming the bound. A session's subscriptions end with it.
+        max_uri_length: The longest URI (in characters) a client may read, subscribe to or
+            have matched against the resource templates; a longer one is answered -32602
+            naming this limit, before any template sees it. Default 65,536.
     """
 
     def __init__(
@@ -170,11 +176,14 @@ class Server:
         hide_unauthorized: bool = True,
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
+        max_uri_length: int = DEFAULT_MAX_URI_LENGTH,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
         if max_subscriptions < 0 or max_subscription_bytes < 0:
             raise ValueError("max_subscriptions and max_subscription_bytes must not be negative")
+        if max_uri_length < 1:
+            raise ValueError("max_uri_length must be positive")
         unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
         if unknown:
             raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
@@ -191,7 +200,7 @@ class Server:
         #: The handler `on_roots_changed` registered (not public API).
         self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
         #: The resources and resource templates (not public API: see `resources`).
-        self.resource_registry = ResourceRegistry()
+        self.resource_registry = ResourceRegistry(max_uri_length)
         #: The prompts (not public API: see `prompts`).
         self.prompt_registry = PromptRegistry()
         self.dispatcher = Dispatcher(
@@ -412,6 +421,7 @@ class Server:
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
         scopes: Iterable[str] | None = None,
+        verbatim: Iterable[str] | None = None,
     ) -> Resource | ResourceTemplate:
         """Register a resource or a resource template.
 
@@ -419,7 +429,7 @@ class Server:
         `uri` has variables), a `pathlib.Path` (the file, read at each read, its MIME type
         guessed from its name) or any other value (static contents: `str` is text, `bytes` a
         blob, anything else JSON). `add_resource(fn)`: a function tagged `@resource(uri)`.
-        Keyword arguments override what `@resource` says.
+        Keyword arguments override what `@resource` says (see `@resource` for each).
 
         Returns:
             The registered resource or template.
@@ -429,7 +439,7 @@ class Server:
         """
         options = ResourceMeta(
             None, name, title, description, mime_type, size, icons, annotations, meta, inline,
-            timeout, cache, completions, scopes,
+            timeout, cache, completions, scopes, verbatim,
         )  # fmt: skip
         if value is _MISSING:
             if isinstance(target, str):
@@ -463,6 +473,7 @@ class Server:
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
         scopes: Iterable[str] | None = None,
+        verbatim: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Decorator registering a function as a resource (or template) on this server now.
 
@@ -477,11 +488,78 @@ class Server:
                 uri, fn, name=name, title=title, description=description,
                 mime_type=mime_type, size=size, icons=icons, annotations=annotations,
                 meta=meta, inline=inline, timeout=timeout, cache=cache,
-                completions=completions, scopes=scopes,
+                completions=completions, scopes=scopes, verbatim=verbatim,
             )  # fmt: skip
             return fn
 
         return register
+
+    def add_directory(
+        self,
+        uri: str,
+        root: str | os.PathLike[str],
+        *,
+        glob: str | Sequence[str] | None = None,
+        hidden: bool = False,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_listed: int = DEFAULT_MAX_LISTED,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        cache: CacheHint | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> ResourceTemplate:
+        """Serve the files under a folder as resources, each read confined to the folder.
+
+        `server.add_directory("file:///docs/", "docs")` serves `docs/guide/intro.md` as
+        `file:///docs/guide/intro.md`: one resource template (`file:///docs/{+path}`) reads
+        any file under the folder, and `resources/list` lists them. Every read is resolved
+        (symlinks and ".." included) and refused as not found when it lands outside the
+        folder, on a hidden name, on something not a regular file or not matched by `glob`.
+        MIME types are guessed from the names; a file is text when its type is textual (or
+        unknown and its bytes are UTF-8), else a blob.
+
+        Args:
+            uri: A URI prefix (`{+path}` is added to it), or a template with one path variable:
+                `{+path}` or `{/path*}` (any depth), `{name}` (top-level files only).
+            root: The folder.
+            glob: Globs of the files served, relative to the folder (`"*.md"`,
+                `"docs/**/*.txt"`: `**` spans folders); default: every file.
+            hidden: Serve names starting with "." (`.git`, `.env`) too; default: never.
+            max_bytes: Larger files are refused (-32603) and not listed; default 10 MiB.
+            max_listed: The most files `resources/list` names; default 10,000.
+            name: The template's name (default: the folder's name).
+            title: A human-readable display name.
+            description: What the folder holds.
+            icons: Icons for user interfaces.
+            annotations: Audience, priority and last-modified hints.
+            meta: `_meta` of its listing entry.
+            timeout: Seconds after which a read is cancelled and answered with an error.
+            cache: Caching hints of its reads (2026-07-28 `ttlMs`, `cacheScope`).
+            scopes: OAuth scopes a caller's token must grant to read its files (see
+                `add_resource`).
+
+        Returns:
+            The registered template.
+
+        Raises:
+            ToolDefinitionError: for a root that is not a folder, a URI that cannot name its
+                files, or a template already registered.
+        """
+        options = ResourceMeta(
+            None, name, title, description, None, None, icons, annotations, meta, None,
+            timeout, cache, None, scopes,
+        )  # fmt: skip
+        new = make_directory(
+            uri, root, glob=glob, hidden=hidden, max_bytes=max_bytes, max_listed=max_listed,
+            options=options,
+        )  # fmt: skip
+        self.resource_registry.add(new)
+        return new
 
     def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
         """Register every `@resource`-tagged function of a module, class or instance.
