@@ -40,7 +40,7 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._cli import unregistered_tools
+from trio_mcp._cli import parse_command_line, unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
     convert_value,
@@ -299,6 +299,18 @@ def test_call_with_json_arguments_and_an_object_result() -> None:
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["rolls", "total", "successes", "flavor_text"]
     assert "on 3+" in lines[-1]
+
+
+def test_options_may_come_between_the_words() -> None:
+    # It was refused: "unrecognized arguments: calculator.add a=1 b=2".
+    done = cli("call", "demo_tools", "--timeout", "30", "calculator.add", "a=1", "b=2")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "3\n", "")
+    # Values that start with - are words in NAME=VALUE; options stay options after them.
+    echoed = cli("call", ECHO_TOOLS, "--raw", "echo", "text=--verbose", "--timeout=30")
+    assert echoed.returncode == 0, echoed.stderr
+    assert json.loads(echoed.stdout)["content"] == [{"type": "text", "text": "--verbose"}]
+    added = cli("call", "demo_tools", "calculator.add", "a=-1", "--timeout", "30", "b=-2")
+    assert (added.returncode, added.stdout) == (0, "-3\n"), added.stderr
 
 
 def test_call_a_command_after_double_dash_with_raw_output() -> None:
@@ -785,6 +797,85 @@ async def test_resources_prompts_and_completion_over_http() -> None:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+#: Each command's words and options (an option with its value), for placing them apart.
+_COMMAND_LINES = {
+    "tools": (["demo_tools", "calculator.add"], [["--json"], ["--timeout", "5"]]),
+    "call": (
+        ["demo_tools", "calculator.add", "a=1", "b=-2", "c=--x"],
+        [["--timeout", "5"], ["--raw"], ["--json", '{"a": 1}'], ["--root", "."]],
+    ),
+    "resources": (["demo_tools"], [["--json"], ["--header", "A:b"]]),
+    "read": (["demo_tools", "wh40k://codex/factions"], [["--out", "f"], ["--json"]]),
+    "prompts": (["demo_tools"], [["--json"], ["--show-stderr"]]),
+    "prompt": (
+        ["demo_tools", "wh40k.battle_briefing", "attacker=orks", "defender=necrons"],
+        [["--json"], ["--sampling-command", "cat"], ["--timeout=5"]],
+    ),
+    "complete": (
+        ["demo_tools", "wh40k.battle_briefing", "defender", "-1", "attacker=orks"],
+        [["--json"], ["--timeout", "5"], ["--no-browser"]],
+    ),
+    "demo": ([], [["--http"]]),
+    "login": (["http://127.0.0.1:1/mcp"], [["--timeout", "5"], ["--scope", "a b"]]),
+    "logout": (["http://127.0.0.1:1/mcp"], [["--forget-client"], ["--token-file", "t.json"]]),
+    "run": (["demo_tools"], [["--transport", "http"], ["--port", "0"], ["--stateless"]]),
+}
+
+
+def _interleave(words: list[str], options: list[list[str]]) -> list[str]:
+    """A word, an option, a word, an option, ... and what is left of either at the end."""
+    line: list[str] = []
+    for at in range(max(len(words), len(options))):
+        line += words[at : at + 1] + (options[at] if at < len(options) else [])
+    return line
+
+
+@pytest.mark.parametrize("command", sorted(_COMMAND_LINES))
+def test_every_command_takes_its_options_before_between_and_after_its_words(
+    command: str,
+) -> None:
+    words, options = _COMMAND_LINES[command]
+    flat = [token for option in options for token in option]
+    after, _ = parse_command_line([command, *words, *flat])
+    assert after.command == command
+    vars(after).pop("command_parser", None)  # run's, a parser made anew each time
+    placed = {
+        "before": [*flat, *words],
+        "between": _interleave(words, options),
+        "between, the other way round": _interleave(words, options[::-1]),
+        "after the first word": [*words[:1], *flat, *words[1:]],
+    }
+    for where, line in placed.items():
+        parsed, server_command = parse_command_line([command, *line])
+        vars(parsed).pop("command_parser", None)
+        assert (parsed, server_command) == (after, []), where
+    if "words" in vars(after):
+        assert after.words == words
+
+
+def test_double_dash_ends_the_options() -> None:
+    args, server_command = parse_command_line(
+        ["call", "--timeout", "5", "calculator.add", "x=-1", "--raw", "--", "python", "-m",
+         "demo_tools", "--raw", "--", "y"]
+    )  # fmt: skip
+    assert (args.words, args.timeout, args.raw) == (["calculator.add", "x=-1"], 5.0, True)
+    assert server_command == ["python", "-m", "demo_tools", "--raw", "--", "y"]
+
+
+def test_an_unknown_option_anywhere_is_one_line_and_the_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(["call", "demo_tools", "calculator.add", "--bogus", "a=1", "-x"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: trio-mcp call ")
+    assert err.endswith("\ntrio-mcp call: error: unrecognized arguments: --bogus -x\n")
+    with pytest.raises(SystemExit):
+        parse_command_line(["login", "http://127.0.0.1:1/mcp", "--no-browser", "extra"])
+    assert capsys.readouterr().err.endswith("error: unrecognized arguments: extra\n")
 
 
 def test_split_server_command() -> None:
