@@ -97,6 +97,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
+from tests.timing import scaled
+
 __all__ = ["OAuthClient", "OAuthError", "OAuthServer", "Seen", "SigningKey", "serve_oauth"]
 
 Algorithm = Literal["RS256", "ES256"]
@@ -710,7 +712,7 @@ class OAuthServer:
         if not client_id.startswith(("http://", "https://")):
             return None
         try:
-            async with httpx.AsyncClient(timeout=5) as http:
+            async with httpx.AsyncClient(timeout=scaled(30)) as http:
                 doc = (await http.get(client_id)).raise_for_status().json()
         except (httpx.HTTPError, ValueError):
             return None

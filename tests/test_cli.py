@@ -29,6 +29,7 @@ import demo_tools
 import demo_tools.tour
 import trio_mcp
 from tests.helpers import DEMO_TOOLS
+from tests.timing import scaled
 from trio_mcp import (
     Progress,
     PromptMessage,
@@ -71,7 +72,7 @@ FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
 PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
 #: Tools that run as tasks (polled every 50 ms).
 TASK_TOOLS = str(ROOT / "tests" / "fixtures" / "task_tools.py")
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 
 def cli(*args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -102,6 +103,7 @@ async def cli_async(*args: str) -> subprocess.CompletedProcess[bytes]:
 # -- subprocess -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     done = cli("tools", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -115,12 +117,14 @@ def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     assert "returns: number" in out
 
 
+@pytest.mark.slow
 def test_a_file_without_a_server_is_served_under_its_stem() -> None:
     done = cli("tools", CLIENT_TOOLS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("client_tools ")  # not "py", the file's suffix
 
 
+@pytest.mark.slow
 def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None:
     # No client: stdin is empty, so the server ends at once, after the warning.
     done = cli("run", FORGOTTEN_TOOLS, stdin=subprocess.DEVNULL)
@@ -133,6 +137,7 @@ def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None
     assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_run_says_nothing_when_the_server_registers_the_modules_tools() -> None:
     # Nor that it waits for a client: stdin is not a terminal, a client is on the other end.
     done = cli("run", ECHO_TOOLS, stdin=subprocess.DEVNULL)
@@ -166,6 +171,7 @@ def test_unregistered_tools_counts_only_the_modules_own_functions() -> None:
     assert unregistered_tools(module, chosen) == []
 
 
+@pytest.mark.slow
 def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
     done = cli("tools", CLIENT_TOOLS)
     assert done.returncode == 0, done.stderr
@@ -174,12 +180,14 @@ def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
     )
 
 
+@pytest.mark.slow
 def test_version() -> None:
     done = cli("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"trio-mcp {trio_mcp.__version__} (Python {platform.python_version()})\n"
 
 
+@pytest.mark.slow
 def test_tools_shows_one_tool_in_full_with_its_schemas() -> None:
     done = cli("tools", "demo_tools", "calculator.divide")
     assert done.returncode == 0, done.stderr
@@ -193,6 +201,7 @@ def test_tools_shows_one_tool_in_full_with_its_schemas() -> None:
     assert json.loads(outputs.split("\n", 1)[1])["properties"] == {"result": {"type": "number"}}
 
 
+@pytest.mark.slow
 def test_tools_as_json_and_one_tool_as_json() -> None:
     listed = cli("tools", "demo_tools", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -205,6 +214,7 @@ def test_tools_as_json_and_one_tool_as_json() -> None:
     assert json.loads(one.stdout) == next(t for t in tools if t["name"] == "calculator.power")
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_the_command_quietly_with_141() -> None:
     # The pipe's read end is closed before the command starts, so its first write to stdout
     # is sure to fail, as under `trio-mcp tools SERVER | head -1` once head has gone.
@@ -225,6 +235,7 @@ def test_a_closed_stdout_ends_the_command_quietly_with_141() -> None:
     assert (done.returncode, done.stderr) == (141, "")
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_call_quietly_with_130() -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "trio_mcp", "call", CLIENT_TOOLS, "wait"],
@@ -257,6 +268,7 @@ def _serve_on_a_terminal(command: list[str]) -> tuple[str, int]:
     return err.decode(), process.returncode
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_says_it_waits_for_a_client_and_how_to_try_it() -> None:
     err, code = _serve_on_a_terminal([sys.executable, "-m", "trio_mcp", "run", ECHO_TOOLS])
     assert err == (
@@ -266,6 +278,7 @@ def test_run_on_a_terminal_says_it_waits_for_a_client_and_how_to_try_it() -> Non
     assert code == 0
 
 
+@pytest.mark.slow
 def test_a_server_run_from_its_own_script_names_its_command_line_to_try_it() -> None:
     command = [sys.executable, "-m", "demo_tools"]
     err, code = _serve_on_a_terminal(command)
@@ -275,11 +288,13 @@ def test_a_server_run_from_its_own_script_names_its_command_line_to_try_it() -> 
     assert code == 0
 
 
+@pytest.mark.slow
 def test_call_prints_the_result() -> None:
     done = cli("call", "demo_tools", "calculator.add", "a=5", "b=3")
     assert (done.returncode, done.stdout, done.stderr) == (0, "8\n", "")
 
 
+@pytest.mark.slow
 def test_call_reads_each_value_as_its_parameter_takes_it() -> None:
     # `text` takes a string: 2024 stays the text "2024" (it was sent as the integer 2024,
     # which the tool refused); `a` and `b` take numbers, read as JSON.
@@ -291,6 +306,7 @@ def test_call_reads_each_value_as_its_parameter_takes_it() -> None:
     assert (added.returncode, added.stdout) == (0, "12.5\n"), added.stderr
 
 
+@pytest.mark.slow
 def test_call_with_json_arguments_and_an_object_result() -> None:
     done = cli(
         "call", "demo_tools", "wh40k.roll_dice", "flavor=save", "--json", '{"dice_count": 2}'
@@ -301,18 +317,20 @@ def test_call_with_json_arguments_and_an_object_result() -> None:
     assert "on 3+" in lines[-1]
 
 
+@pytest.mark.slow
 def test_options_may_come_between_the_words() -> None:
     # It was refused: "unrecognized arguments: calculator.add a=1 b=2".
-    done = cli("call", "demo_tools", "--timeout", "30", "calculator.add", "a=1", "b=2")
+    done = cli("call", "demo_tools", "--timeout", str(TIMEOUT), "calculator.add", "a=1", "b=2")
     assert (done.returncode, done.stdout, done.stderr) == (0, "3\n", "")
     # Values that start with - are words in NAME=VALUE; options stay options after them.
-    echoed = cli("call", ECHO_TOOLS, "--raw", "echo", "text=--verbose", "--timeout=30")
+    echoed = cli("call", ECHO_TOOLS, "--raw", "echo", "text=--verbose", f"--timeout={TIMEOUT}")
     assert echoed.returncode == 0, echoed.stderr
     assert json.loads(echoed.stdout)["content"] == [{"type": "text", "text": "--verbose"}]
-    added = cli("call", "demo_tools", "calculator.add", "a=-1", "--timeout", "30", "b=-2")
+    added = cli("call", "demo_tools", "calculator.add", "a=-1", "--timeout", str(TIMEOUT), "b=-2")
     assert (added.returncode, added.stdout) == (0, "-3\n"), added.stderr
 
 
+@pytest.mark.slow
 def test_call_a_command_after_double_dash_with_raw_output() -> None:
     done = cli(
         "call", "--raw", "calculator.multiply", "a=6", "b=7", "--", sys.executable, "-m",
@@ -322,6 +340,7 @@ def test_call_a_command_after_double_dash_with_raw_output() -> None:
     assert '"structuredContent": {\n    "result": 42.0\n  }' in done.stdout
 
 
+@pytest.mark.slow
 def test_call_shows_progress_and_server_logs_on_stderr() -> None:
     done = cli("call", ECHO_TOOLS, "chatty", "text=hello")
     assert done.returncode == 0, done.stderr
@@ -330,6 +349,7 @@ def test_call_shows_progress_and_server_logs_on_stderr() -> None:
     assert "[1/2] half way" in done.stderr
 
 
+@pytest.mark.slow
 def test_call_shows_a_task_status_and_prints_its_result() -> None:
     done = cli("call", TASK_TOOLS, "slow", "seconds=0.4")
     assert (done.returncode, done.stdout) == (0, "slept 0.4\n"), done.stderr
@@ -344,6 +364,7 @@ def test_call_shows_a_task_status_and_prints_its_result() -> None:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_a_task() -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "trio_mcp", "call", TASK_TOOLS, "slow", "seconds=60"],
@@ -360,6 +381,7 @@ def test_ctrl_c_cancels_a_task() -> None:
     assert re.fullmatch(r"(  task working: \w+\n)*trio-mcp: cancelled task \S+\n", err), err
 
 
+@pytest.mark.slow
 def test_a_tool_error_exits_1() -> None:
     done = cli("call", "demo_tools", "calculator.divide", "a=1", "b=0")
     assert done.returncode == 1
@@ -367,6 +389,7 @@ def test_a_tool_error_exits_1() -> None:
     assert done.stderr == "error: Cannot divide by zero\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -410,6 +433,7 @@ def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str)
     assert message in done.stderr
 
 
+@pytest.mark.slow
 async def test_tools_and_call_over_http_and_legacy_sse() -> None:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -427,6 +451,7 @@ async def test_tools_and_call_over_http_and_legacy_sse() -> None:
         stop.set()
 
 
+@pytest.mark.slow
 async def test_run_over_http_accepts_the_allowed_hosts() -> None:
     command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
     process = await trio.lowlevel.open_process(
@@ -456,6 +481,7 @@ async def test_run_over_http_accepts_the_allowed_hosts() -> None:
     assert other.status_code == 421
 
 
+@pytest.mark.slow
 async def test_unreachable_url_exits_2() -> None:
     # Port 9 (discard) has no listener here; the retries are bounded (about 4 s at worst).
     done = await cli_async("call", "http://127.0.0.1:9/mcp", "x", "--timeout", "20")
@@ -463,6 +489,7 @@ async def test_unreachable_url_exits_2() -> None:
     assert b"cannot reach http://127.0.0.1:9/mcp" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
 def test_demo_walks_through_every_tool(http: bool) -> None:
     done = cli("demo", *(["--http"] if http else []))
@@ -509,6 +536,7 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
 NOT_INSTALLED = ("h11", "httpx", "httpcore", "hypercorn", "jwt", "cryptography", "redis")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--version"], ["run", "--help"], ["demo"]], ids=" ".join)
 def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> None:
     # The README's first command installs no extras: the command line must start, and the demo
@@ -532,6 +560,7 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
 # -- resources, prompts, completion (subprocess) -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resources_lists_resources_then_templates() -> None:
     done = cli("resources", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -549,6 +578,7 @@ def test_resources_lists_resources_then_templates() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_resources_as_json_from_a_command_after_double_dash() -> None:
     done = cli("resources", "--json", "--", sys.executable, "-m", "trio_mcp", "run", PRIMITIVES)
     assert done.returncode == 0, done.stderr
@@ -564,6 +594,7 @@ def test_resources_as_json_from_a_command_after_double_dash() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_server_without_resources_or_prompts_lists_none() -> None:
     resources = cli("resources", ECHO_TOOLS)
     assert (resources.returncode, resources.stdout) == (
@@ -574,6 +605,7 @@ def test_a_server_without_resources_or_prompts_lists_none() -> None:
     assert (prompts.returncode, json.loads(prompts.stdout)) == (0, []), prompts.stderr
 
 
+@pytest.mark.slow
 def test_read_prints_text_as_it_is_for_a_resource_and_a_template() -> None:
     factions = cli("read", "demo_tools", "wh40k://codex/factions")
     assert factions.returncode == 0, factions.stderr
@@ -586,6 +618,7 @@ def test_read_prints_text_as_it_is_for_a_resource_and_a_template() -> None:
     assert json.loads(unit.stdout)["name"] == "Meganobz"
 
 
+@pytest.mark.slow
 def test_read_a_blob_says_its_size_and_type_or_writes_it(tmp_path: Path) -> None:
     shown = cli("read", PRIMITIVES, "wh40k://logo")
     assert (shown.returncode, shown.stdout) == (
@@ -601,6 +634,7 @@ def test_read_a_blob_says_its_size_and_type_or_writes_it(tmp_path: Path) -> None
     assert len(out.read_bytes()) == 70
 
 
+@pytest.mark.slow
 def test_read_as_json_keeps_the_result_as_it_came() -> None:
     done = cli("read", PRIMITIVES, "wh40k://logo", "--json")
     assert done.returncode == 0, done.stderr
@@ -609,6 +643,7 @@ def test_read_as_json_keeps_the_result_as_it_came() -> None:
     assert part["blob"].startswith("iVBORw0KGgo")  # still base64, as on the wire
 
 
+@pytest.mark.slow
 def test_prompts_lists_each_prompt_with_its_arguments() -> None:
     done = cli("prompts", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -632,6 +667,7 @@ def test_prompts_lists_each_prompt_with_its_arguments() -> None:
     assert prompts["wh40k.greeting"]["arguments"] == [{"name": "name", "required": True}]
 
 
+@pytest.mark.slow
 def test_prompt_prints_its_messages_by_role() -> None:
     done = cli(
         "prompt",
@@ -647,6 +683,7 @@ def test_prompt_prints_its_messages_by_role() -> None:
     ), done.stderr
 
 
+@pytest.mark.slow
 def test_prompt_summarises_content_that_is_not_text_and_gives_json() -> None:
     done = cli("prompt", PRIMITIVES, "wh40k.mixed")
     assert done.returncode == 0, done.stderr
@@ -665,6 +702,7 @@ def test_prompt_summarises_content_that_is_not_text_and_gives_json() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_complete_a_prompt_argument_and_a_template_variable() -> None:
     typed = cli("complete", "demo_tools", "wh40k.battle_briefing", "defender", "n")
     assert (typed.returncode, typed.stdout) == (0, "necrons\n"), typed.stderr
@@ -684,6 +722,7 @@ def test_complete_a_prompt_argument_and_a_template_variable() -> None:
     assert (typed_too.returncode, typed_too.stdout) == (0, "gretchin\n"), typed_too.stderr
 
 
+@pytest.mark.slow
 def test_complete_as_json() -> None:
     done = cli("complete", "demo_tools", "wh40k.battle_briefing", "attacker", "--json")
     assert done.returncode == 0, done.stderr
@@ -694,6 +733,7 @@ def test_complete_as_json() -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -770,6 +810,7 @@ def test_resource_prompt_and_completion_errors_exit_2(args: tuple[str, ...], mes
     assert message in done.stderr
 
 
+@pytest.mark.slow
 async def test_resources_prompts_and_completion_over_http() -> None:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
