@@ -1,8 +1,8 @@
 """The tests' deadlines scale with one factor from the environment (`tests/timing.py`).
 
 The factor reaches what the tests start by path (the conformance suite's runner and its client
-fixture, the sign-in tests' browser), and the runner hands the suite a scenario limit that
-stays above the client fixture's own.
+fixture, the sign-in tests' browser, the test authorization server), and the runner hands the
+suite a scenario limit that stays above the client fixture's own.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def test_scripts_run_by_path_scale_their_deadlines_too() -> None:
         str(ROOT / "tests" / "conformance" / "everything_client.py"),
         str(ROOT / "tests" / "conformance" / "suite.py"),
         str(ROOT / "tests" / "fixtures" / "browser.py"),
+        str(ROOT / "tests" / "oauth_server.py"),
     ]
     done = subprocess.run(
         [sys.executable, "-c", code, *scripts],
@@ -62,7 +63,7 @@ def test_scripts_run_by_path_scale_their_deadlines_too() -> None:
         timeout=timing.scaled(60),
     )
     assert done.returncode == 0, done.stderr
-    client, runner, _ = json.loads(done.stdout).values()
+    client, runner, *_ = json.loads(done.stdout).values()
     assert (client, runner) == (3 * 40.0, 3 * 60.0)
 
 
