@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 
 import trio
 
+from tests.timing import scaled
 from trio_mcp import Client, Server
 from trio_mcp._exceptions import reraise_lone
 from trio_mcp._runtime.client import open_session
@@ -135,7 +136,7 @@ def python_json(script: str, *args: str) -> Any:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     return json.loads(proc.stdout)
 
@@ -153,7 +154,7 @@ def run_pytest(folder: Path, *args: str) -> dict[str, tuple[str, str]]:
         cwd=folder,
         capture_output=True,
         check=False,
-        timeout=120,
+        timeout=scaled(120),
     )
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ElementTree.parse(report).iter("testcase"):
