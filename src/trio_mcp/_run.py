@@ -14,12 +14,14 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ._core.auth import AuthInfo
 from ._core.jsonrpc import Request
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+from ._dispatch import ResolvedRequest
 from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
 from ._runtime.guard import require_trio
@@ -84,11 +86,6 @@ async def serve_stdio(
             reraise_lone(group)
 
 
-#: Requests naming a resource by `uri`, which need the scopes of what serves it.
-_URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
-_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-
-
 class _HttpBackend:
     """Adapts a `Server` to what the HTTP transport needs (`HttpBackend`)."""
 
@@ -110,48 +107,18 @@ class _HttpBackend:
     def base_scopes(self) -> tuple[str, ...]:
         return self.server.required_scopes
 
-    async def required_scopes(self, request: Request) -> tuple[str, ...]:
-        base = self.server.required_scopes
-        params = request.params or {}
-        own: frozenset[str] = frozenset()
-        if request.method == "tools/call" and isinstance(params.get("name"), str):
-            tool = self.server.registry.get(params["name"])
-            own = tool.scopes if tool is not None else own
-        elif request.method == "prompts/get" and isinstance(params.get("name"), str):
-            prompt = self.server.prompt_registry.get(params["name"])
-            own = prompt.scopes if prompt is not None else own
-        elif request.method in _URI_METHODS and isinstance(params.get("uri"), str):
-            # Subscribing to a resource's updates tells its changes: it needs what reading does.
-            own = self.server.resource_registry.scopes_of(params["uri"])
-        elif request.method == "completion/complete" and isinstance(params.get("ref"), dict):
-            own = self._completion_scopes(params["ref"])
-        elif request.method in _TASK_METHODS and isinstance(params.get("taskId"), str):
-            # A task's result and questions are its tool's: a token that could not call the
-            # tool cannot read, answer or cancel its task (none for an unknown task).
-            runtime = self.server.task_runtime
-            record = await runtime.store.get(params["taskId"], runtime.clock())
-            own = frozenset(record.scopes) if record is not None else own
-        return (*base, *sorted(own - set(base)))
-
-    def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
-        """A completer tells about what it completes: it needs the scopes of its owner."""
-        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-            prompt = self.server.prompt_registry.get(ref["name"])
-            return prompt.scopes if prompt is not None else frozenset()
-        if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-            registry = self.server.resource_registry
-            owner = registry.template_by_uri(ref["uri"]) or registry.static.get(ref["uri"])
-            return owner.scopes if owner is not None else registry.scopes_of(ref["uri"])
-        return frozenset()
+    async def resolve(self, request: Request, auth: AuthInfo | None) -> ResolvedRequest:
+        return await self.server.resolve(request, auth)
 
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
         send: trio.abc.SendChannel[bytes],
         *,
+        auth: AuthInfo | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        await self.server.serve_connection(receive, send, task_status=task_status)
+        await self.server.serve_connection(receive, send, auth=auth, task_status=task_status)
 
 
 def http_app(server: Server, options: HttpOptions | None = None) -> McpHttpApp:

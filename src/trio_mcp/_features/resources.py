@@ -34,7 +34,7 @@ from .._exceptions import ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
 from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry
-from .schema import ArgumentsInvalid, CompiledTool, compile_signature
+from .schema import CompiledTool, compile_signature
 from .signature import describe_function
 from .uri_template import UriTemplate
 
@@ -255,6 +255,14 @@ class ResourceTemplate(_Described):
         values = self.template.match(uri)
         if values is None:
             return None
+        return self.validate(values)
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The function's keyword arguments for the template's matched `values`.
+
+        Raises:
+            ArgumentsInvalid: when a variable's value fails validation (one line each).
+        """
         assert self.compiled is not None
         return self.compiled.validate(values)
 
@@ -341,37 +349,35 @@ class ResourceRegistry:
                 return registry
         raise KeyError(key)
 
+    def match(
+        self, uri: str
+    ) -> tuple[Resource | ResourceTemplate, Mapping[str, str | list[str]]] | None:
+        """What serves `uri` and the template's matched values (Rule 4); None if nothing.
+
+        The values are not validated yet (`ResourceTemplate.validate`); a resource has none.
+        """
+        found = self.static.get(uri)
+        if found is not None:
+            return found, {}
+        for template in self.templates:
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        return None
+
     def resolve(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
         """What serves `uri` and the arguments to call it with (Rule 4); None if nothing.
 
         Raises:
             ArgumentsInvalid: when a template matches but a variable fails validation.
         """
-        found = self.static.get(uri)
-        if found is not None:
-            return found, {}
-        for template in self.templates:
-            kwargs = template.bind(uri)
-            if kwargs is not None:
-                return template, kwargs
-        return None
-
-    def scopes_of(self, uri: str) -> frozenset[str]:
-        """The OAuth scopes reading `uri` needs: those of what serves it (none if nothing).
-
-        A template whose variables fail validation still names its scopes: the read needs
-        them before it is told what is wrong.
-        """
-        found = self.static.get(uri)
-        if found is not None:
-            return found.scopes
-        for template in self.templates:
-            try:
-                if template.bind(uri) is not None:
-                    return template.scopes
-            except ArgumentsInvalid:
-                return template.scopes
-        return frozenset()
+        found = self.match(uri)
+        if found is None:
+            return None
+        target, values = found
+        if isinstance(target, Resource):
+            return target, {}
+        return target, target.validate(values)
 
     def template_by_uri(self, uri_template: str) -> ResourceTemplate | None:
         """The enabled template written exactly `uri_template`, or None."""

@@ -27,13 +27,14 @@ from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
 
-from .._core.auth import Principal, principal_from
+from .._core.auth import AuthInfo, Principal, principal_from
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
+from .._core.jsonrpc import Request
 from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
-from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
+from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher, ResolvedRequest
 from .._exceptions import ToolDefinitionError
 from .._features.context import Context
 from .._features.prompts import (
@@ -199,6 +200,7 @@ class Server:
         given = required_scopes if isinstance(required_scopes, str) else tuple(required_scopes)
         check_scopes(given, "Server(required_scopes=...)")
         self.required_scopes = tuple(dict.fromkeys(given))
+        self.dispatcher.base_scopes = self.required_scopes
         self.dispatcher.cache_hints.update(list_cache or {})
         #: The sessions open now (not public API): where a broadcast to every client goes.
         self.hub = SessionHub(
@@ -789,6 +791,22 @@ class Server:
             discover_capabilities=self.capabilities(),
         )
 
+    async def resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:
+        """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
+
+        A `tasks/*` request needs the scopes of the tool its task runs: a token that could not
+        call the tool cannot read, answer or cancel its task (none for an unknown task). The
+        task's record may live in a remote store, hence the wait.
+        """
+        call = self.dispatcher.resolve(request, auth)
+        if call.kind == "task" and call.name is not None:
+            runtime = self.task_runtime
+            record = await runtime.store.get(call.name, runtime.clock())
+            if record is not None:
+                own = frozenset(record.scopes)
+                call = call.replace(scopes=self.dispatcher.targets.scopes(own))
+        return call
+
     # -- serving --------------------------------------------------------------------------------
 
     async def serve_connection(
@@ -796,6 +814,7 @@ class Server:
         receive: Frames,
         send: trio.abc.SendChannel[bytes],
         *,
+        auth: AuthInfo | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve one client over a pair of frame channels until `receive` ends.
@@ -805,6 +824,9 @@ class Server:
                 `LineTooLong` in a batch stands for a frame that was too long and is answered
                 with -32600 in its place); the channel's end ends the session.
             send: Where response and notification frames go.
+            auth: The verified token of the client, when the transport authenticated the
+                connection: its requests see it (`Context.auth`, the lists it may see, the
+                tasks it owns). None over stdio and in memory.
             task_status: Reports when the server is ready to read.
 
         Raises:
@@ -814,5 +836,5 @@ class Server:
         # The connection's calls that become tasks run here, and end with the connection.
         async with trio.open_nursery() as tasks:
             with self.task_runtime.lend(tasks):
-                await serve_frames(self, receive, send, task_status=task_status)
+                await serve_frames(self, receive, send, auth=auth, task_status=task_status)
             tasks.cancel_scope.cancel()

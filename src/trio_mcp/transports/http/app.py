@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 import trio
 
-from ..._core.auth import current_auth
+from ..._core.auth import AuthInfo
 from ..._core.jsonrpc import dumps
 from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse, send_json
 from .auth import AuthGate, StaticTokenVerifier, TokenVerifier
@@ -71,7 +71,6 @@ class McpHttpApp:
             self.options.resource_metadata,
             self.options.path,
             backend.base_scopes(),
-            backend.required_scopes,
             scope_hierarchy=self.options.scope_hierarchy,
         )
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)
@@ -151,28 +150,29 @@ class McpHttpApp:
         refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
         if refusal is not None:
             raise Refused(*refusal)
-        # The verified token rides along in a context variable to the tasks that answer this
-        # request (`_core/auth`, Rule 2); this request's task is its own, so it is set here.
-        reset = current_auth.set(await self._gate.authenticate(scope, headers))
-        try:
-            await self._serve(scope, headers, receive, send)
-        finally:
-            current_auth.reset(reset)
+        # The verified token goes down with the request, to the records its messages become.
+        auth = await self._gate.authenticate(scope, headers)
+        await self._serve(scope, headers, receive, send, auth)
 
     async def _serve(
-        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None,
     ) -> None:
         path, method = scope["path"], scope["method"]
         if path == "/sse":
-            await self._legacy.stream(headers, receive, send)
+            await self._legacy.stream(headers, receive, send, auth)
         elif path == "/messages":
-            await self._legacy.post(scope, headers, receive, send)
+            await self._legacy.post(scope, headers, receive, send, auth)
         elif method == "POST":
-            await self._streamable.post(scope, headers, receive, send)
+            await self._streamable.post(scope, headers, receive, send, auth)
         elif method == "GET":
-            await self._streamable.get(headers, receive, send)
+            await self._streamable.get(headers, receive, send, auth)
         else:  # DELETE
-            await self._streamable.delete(headers, send)
+            await self._streamable.delete(headers, send, auth)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         """Serve the protected resource metadata (RFC 9728), to anyone (`auth` Rule 2)."""

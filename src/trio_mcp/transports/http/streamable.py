@@ -75,7 +75,8 @@ from typing import Any
 
 import trio
 
-from ..._core.jsonrpc import InvalidMessage, Request, parse
+from ..._core.auth import AuthInfo
+from ..._core.jsonrpc import ErrorResponse, InvalidMessage, Notification, Request, Response, parse
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
 from ..._core.versions import HTTP_DEFAULT_VERSION
@@ -154,9 +155,14 @@ class StreamableHttp:
             session.shut_down()
 
     async def post(
-        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
     ) -> None:
-        """Answer one POST: a message or a batch (Rules 1, 2)."""
+        """Answer one POST: a message or a batch (Rules 1, 2), with its verified token."""
         check_content_type(headers)
         accept = headers.get(b"accept", b"").lower()
         wildcard = b"*/*" in accept
@@ -168,17 +174,27 @@ class StreamableHttp:
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
-        message: Any = messages if is_batch else messages[0]
+        # Each request is resolved once, here: its record carries the scopes it needs (checked
+        # now) and goes on to the session that answers it.
+        calls = {
+            i: await self.backend.resolve(m, auth)
+            for i, m in enumerate(messages)
+            if isinstance(m, Request)
+        }
         if self._gate is not None:
-            await self._gate.check_messages(scope, headers, messages)
+            self._gate.check_scopes(scope, headers, auth, (c.scopes for c in calls.values()))
+        resolved = [calls.get(i, m) for i, m in enumerate(messages)]
+        message: Any = resolved if is_batch else resolved[0]
         version = headers.get(b"mcp-protocol-version")
         modern = self._is_modern(version, messages)
         has_request = any(isinstance(m, Request) for m in messages)
         if modern:
-            sid, session = None, self._modern_session(scope, headers, message)
+            raw = messages if is_batch else messages[0]
+            sid, session = None, self._modern_session(scope, headers, raw)
         else:
-            is_init = isinstance(message, Request) and message.method == "initialize"
-            sid, session, entry = self._session_for(headers, is_init, version, has_request)
+            first = messages[0]
+            is_init = not is_batch and isinstance(first, Request) and first.method == "initialize"
+            sid, session, entry = self._session_for(headers, is_init, version, has_request, auth)
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
@@ -191,7 +207,13 @@ class StreamableHttp:
         else:
             await self._answer_in_session(session, message, sid, receive, send, entry=entry)
 
-    async def get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def get(
+        self,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
+    ) -> None:
         """Open the server-to-client stream of the session a GET names (Rule 6)."""
         accept = headers.get(b"accept", b"").lower()
         if b"text/event-stream" not in accept and b"*/*" not in accept:
@@ -206,7 +228,7 @@ class StreamableHttp:
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
-        entry = self._sessions.get(raw.decode("latin-1"))
+        entry = self._sessions.get(raw.decode("latin-1"), auth)
         if entry is None or entry.outbox is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         if self._hung_up:
@@ -338,13 +360,15 @@ class StreamableHttp:
         # dispatches no event.
         return b"retry: %d\n\n" % round(self.options.retry_interval * 1000)
 
-    async def delete(self, headers: dict[bytes, bytes], send: Send) -> None:
+    async def delete(
+        self, headers: dict[bytes, bytes], send: Send, auth: AuthInfo | None = None
+    ) -> None:
         """End the session a DELETE names: 204, or 400 / 404 when it names none open."""
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header")
         sid = raw.decode("latin-1")
-        entry = self._sessions.get(sid)
+        entry = self._sessions.get(sid, auth)
         if entry is None or entry.session is None:
             raise Refused(404, "Unknown or expired session")
         self._sessions.end(sid)
@@ -370,7 +394,7 @@ class StreamableHttp:
         if not isinstance(message, list):
             # The fast path: a request that needs no waiting (initialize, ping, tools/list, an
             # inline tool) is answered right here, with no task, channel or disconnect watch.
-            answer = session.handle_now(message)
+            answer = session.start(message)
             if answer is not None:
                 await send_json(send, 200, encode(answer), _sid(sid))
                 return
@@ -391,14 +415,14 @@ class StreamableHttp:
         # No session bounds these requests: the server does (Rule 4). 503, not 429: the
         # overload is the server's, not this client's doing (RFC 9110, 15.6.4), and a load
         # balancer may pass a 503 on to another worker.
-        weight = sum(isinstance(m, Request) for m in message) if isinstance(message, list) else 1
+        weight = sum(not _is_message(m) for m in message) if isinstance(message, list) else 1
         if self._sessionless + weight > self.options.max_in_flight_sessionless:
             raise Refused(
                 503, "Too many requests in flight; try again later", [(b"retry-after", b"1")]
             )
         if not isinstance(message, list):
             # The fast path, as in a session: answered here, it never holds a slot.
-            answer = session.handle_now(message)
+            answer = session.start(message)
             if answer is not None:
                 status = modern_status(answer) if modern else 200
                 await send_json(send, status, encode(answer))
@@ -442,7 +466,12 @@ class StreamableHttp:
         return self.backend.new_session()
 
     def _session_for(
-        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None, request: bool
+        self,
+        headers: dict[bytes, bytes],
+        is_init: bool,
+        version: bytes | None,
+        request: bool,
+        auth: AuthInfo | None,
     ) -> tuple[str | None, HttpSession, Entry | None]:
         """The session a handshake-era POST belongs to: (its id if new, it, its table entry)."""
         if version is not None and version.decode("latin-1") not in self.backend.versions:
@@ -471,12 +500,12 @@ class StreamableHttp:
             sid = secrets.token_urlsafe(32)  # 256 bits; URL-safe base64 is visible ASCII
             session = self.backend.new_session()
             new = Entry(session, trio.current_time())
-            self._sessions.add(sid, new)
+            self._sessions.add(sid, new, auth)
             return sid, session, new
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
-        entry = self._sessions.get(raw.decode("latin-1"))
+        entry = self._sessions.get(raw.decode("latin-1"), auth)
         if entry is None or entry.session is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         entry.last_seen = trio.current_time()
@@ -546,7 +575,13 @@ class StreamableHttp:
             if resumable:
                 current_stream.set(_Closer(out_send))
             async with out_send:
-                answer = await session.handle(message, notify, carry)
+                if isinstance(message, list):
+                    answer = await session.handle(message, notify, carry)
+                else:  # one request, admitted by `start`
+                    try:
+                        answer = await session.answer(message, notify, carry)
+                    finally:
+                        session.release(message.request.id)
                 await out_send.send(answer if answer is not None else done)
 
         # The disconnect watch ends before the last body is sent: the server reports the
@@ -743,6 +778,11 @@ async def _next_kept_alive(
         with trio.move_on_after(interval):
             return await _next(channel)
         await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
+
+
+def _is_message(item: Any) -> bool:
+    """Whether a decoded item is no request (requests come resolved, by the MCP side)."""
+    return isinstance(item, Notification | Response | ErrorResponse | InvalidMessage)
 
 
 def _opens_stream(item: Any) -> bool:
