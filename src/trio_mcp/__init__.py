@@ -69,6 +69,7 @@ from ._exceptions import (
     ConnectionClosed,
     InsufficientScopeError,
     InvalidTokenError,
+    LifespanError,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
@@ -109,12 +110,15 @@ if TYPE_CHECKING:
         ToolParameter,
         ToolResult,
     )
+    from ._dispatch.middleware import CallNext, Middleware
+    from ._dispatch.resolve import ResolvedRequest
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
     from ._runtime.redis_broker import RedisBroker
     from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
+    from ._runtime.session import SessionInfo
     from .transports.http.app import HttpOptions
     from .transports.http.auth import (
         IntrospectionVerifier,
@@ -148,6 +152,10 @@ if TYPE_CHECKING:
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
     "Server": "._runtime.server",
+    "SessionInfo": "._runtime.session",
+    "CallNext": "._dispatch.middleware",
+    "Middleware": "._dispatch.middleware",
+    "ResolvedRequest": "._dispatch.resolve",
     "Broker": "._runtime.broker",
     "InProcessBroker": "._runtime.broker",
     "RedisBroker": "._runtime.redis_broker",
@@ -224,6 +232,7 @@ __all__ = [
     "AutoRedirect",
     "Broker",
     "CacheHint",
+    "CallNext",
     "CallToolResult",
     "Cancelled",
     "Choices",
@@ -248,12 +257,14 @@ __all__ = [
     "IntrospectionVerifier",
     "InvalidTokenError",
     "JwtVerifier",
+    "LifespanError",
     "LocalProtocolError",
     "LogMessage",
     "LoopbackCallback",
     "MemoryEventStore",
     "MemoryTaskStore",
     "MemoryTokenStorage",
+    "Middleware",
     "OAuth",
     "OAuthTokens",
     "Param",
@@ -269,6 +280,7 @@ __all__ = [
     "RedisTaskStore",
     "RemoteProtocolError",
     "RequestError",
+    "ResolvedRequest",
     "Resource",
     "ResourceContents",
     "ResourceInfo",
@@ -284,6 +296,7 @@ __all__ = [
     "SamplingResult",
     "Server",
     "SessionExpiredError",
+    "SessionInfo",
     "StaticTokenVerifier",
     "TaskCancelledError",
     "TaskInfo",

@@ -74,6 +74,7 @@ async def serve_stdio(
         writer = trio.lowlevel.FdStream(out_fd)
         try:
             async with (
+                server.running(),  # the lifespan: entered before anything is read
                 reader,
                 writer,
                 open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
@@ -193,7 +194,7 @@ async def _serve_http(
         raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
     app = http_app(server, options)
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
-    async with trio.open_nursery() as nursery:
+    async with server.running(), trio.open_nursery() as nursery:
         await nursery.start(app.run)
         await nursery.start(server.task_runtime.host)  # calls that become tasks run there
         await nursery.start(server.relay)  # what the fleet's other workers publish
@@ -260,16 +261,14 @@ def run(
         ValueError: for an unknown transport, or "http" on a wildcard `host` (0.0.0.0, ::)
             without `options.allowed_hosts`.
         OSError: when the address cannot be bound.
+        LifespanError: when the server's lifespan raised on entry (nothing was served).
     """
     if transport == "stdio":
         run_stdio(server)
     elif transport == "http":
-        try:
-            trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
-        except BaseExceptionGroup as group:
-            # A failure to start (port taken, a wildcard address without allowed hosts) comes
-            # out of the nurseries as a group of one: the caller sees the error itself.
-            reraise_lone(group)
+        # A failure to start (port taken, a wildcard address without allowed hosts, a lifespan
+        # that raised) comes out as the error itself.
+        _run_trio(functools.partial(_run_http, server, host=host, port=port, options=options))
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
@@ -288,10 +287,7 @@ def run_worker(
     serve = functools.partial(
         _run_http, server, host=host, port=0, options=options, listen_fd=listen_fd, link_fd=link_fd
     )
-    try:
-        trio.run(serve)
-    except BaseExceptionGroup as group:
-        reraise_lone(group)
+    _run_trio(serve)
 
 
 async def _run_http(
@@ -361,7 +357,7 @@ def run_stdio(server: Server, *, try_with: str | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
-    trio.run(_run_stdio, server)
+    _run_trio(functools.partial(_run_stdio, server))
 
 
 async def _run_stdio(server: Server) -> None:
@@ -376,6 +372,14 @@ async def _run_stdio(server: Server) -> None:
             nursery.start_soon(stop_on_signal)
             await serve_stdio(server)
             nursery.cancel_scope.cancel()
+
+
+def _run_trio(fn: Callable[[], Awaitable[None]]) -> None:
+    """`trio.run(fn)`, with a lone failure coming out as itself, not in a group."""
+    try:
+        trio.run(fn)
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
 
 
 def _default_path() -> str:

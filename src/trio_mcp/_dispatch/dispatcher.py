@@ -247,6 +247,8 @@ class Dispatcher:
         self.hide_unauthorized = hide_unauthorized
         #: The middleware, outermost first (`add_middleware`).
         self.chain = Chain(middleware)
+        #: What the server's lifespan yielded, for every `Context` (None without one).
+        self.lifespan_value: Any = None
         #: Step 1 of resolution over the registries; its `base_scopes` are the server's.
         self.targets = Targets(self.registry, self.resources, self.prompts)
         #: Caching hints of each list method (2026-07-28); unset ones send `CACHE_HINTS`.
@@ -254,7 +256,9 @@ class Dispatcher:
         plain = self._plain
         #: Every method this dispatcher answers.
         self.routes: dict[str, Route] = {
-            "initialize": Route(plain("protocol"), self._initialize),
+            # The handshake fixes the revision every later request is checked against: always
+            # answered at once, in order, without the middleware (which may wait).
+            "initialize": Route(self._handshake, self._initialize),
             "ping": Route(plain("protocol"), self._ping),
             "logging/setLevel": Route(plain("protocol"), self._set_level),
             "server/discover": Route(plain("protocol"), self._discover),
@@ -313,6 +317,13 @@ class Dispatcher:
             )
 
         return resolve
+
+    def _handshake(
+        self, request: Request, auth: AuthInfo | None, inline_ok: bool
+    ) -> ResolvedRequest:
+        return ResolvedRequest(
+            request, "protocol", scopes=self.targets.base_scopes, auth=auth, now=True
+        )
 
     def _task_target(
         self, request: Request, auth: AuthInfo | None, inline_ok: bool
@@ -375,8 +386,12 @@ class Dispatcher:
             return result_response(call.id, result)
         except (RemoteProtocolError, RequestError) as exc:
             return error_response(call.id, exc.code, exc.message, exc.data)
-        except ToolError as exc:  # a middleware refused a request that has no `isError`
-            return error_response(call.id, INTERNAL_ERROR, str(exc))
+        except ToolError as exc:  # raised by a middleware
+            if call.kind == "tool" and call.scope is not None:
+                return result_response(
+                    call.id, self._finish(session, call, _error_result(str(exc)))
+                )
+            return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
         except Exception:
             logger.exception("internal error answering %s", call.method)
             return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
@@ -807,7 +822,13 @@ class Dispatcher:
         chained = self.chain.around("tool", innermost)
 
         async def body() -> dict[str, Any]:
-            return await chained(call)
+            # What a middleware raises: as `answer` maps it, but for the task's outcome.
+            try:
+                return await chained(call)
+            except ToolError as exc:
+                return self._finish(session, call, _error_result(str(exc)))
+            except RequestError as exc:
+                raise RemoteProtocolError(exc.message, exc.code, exc.data) from None
 
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if _scope(call).modern else session.follow_task
@@ -1001,6 +1022,7 @@ class Dispatcher:
             book=book,
             ask_timeout=self.ask_timeout,
             auth=call.auth,
+            lifespan=self.lifespan_value,
         )
 
     def _invalid(self, tool: Tool, exc: ArgumentsInvalid) -> dict[str, Any]:

@@ -30,8 +30,10 @@ Where the chain runs, and what it sees:
   roots) is not a request to the server: no middleware sees it; the tool's call that asked
   is still inside its `call_next` meanwhile.
 - Requests the protocol layer refuses before they reach the server's features (malformed
-  JSON, a duplicate id, a request before `initialize`, an unsupported revision) are answered
-  without the chain.
+  JSON, a duplicate id, a request before `initialize`, an unsupported revision, an unknown
+  method) are answered without the chain, and so is `initialize` itself: it fixes the
+  revision every later request is checked against, so it is answered at once and in order
+  (`Server.on_session_start` hears of it).
 - `on_notification` runs on the connection's reader: keep it short; the runtime's own
   handling of the notification (a cancellation, say) is its `call_next`.
 """

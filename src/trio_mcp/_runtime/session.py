@@ -31,6 +31,7 @@ import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import trio
@@ -66,6 +67,7 @@ from .hub import SessionHub
 __all__ = [
     "CANCEL_NOTICE_SECONDS",
     "MessageSender",
+    "SessionInfo",
     "SessionOwner",
     "SessionRuntime",
     "batch_answer",
@@ -88,6 +90,24 @@ _SESSION_IDS: Final = itertools.count(1)
 _PID: Final = os.getpid()
 
 
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A client's session, as session hooks see it (`Server.on_session_start`).
+
+    Attributes:
+        id: Names the session for as long as the process lives (no secret: not the HTTP
+            `Mcp-Session-Id`); the same as `ResolvedRequest.session_id`.
+        protocol_version: The revision it negotiated.
+        client_info: The client's `{"name", "version", ...}`, when it told.
+        auth: The verified token it was opened with, or None (stdio, memory, no auth).
+    """
+
+    id: str
+    protocol_version: str | None
+    client_info: dict[str, Any] | None
+    auth: AuthInfo | None
+
+
 class SessionOwner(Protocol):
     """What a session and its connection read of their server (`Server` is one).
 
@@ -104,6 +124,14 @@ class SessionOwner(Protocol):
 
     def new_session(self) -> ServerSession:
         """A fresh protocol session for one client."""
+        ...
+
+    def session_started(self, info: Any) -> None:
+        """Tell the server's session hooks that a session started (its `initialize`)."""
+        ...
+
+    def session_ended(self, info: Any) -> None:
+        """Tell the server's session hooks that a started session ended."""
         ...
 
 
@@ -166,6 +194,9 @@ class SessionRuntime:
         # Streamable HTTP: the session's server-to-client stream, for messages not tied to a
         # request being answered (`attach_stream`); None until the transport gives it one.
         self._stream: MessageSender | None = None
+        # Whether the session started (a kept session's `initialize` was answered): its end
+        # is then told to the server's session hooks too.
+        self._started = False
 
     def attach_stream(
         self,
@@ -192,6 +223,9 @@ class SessionRuntime:
     def end(self) -> None:
         """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3)."""
         self.cancel_all()
+        if self._started:
+            self._started = False
+            self.server.session_ended(self.info())
         # However it ended (end of input, cancellation, a crash), a request the server sent to
         # the client must not wait for ever; a reason given earlier by `close` is kept.
         self.close("the session ended")
@@ -271,11 +305,25 @@ class SessionRuntime:
         if call.now:
             response = self.dispatcher.answer_now(self.session, call, self.id)
             self.session.end(request_id)
+            if call.request.method == "initialize":
+                self._initialized(response)
             return response
         self._scopes[request_id] = trio.CancelScope()
         if call.request.method == LISTEN:
             self._listens.add(request_id)
         return None
+
+    def _initialized(self, response: dict[str, Any]) -> None:
+        # A kept session starts with its `initialize` answered: the server's hooks hear of it.
+        if self._kept and not self._started and "result" in response:
+            self._started = True
+            self.server.session_started(self.info())
+
+    def info(self) -> SessionInfo:
+        """The session as session hooks see it."""
+        return SessionInfo(
+            self.id, self.session.protocol_version, self.session.client_info, self.auth
+        )
 
     def release(self, request_id: RequestId) -> None:
         """Forget a request `start` admitted; its id may be used again."""
@@ -308,6 +356,8 @@ class SessionRuntime:
             response = await self.dispatcher.answer(
                 self.session, call, notify, self.requester(request, via), self.id
             )
+        if request.method == "initialize":
+            self._initialized(response)
         if not scope.cancel_called:
             return response
         if request.id in self._cut:
@@ -640,6 +690,7 @@ class SessionRuntime:
             send=self.notify,
             requester=self.request,
             ask_timeout=self.dispatcher.ask_timeout,
+            lifespan=self.dispatcher.lifespan_value,
         )
         try:
             await handler(context)
