@@ -1,0 +1,23 @@
+"""Middleware: the base class, and built-ins that are ordinary middleware.
+
+```python
+from trio_mcp import Server
+from trio_mcp.middleware import Middleware
+
+class Audit(Middleware):
+    async def on_call_tool(self, request, call_next):
+        result = await call_next(request)
+        print(request.name, request.principal, result.get("isError", False))
+        return result
+
+server = Server("audited", middleware=[Audit()])
+```
+
+What a middleware sees and where it runs: `Middleware`'s module (`trio_mcp._dispatch.middleware`)
+says it in full.
+"""
+
+from .._dispatch.middleware import CallNext, Middleware, NotifyNext
+from .._dispatch.resolve import ResolvedRequest
+
+__all__ = ["CallNext", "Middleware", "NotifyNext", "ResolvedRequest"]
