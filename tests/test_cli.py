@@ -40,7 +40,7 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._cli import unregistered_tools
+from trio_mcp._cli import _http_options, _parser, unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
     convert_value,
@@ -389,6 +389,10 @@ def test_a_tool_error_exits_1() -> None:
         (
             ("run", "demo_tools", "--transport", "http", "--host", "0.0.0.0", "--port", "0"),
             "HttpOptions.allowed_hosts (trio-mcp run --allow-host NAME)",
+        ),
+        (
+            ("run", "demo_tools", "--max-connections-per-address", "5"),
+            "--max-connections-per-address takes 0 or more, with --transport http",
         ),
     ],
 )
@@ -1003,3 +1007,12 @@ def test_render_messages_and_describe_block() -> None:
     )
     assert render_messages(result) == "user: hi\nassistant: yo"
     assert describe_block({"type": "future", "x": 1}) == '{"type": "future", "x": 1}'
+
+
+@pytest.mark.parametrize(("given", "bound"), [((), 256), (("5",), 5), (("0",), None)])
+def test_run_bounds_the_connections_of_one_client_address(
+    given: tuple[str, ...], bound: int | None
+) -> None:
+    flag = ("--max-connections-per-address", *given) if given else ()
+    args = _parser().parse_args(["run", "demo_tools", "--transport", "http", *flag])
+    assert _http_options(args).max_connections_per_address == bound

@@ -201,6 +201,13 @@ def _parser() -> argparse.ArgumentParser:
         "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
     )
     run_cmd.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        metavar="N",
+        help="HTTP: connections one client address may hold (default 256; 0 for no bound, "
+        "behind a reverse proxy whose address every connection comes from)",
+    )
+    run_cmd.add_argument(
         "--task-store",
         default=os.environ.get("TRIO_MCP_TASK_STORE") or None,
         metavar="URL",
@@ -426,6 +433,9 @@ def _run_options(
         parser.error("--workers serves HTTP: add --transport http")
     if (args.auth_issuer is None) != (args.auth_audience is None):
         parser.error("--auth-issuer and --auth-audience go together")
+    per_address = args.max_connections_per_address
+    if per_address is not None and (per_address < 0 or args.transport != "http"):
+        parser.error("--max-connections-per-address takes 0 or more, with --transport http")
     if args.auth_issuer is not None and args.transport != "http":
         parser.error("--auth-issuer protects an HTTP server: add --transport http")
     if args.auth_issuer is not None and os.environ.get("TRIO_MCP_BEARER_TOKEN"):
@@ -469,7 +479,15 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         resource_metadata=metadata,
         stateless=args.stateless,
         legacy_sse=not args.no_legacy_sse,
+        max_connections_per_address=_per_address(args.max_connections_per_address),
     )
+
+
+def _per_address(given: int | None) -> int | None:
+    """`--max-connections-per-address`: not given, the default; 0, no bound."""
+    if given is None:
+        return HttpOptions.max_connections_per_address
+    return given or None
 
 
 def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:

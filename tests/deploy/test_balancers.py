@@ -58,6 +58,9 @@ async def _start_workers(
                 str(port),
                 "--allow-host",
                 "127.0.0.1",
+                # Behind the balancer every connection comes from its address (deploy/README).
+                "--max-connections-per-address",
+                "0",
                 *args,
                 env=env,
             )

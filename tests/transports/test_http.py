@@ -36,6 +36,7 @@ from tests.http_helpers import (
 from tests.schema_check import validate_server_message, validate_transcript
 from trio_mcp import MemoryEventStore, Server
 from trio_mcp._run import serve_http
+from trio_mcp.transports.http.headers import request_headers
 
 BATTLE = "wh40k.battle_simulation"
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -198,7 +199,6 @@ async def test_unsupported_protocol_version_header_is_400() -> None:
         (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700, None),
         (b"", -32700, None),
         # A readable id is echoed, as on stdio.
-        (b'{"jsonrpc": "2.0", "id": 1}', -32600, 1),
         (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600, 1),
         (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
         (b'"just a string"', -32600, None),
@@ -213,6 +213,31 @@ async def test_malformed_or_invalid_message_is_400_with_a_jsonrpc_error(
         ok = await client.request("ping")
     assert_refused(response, 400, code, request_id)
     assert ok.status == 200  # a bad message never kills a session
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 1}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "error": "boom"}',
+        b'{"jsonrpc": "1.0", "id": 1, "result": {}}',
+    ],
+)
+async def test_a_malformed_response_is_400_with_an_error_naming_no_request(body: bytes) -> None:
+    """A response is never answered (JSON-RPC): the refusal's error has no id at all (spec
+    2025-11-25, Streamable HTTP: "a JSON-RPC error response that has no id")."""
+    async with serve() as served:
+        client = await session(served)
+        response = await served.http.post(served.url, headers=client.headers(), content=body)
+        ok = await client.request("ping")
+    assert response.status_code == 400, response.text
+    refused = response.json()
+    assert "id" not in refused
+    assert refused["error"]["code"] == -32600
+    assert refused["error"]["message"].startswith("Invalid Request: malformed response: ")
+    validate_server_message(refused, LATEST)
+    assert ok.status == 200
 
 
 # -- 401 / 403 ---------------------------------------------------------------------------------
@@ -776,7 +801,7 @@ async def test_legacy_sse_2024_11_05_session_matches_its_schema() -> None:
             sent.append(message)
             posted = await served.http.post(served.base + endpoint, json=message)
             assert posted.status_code == 202
-        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6}'):
+        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6, "method": 7}'):
             posted = await served.http.post(
                 served.base + endpoint, headers={"content-type": "application/json"}, content=raw
             )
@@ -814,7 +839,7 @@ async def test_every_message_of_a_session_matches_the_schema(version: str) -> No
             batch = [client.make_request("ping"), client.make_request("tools/list")]
             batched = await client.post(batch)
             assert [m["id"] for m in batched.last] == [b["id"] for b in batch]
-        refused = await client.post({"jsonrpc": "2.0", "id": 1})
+        refused = await client.post({"jsonrpc": "2.0", "id": 1, "method": 7})
         assert refused.status == 400
         deleted = await client.delete()
         assert deleted.status_code in (200, 204)
@@ -1059,12 +1084,9 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
     assert bad_origin.status_code == 403
     assert batch.status_code == 200
     assert [m["error"]["code"] for m in batch.json()] == [-32600, -32600]
-    # 2025-11-25 has no batches: one error for the whole array, naming the revision that has.
-    assert refused.status_code == 200
-    [whole] = refused.json()
-    assert whole["id"] is None
-    assert whole["error"]["code"] == -32600
-    assert "batches are part of MCP 2025-03-26 only" in whole["error"]["message"]
+    # 2025-11-25 has no batches: 400, one error for the whole array naming the revision that has.
+    assert_refused(refused, 400)
+    assert "batches are part of MCP 2025-03-26 only" in refused.json()["error"]["message"]
     narrow = Server(versions=("2025-11-25",))
     async with serve(narrow, stateless=True) as served:
         response = await served.http.post(
@@ -1073,3 +1095,115 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
             content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
         )
     assert response.status_code == 400  # not a 500: 2025-03-26 (the header's default) is not served
+
+
+CAMPAIGN = "wh40k.campaign"  # 0.6 s a battle: 100 battles outlast any test
+WITH_TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+async def sse_messages(lines: Any) -> list[Any]:
+    """The JSON-RPC messages of an SSE stream's lines until it ends."""
+    return [
+        json.loads(line.removeprefix("data: "))
+        async for line in lines
+        if line.startswith("data: ") and line != "data: "
+    ]
+
+
+async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() -> None:
+    """Defect 24.5 over Streamable HTTP: a session's GET stream and a 2026-07-28 listen stream
+    hear the end of the tasks they follow ("Server shutting down") before they end, and the
+    store keeps each task settled with that reason."""
+    server = demo_tools.build_server()
+    long = {"battles": 100}
+    async with serve(server) as served:
+        client = await session(served)
+        mine = (await client.call(CAMPAIGN, long, **{CAPABILITIES: WITH_TASKS})).result["taskId"]
+        modern = served.client(MODERN)
+        declared = {**MODERN_META, CAPABILITIES: WITH_TASKS}
+        followed = (await modern.call(CAMPAIGN, long, **declared)).result["taskId"]
+        listen = modern.make_request(
+            "subscriptions/listen", {"_meta": declared, "notifications": {"taskIds": [followed]}}
+        )
+        listen_headers = {**modern.headers(), **request_headers(listen, MODERN)}
+        get_headers = client.headers(accept="text/event-stream")
+        async with (
+            served.http.stream("GET", served.url, headers=get_headers) as get,
+            served.http.stream("POST", served.url, headers=listen_headers, json=listen) as heard,
+        ):
+            get_lines, heard_lines = get.aiter_lines(), heard.aiter_lines()
+            while not (await heard_lines.__anext__()).startswith("data: "):
+                pass  # the acknowledgement: the listen follows the task
+            assert (await get_lines.__anext__()).startswith("id: ")  # primed: the GET is open
+            served.stop.set()
+            on_get = await sse_messages(get_lines)
+            on_listen = await sse_messages(heard_lines)
+        await served.finished.wait()  # bounded by `serve`'s own deadline
+    for messages, task_id in ((on_get, mine), (on_listen, followed)):
+        ends = [
+            m["params"]
+            for m in messages
+            if m.get("method") == "notifications/tasks" and m["params"]["status"] == "failed"
+        ]
+        assert [end["taskId"] for end in ends] == [task_id], messages
+        assert ends[0]["statusMessage"] == "Server shutting down"
+        assert ends[0]["error"]["code"] == -32000
+        record = await server.task_runtime.store.get(task_id, server.task_runtime.clock())
+        assert record is not None
+        assert (record.status, record.status_message) == ("failed", "Server shutting down")
+    assert on_listen[-1] == {  # the listen itself answered once, with its plain result
+        "jsonrpc": "2.0",
+        "id": listen["id"],
+        "result": {
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]},
+        },
+    }
+
+
+BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_a_batch_in_a_session_without_batches_is_400(version: str) -> None:
+    """Defect 24.7: a JSON array POSTed in a 2025-11-25 session got 200 and an array holding
+    one -32600; that revision's transport takes one message per POST (conformance scenario
+    json-rpc-batch-rejection): 400, with the JSON-RPC error as the body."""
+    async with serve() as served:
+        client = await session(served, version)
+        refused = await served.http.post(served.url, headers=client.headers(), json=BATCH)
+        notes = [{"jsonrpc": "2.0", "method": "notifications/initialized"}] * 2
+        notified = await served.http.post(served.url, headers=client.headers(), json=notes)
+        still = await client.request("ping")  # the session goes on
+    for response in (refused, notified):
+        error = assert_refused(response, 400)["error"]
+        assert f"MCP {version} has none" in error["message"]
+        assert "2025-03-26" in error["message"]
+    assert still.result == {}
+
+
+async def test_batches_are_taken_where_the_revision_has_them_and_nowhere_else() -> None:
+    async with serve() as served:
+        old = await session(served, "2025-03-26")
+        kept = await served.http.post(served.url, headers=old.headers(), json=BATCH)
+        init = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}]
+        fresh = await served.http.post(served.url, headers=POST_HEADERS, json=init)
+        modern = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": MODERN}, json=BATCH
+        )
+    async with serve(stateless=True) as served:
+        assumed = await served.http.post(served.url, headers=POST_HEADERS, json=BATCH)
+        named = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": LATEST}, json=BATCH
+        )
+    # 2025-03-26 has batches: answered as one array, in a session or assumed without one.
+    for response in (kept, assumed):
+        assert response.status_code == 200
+        assert [m["id"] for m in response.json()] == [1, 2]
+    assert "no version is negotiated yet" in assert_refused(fresh, 400)["error"]["message"]
+    assert f"MCP {MODERN} has none" in assert_refused(modern, 400)["error"]["message"]
+    assert f"MCP {LATEST} has none" in assert_refused(named, 400)["error"]["message"]

@@ -90,6 +90,9 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         headers: Extra response headers (Allow, Retry-After, WWW-Authenticate).
         code: The JSON-RPC error code.
         request_id: The id of the refused request, when it is known.
+        id_member: Whether the body's error has an `id` member (`request_id`, or null); False
+            for a refused response, whose error names no request (spec 2025-11-25, Streamable
+            HTTP: "a JSON-RPC error response that has no id").
     """
 
     def __init__(
@@ -99,6 +102,8 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         headers: Iterable[tuple[bytes, bytes]] = (),
         code: int = INVALID_REQUEST,
         request_id: int | str | None = None,
+        *,
+        id_member: bool = True,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -106,6 +111,7 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         self.headers = list(headers)
         self.code = code
         self.request_id = request_id
+        self.id_member = id_member
 
 
 def header_map(scope: Scope) -> dict[bytes, bytes]:
@@ -235,7 +241,10 @@ def content_length(body: bytes) -> tuple[bytes, bytes]:
 
 async def refuse(send: Send, refused: Refused) -> None:
     """Answer a refused request: its status, and its JSON-RPC error as the body (Rule 1)."""
-    body = dumps(error_response(refused.request_id, refused.code, refused.message))
+    error = error_response(refused.request_id, refused.code, refused.message)
+    if not refused.id_member:
+        del error["id"]
+    body = dumps(error)
     await send_json(send, refused.status, body, refused.headers)
 
 
