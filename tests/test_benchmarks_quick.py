@@ -15,6 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.timing import scaled
+
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
+
 RUN = Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
 
 WORKLOADS = (
@@ -48,7 +54,7 @@ def _run_quick(script: Path, *args: str, out: Path) -> tuple[subprocess.Complete
         [sys.executable, str(script), "--quick", *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -191,7 +197,7 @@ def test_reliability_smoke_run_reports_every_row(tmp_path: Path) -> None:
         [sys.executable, str(RELIABILITY), "--smoke", "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     page = out.read_text()

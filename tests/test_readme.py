@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.timing import scaled
 from trio_mcp.testing import connect
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -54,7 +55,7 @@ def test_quick_start_serves_its_tool(tmp_path: Path) -> None:
         input="".join(json.dumps(m) + "\n" for m in lines).encode(),
         capture_output=True,
         cwd=tmp_path,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode()
@@ -132,6 +133,7 @@ def test_relative_links_in_the_readme_and_docs_resolve() -> None:
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
 
 
+@pytest.mark.slow
 def test_the_readme_testing_example_passes_against_the_quick_start(tmp_path: Path) -> None:
     from tests.helpers import run_pytest  # noqa: PLC0415
 

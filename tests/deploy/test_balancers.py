@@ -22,6 +22,8 @@ from tests.deploy.procs import PID_SERVER, ROOT, TIMEOUT, Served, balancer, free
 from tests.deploy.procs import serving as serving_process
 from trio_mcp import Client, ConnectionClosed, open_client
 
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
+
 DEPLOY = ROOT / "deploy"
 WORKERS = 3
 SESSIONS = 50

@@ -16,10 +16,11 @@ import trio
 
 from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import Context, LifespanError, Server, SessionInfo
 from trio_mcp.testing import connect
 
-TIMEOUT = 30
+TIMEOUT = scaled(30)
 MODERN = "2026-07-28"
 
 

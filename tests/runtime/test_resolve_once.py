@@ -17,12 +17,13 @@ import trio
 
 from tests.helpers import open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import Server, StaticTokenVerifier
 from trio_mcp._features.registry import Registry
 from trio_mcp._features.schema import CompiledTool
 from trio_mcp._features.uri_template import UriTemplate
 
-TIMEOUT = 30
+TIMEOUT = scaled(30)
 SCOPE = "notes:read"
 
 

@@ -17,10 +17,11 @@ import trio
 
 from tests.helpers import open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import Param, Server
 from trio_mcp._runtime.session import SessionRuntime
 
-TIMEOUT = 20
+TIMEOUT = scaled(20)
 
 
 def watched_server(**options: Any) -> Server:

@@ -19,6 +19,7 @@ import trio.testing
 
 from tests.helpers import open_memory_peer, scripted
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import (
     Client,
     ClientTimeoutError,
@@ -39,7 +40,7 @@ from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
 # Virtual seconds (autojump_clock): far longer than anything here takes when it works.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 ROOTS = {"roots": [{"uri": "file:///work", "name": "work"}]}
 
 

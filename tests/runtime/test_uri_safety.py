@@ -20,10 +20,11 @@ import trio
 
 from tests.helpers import RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
+from tests.timing import scaled
 from trio_mcp import ResourceContents, Server, ToolDefinitionError
 from trio_mcp._features.directories import _open_beneath
 
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 ERAS = [HANDSHAKE, MODERN]

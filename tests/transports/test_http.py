@@ -34,11 +34,14 @@ from tests.http_helpers import (
     serve,
 )
 from tests.schema_check import validate_server_message, validate_transcript
+from tests.timing import LONG_GRACE, scaled
 from trio_mcp import MemoryEventStore, Server
 from trio_mcp._run import serve_http
 from trio_mcp.transports.http.headers import request_headers
 
 BATTLE = "wh40k.battle_simulation"
+#: Bounds one wait inside a test (the whole test is bounded by `serve`).
+TIMEOUT = scaled(60)
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -576,7 +579,7 @@ async def test_session_limit_is_503_when_every_session_is_busy() -> None:
         async with trio.open_nursery() as nursery:
             for client in busy:
                 nursery.start_soon(client.call, "test.wait")
-            with trio.fail_after(10):
+            with trio.fail_after(TIMEOUT):
                 await gate.all_in.wait()
             third = await served.client().initialize()
             sse = await served.http.get(served.base + "/sse")
@@ -616,7 +619,7 @@ async def test_delete_cancels_the_sessions_running_calls() -> None:
             await gate.started.wait()
             deleted = await client.delete()
         assert deleted.status_code in (200, 204)
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
     (reply,) = replies
     assert reply.status == 200  # a POST with a request gets a stream, even an empty one
@@ -637,7 +640,7 @@ async def test_idle_sessions_expire_but_busy_ones_do_not() -> None:
 
             nursery.start_soon(call)
             await gate.started.wait()
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 status = 200
                 while status == 200:
                     # Let the idle time elapse (a request would reset it), then look.
@@ -755,7 +758,7 @@ async def test_legacy_sse_session() -> None:
                 post_url, headers={"content-type": "text/plain"}, content=b"{}"
             )
         # The stream is closed: the session goes, and a later POST is told so.
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             status = 202
             while status == 202:
                 status = (await served.http.post(post_url, json=PING)).status_code
@@ -894,7 +897,7 @@ async def test_client_disconnecting_mid_call_cancels_the_call() -> None:
             nursery.start_soon(call)
             await gate.started.wait()
             nursery.cancel_scope.cancel()  # httpx closes the connection mid-request
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
         # The session lives on, and the cancelled call's id is free again.
         again = await client.post(
@@ -921,7 +924,7 @@ async def test_notifications_cancelled_from_a_second_post_cancels_the_call() -> 
                 "notifications/cancelled", {"requestId": call_id, "reason": "test"}
             )
             assert cancel.status == 202
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
     (reply,) = replies
     assert reply.status == 200  # a POST with a request gets a stream, even an empty one
@@ -929,7 +932,7 @@ async def test_notifications_cancelled_from_a_second_post_cancels_the_call() -> 
 
 
 async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
-    async with serve() as served:
+    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
         client = await session(served)
         request = client.make_request(
             "tools/call", {"name": BATTLE, "arguments": {}, "_meta": {"progressToken": 1}}
@@ -942,9 +945,9 @@ async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
                 if not text:
                     served.stop.set()  # the battle (0.5 s) has begun: shut down now
                 text += chunk
-        # The server ends soon after the call, well inside its 10 s grace period, while this
+        # The server ends soon after the call, long before its grace period, while this
         # client's connections are still open.
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
     messages = parse_sse(text)
     assert messages[-1]["id"] == request["id"]
@@ -956,7 +959,7 @@ async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
 
 @pytest.mark.parametrize("last", ["json", "sse"])
 async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -> None:
-    async with serve() as served:
+    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
         client = await session(served)
         # The last answer on the (reused) connection decides how it is left idle.
         if last == "json":
@@ -964,9 +967,9 @@ async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -
         else:
             await client.call(BATTLE, {}, progressToken=1)
         # This client's connection is idle and open: the server closes it and ends at once,
-        # instead of waiting out its 10 s grace period.
+        # instead of waiting out its grace period.
         served.stop.set()
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
 
 
@@ -996,7 +999,7 @@ async def test_a_client_reading_nothing_does_not_block_others(kept: bool) -> Non
             await trio.testing.wait_all_tasks_blocked(cushion=0.05)
             flooded = gate.flooded
             assert 0 < flooded < 5000
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 others = [await session(served) for _ in range(3)]
                 for client in others:
                     added = await client.call("calculator.add", {"a": 1, "b": 2})
@@ -1006,12 +1009,12 @@ async def test_a_client_reading_nothing_does_not_block_others(kept: bool) -> Non
             assert gate.flooded == flooded  # still stuck
         if not kept:
             # The reader vanished, and nothing can give it the rest: its call is cancelled.
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 await gate.cancelled.wait()
             return
         # The reader vanished, and could come back for the rest: its call runs to its end, what
         # it sends kept in the store, within the store's bound.
-        with trio.fail_after(30):
+        with trio.fail_after(TIMEOUT):
             await gate.flood_ended.wait()
         assert gate.flooded == 5000
         assert not gate.cancelled.is_set()
@@ -1030,7 +1033,7 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
     gate = Gate()
     received: list[Any] = []
     async with (
-        serve(gate.server()) as served,
+        serve(gate.server(shutdown_grace=LONG_GRACE)) as served,
         served.http.stream("GET", served.base + "/sse") as stream,
     ):
         lines = stream.aiter_lines()
@@ -1057,8 +1060,8 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
         async for line in lines:
             if line.startswith("data: "):
                 received.append(json.loads(line.removeprefix("data: ")))
-        # The open stream did not hold the shutdown for the whole 10 s grace period.
-        with trio.fail_after(5):
+        # The open stream did not hold the shutdown for the whole grace period.
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
     assert [m["id"] for m in received] == [1, 2]
     assert received[1]["result"]["content"][0]["text"] == "released"

@@ -524,7 +524,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_send_timeout() -
         serve(gate.server(), stateless=True, send_timeout=1.0) as served,
         _deaf_client(served),
     ):
-        with trio.fail_after(30):
+        with trio.fail_after(SERVE_TIMEOUT):
             await gate.cancelled.wait()  # the connection closed, the call cancelled
         assert gate.flooded < 5000  # it did not run to its end
         await served_still(served)
@@ -538,7 +538,7 @@ async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
         serve(server, stateless=True, send_timeout=3600.0) as served,
         _deaf_client(served),
     ):
-        with trio.fail_after(30):
+        with trio.fail_after(SERVE_TIMEOUT):
             # A counter the server's task moves, not an event: poll it (the buffers are full
             # long before 50 events of 16 KiB).
             while gate.flooded < 50:  # noqa: ASYNC110
@@ -548,7 +548,7 @@ async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
 
 
 async def served_still(served: Any) -> None:
-    with trio.fail_after(30):
+    with trio.fail_after(SERVE_TIMEOUT):
         stream = await trio.open_tcp_stream(*host_port(served))
         async with stream:
             await stream.send_all(raw_ping(served))

@@ -18,10 +18,11 @@ import trio
 from tests.helpers import LATEST, MODERN
 from tests.http_helpers import POST_HEADERS, Served, serve
 from tests.schema_check import validate_server_message
+from tests.timing import scaled
 from trio_mcp import AuthInfo, Server
 from trio_mcp.transports.http.headers import request_headers
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

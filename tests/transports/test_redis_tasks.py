@@ -27,12 +27,13 @@ import trio
 from tests.helpers import MODERN, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, ROOT, RedisProcess, Worker, fleet
+from tests.timing import scaled
 from trio_mcp import RedisTaskStore, RemoteProtocolError, TaskRecord
 
-pytestmark = NEEDS_REDIS_PACKAGE
+pytestmark = [NEEDS_REDIS_PACKAGE, pytest.mark.slow]  # starts Redis and workers
 
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 TASKS = "io.modelcontextprotocol/tasks"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

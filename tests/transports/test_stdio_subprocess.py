@@ -21,6 +21,7 @@ from tests.stdio_peer import (
     echo_command,
     open_server,
 )
+from trio_mcp._runtime.server import DEFAULT_SHUTDOWN_GRACE
 
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 BATTLE = "wh40k.battle_simulation"
@@ -555,10 +556,10 @@ async def test_signal_while_idle_exits_cleanly(signum: signal.Signals) -> None:
         await peer.initialize()  # answered: the server is up, its signal handlers installed
         start = trio.current_time()
         peer.process.send_signal(signum)
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             code = await peer.process.wait()
         assert code == 0
-        assert trio.current_time() - start < 5
+        assert trio.current_time() - start < DEFAULT_SHUTDOWN_GRACE  # no grace waited out
         assert await peer.read_to_eof() == []
         peer.check_schema()
 
@@ -569,7 +570,7 @@ async def test_sigterm_answers_the_call_in_flight_then_exits_cleanly() -> None:
         call = await peer.start("tools/call", {"name": BATTLE, "_meta": {"progressToken": 1}})
         await peer.receive()  # first progress notification: the call is running
         peer.process.send_signal(signal.SIGTERM)
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             assert await peer.process.wait() == 0
         rest = await peer.read_to_eof()
         peer.check_schema()

@@ -16,8 +16,9 @@ from tests.fixtures import uri_server as fixture
 from tests.http_helpers import McpHttp, serve
 from tests.schema_check import validate_server_message
 from tests.stdio_peer import ROOT, open_server
+from tests.timing import scaled
 
-TIMEOUT = 120
+TIMEOUT = scaled(120)
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
 META = {
