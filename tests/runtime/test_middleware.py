@@ -31,7 +31,7 @@ from trio_mcp import (
     Server,
     ToolError,
 )
-from trio_mcp._core.jsonrpc import Notification, parse
+from trio_mcp._core.jsonrpc import Notification, Request, parse
 from trio_mcp.testing import connect
 
 MODERN = "2026-07-28"
@@ -358,13 +358,49 @@ def test_over_stdio_the_command_line_serves_the_chain(tmp_path: Any) -> None:
     assert texts == ["3", "tagged add"]
 
 
-async def test_without_middleware_inline_calls_are_answered_on_the_reader() -> None:
-    # No middleware: the record of an inline call says `now`; with one, it runs in a task.
-    plain, chained = make_server(), make_server(Recorder())
+class Count(Middleware):
+    """Never waits: counts the calls it sees."""
+
+    inline = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def on_call_tool(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
+        self.calls += 1
+        return await call_next(request)
+
+
+async def test_inline_calls_stay_on_the_reader_through_middleware_that_never_waits() -> None:
+    # The record of an inline call says `now` with no middleware, and with middleware that
+    # never waits (`inline = True`); a middleware that may wait sends it to a task of its own.
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add"}}
     (parsed,), _ = parse(json.dumps(request))
-    assert plain.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
-    assert not chained.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
-    async with open_memory_peer(chained) as peer:
-        reply = await peer.call("add", {"a": 4, "b": 5})
+    assert isinstance(parsed, Request)
+    count = Count()
+    plain, counted, waiting = make_server(), make_server(count), make_server(Recorder())
+    assert plain.dispatcher.resolve(parsed).now
+    assert counted.dispatcher.resolve(parsed).now
+    assert not waiting.dispatcher.resolve(parsed).now
+    # A family the waiting middleware does not hook keeps its fast path.
+    hooks_tools_only = make_server(Recorder.on_call_tool.__get__(Recorder()))
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    (parsed_list,), _ = parse(json.dumps(listed))
+    assert isinstance(parsed_list, Request)
+    assert not hooks_tools_only.dispatcher.resolve(parsed_list).now  # a function hooks all
+
+    async with open_memory_peer(counted) as peer:
+        # Both lines in one read: the call is answered on the reader before the cancellation
+        # that follows it is read, so the cancellation finds nothing (as without middleware).
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 4, "b": 5}},
+        }
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 7}}  # fmt: skip
+        await peer._send.send([json.dumps(call).encode(), json.dumps(cancel).encode()])  # type: ignore[arg-type]
+        reply = await peer.receive()
     assert reply["result"]["structuredContent"] == {"result": 9}
+    assert count.calls == 1

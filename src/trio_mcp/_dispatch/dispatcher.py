@@ -127,12 +127,14 @@ class Route:
     """How one method is resolved and answered.
 
     Attributes:
+        kind: The family of the method (`ResolvedRequest.kind`): which middleware hooks run.
         resolve: Step 1 of resolution (`resolve`).
         now: Answers it without waiting, when the record says it can (`ResolvedRequest.now`);
             for a method that never waits, always.
         later: Answers it when it may wait (None: `now` answers every request of the method).
     """
 
+    kind: Kind
     resolve: Resolver
     now: AnswerNow | None
     later: AnswerLater | None = None
@@ -305,28 +307,35 @@ class Dispatcher:
         self.routes: dict[str, Route] = {
             # The handshake fixes the revision every later request is checked against: always
             # answered at once, in order, without the middleware (which may wait).
-            "initialize": Route(self._handshake, self._initialize),
-            "ping": Route(plain("protocol"), self._ping),
-            "logging/setLevel": Route(plain("protocol"), self._set_level),
-            "server/discover": Route(plain("protocol"), self._discover),
-            "tools/list": Route(plain("list"), self._tools_list),
-            "tools/call": Route(self.targets.tool, self._tool_now, self._tool_later),
+            "initialize": Route("protocol", self._handshake, self._initialize),
+            "ping": Route("protocol", plain("protocol"), self._ping),
+            "logging/setLevel": Route("protocol", plain("protocol"), self._set_level),
+            "server/discover": Route("protocol", plain("protocol"), self._discover),
+            "tools/list": Route("list", plain("list"), self._tools_list),
+            "tools/call": Route("tool", self.targets.tool, self._tool_now, self._tool_later),
             "resources/list": Route(
-                self._resources_list_target, self._resources_list, self._resources_list_later
+                "list",
+                self._resources_list_target,
+                self._resources_list,
+                self._resources_list_later,
             ),
-            "resources/templates/list": Route(plain("list"), self._templates_list),
-            "resources/read": Route(self.targets.resource, self._read_now, self._read_later),
-            "resources/subscribe": Route(self.targets.resource, self._subscribe),
-            "resources/unsubscribe": Route(self.targets.resource, self._unsubscribe),
-            "prompts/list": Route(plain("list"), self._prompts_list),
-            "prompts/get": Route(self.targets.prompt, self._prompt_now, self._prompt_later),
+            "resources/templates/list": Route("list", plain("list"), self._templates_list),
+            "resources/read": Route(
+                "resource", self.targets.resource, self._read_now, self._read_later
+            ),
+            "resources/subscribe": Route("subscribe", self.targets.resource, self._subscribe),
+            "resources/unsubscribe": Route("subscribe", self.targets.resource, self._unsubscribe),
+            "prompts/list": Route("list", plain("list"), self._prompts_list),
+            "prompts/get": Route(
+                "prompt", self.targets.prompt, self._prompt_now, self._prompt_later
+            ),
             "completion/complete": Route(
-                self.targets.completion, self._complete_now, self._complete_later
+                "completion", self.targets.completion, self._complete_now, self._complete_later
             ),
-            LISTEN: Route(plain("listen", now=False), None, self._listen),
-            "tasks/get": Route(self._task_target, None, self._tasks),
-            "tasks/update": Route(self._task_target, None, self._tasks),
-            "tasks/cancel": Route(self._task_target, None, self._tasks),
+            LISTEN: Route("listen", plain("listen", now=False), None, self._listen),
+            "tasks/get": Route("task", self._task_target, None, self._tasks),
+            "tasks/update": Route("task", self._task_target, None, self._tasks),
+            "tasks/cancel": Route("task", self._task_target, None, self._tasks),
         }
         #: Runs calls that may become tasks, and keeps the tasks: the runtime's; None runs
         #: every call to its end and answers the `tasks/*` methods -32601.
@@ -355,7 +364,9 @@ class Dispatcher:
         route = self.routes.get(request.method)
         if route is None:
             return unknown_method(request, auth)
-        return route.resolve(request, auth, not self.chain)
+        # What needs no waiting is answered on the reader's task, through the chain when no
+        # middleware of the family may wait (`Middleware.inline`).
+        return route.resolve(request, auth, self.chain.never_waits(route.kind))
 
     def _plain(self, kind: Kind, *, now: bool = True) -> Resolver:
         """The resolver of a method that names nothing: it needs the server's scopes only."""
@@ -428,7 +439,7 @@ class Dispatcher:
             session_id: The id of the session (`ResolvedRequest.session_id`).
         """
         route = self.routes.get(call.method)
-        if call.now or route is None:
+        if route is None or (call.now and not self.chained(call)):
             return self.answer_now(session, call, session_id)
         try:
             call = call.bound(session.scope(call.method, call.params), session_id)
@@ -437,7 +448,7 @@ class Dispatcher:
                 call = await self.invoker.invoke(work, {})
 
             async def innermost(call: ResolvedRequest) -> dict[str, Any]:
-                if route.later is None or call.error is not None:
+                if call.now or route.later is None or call.error is not None:
                     return self._now(session, call)
                 return await route.later(session, call, notify, requester)
 
@@ -457,6 +468,13 @@ class Dispatcher:
         except Exception:
             logger.exception("internal error answering %s", call.method)
             return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+
+    def chained(self, call: ResolvedRequest) -> bool:
+        """Whether a record answered without waiting goes through middleware (all `inline`).
+
+        Its answer is then `answer`'s, awaited on the caller's task: nothing in it waits.
+        """
+        return call.method != "initialize" and self.chain.wraps(call.kind)
 
     def _now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
         """The result of a bound record answered without waiting (or what is wrong with it)."""

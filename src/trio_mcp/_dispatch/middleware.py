@@ -36,6 +36,13 @@ Where the chain runs, and what it sees:
   (`Server.on_session_start` hears of it).
 - `on_notification` runs on the connection's reader: keep it short; the runtime's own
   handling of the notification (a cancellation, say) is its `call_next`.
+
+A middleware whose hooks never wait (no I/O, no sleeping: logging, timing, a check against
+memory) says so with `inline = True`. Requests that need no waiting (an `inline=True` tool, a
+list, a ping) are then still answered on the reader's own task, through the chain, as they
+are without middleware; with any middleware that may wait in a family's chain, every request
+of that family runs in a task of its own. An `inline` middleware that does wait holds the
+reader meanwhile (nothing breaks, but nothing else is read).
 """
 
 from __future__ import annotations
@@ -66,7 +73,14 @@ class Middleware:
 
     Every hook's default calls on unchanged, and a hook left as it is costs nothing (the chain
     skips it).
+
+    Attributes:
+        inline: True when no hook ever waits (module docstring): calls that need no waiting
+            then keep answering on the reader's task. False (the default) for a middleware
+            that awaits I/O (Redis, a network call, a lock others hold).
     """
+
+    inline: bool = False
 
     async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
         """Every request: wraps the family's hook."""
@@ -129,6 +143,8 @@ class Chain:
     def __init__(self, middleware: Sequence[MiddlewareLike] = ()) -> None:
         self._middleware: list[MiddlewareLike] = []
         self._hooks: dict[Kind, tuple[_Hook, ...]] = dict.fromkeys(_KINDS, ())
+        # Whether every hook a kind runs through never waits (`Middleware.inline`).
+        self._inline: dict[Kind, bool] = dict.fromkeys(_KINDS, True)
         self._notification_hooks: tuple[Callable[..., Awaitable[None]], ...] = ()
         for item in middleware:
             self.add(item)
@@ -155,27 +171,38 @@ class Chain:
 
     def _rebuild(self) -> None:
         hooks: dict[Kind, list[_Hook]] = {kind: [] for kind in _KINDS}
+        inline: dict[Kind, bool] = dict.fromkeys(_KINDS, True)
         notification: list[Callable[..., Awaitable[None]]] = []
         for item in self._middleware:
+            waits = not getattr(item, "inline", False)
             if not isinstance(item, Middleware):
                 for kind in _KINDS:
                     hooks[kind].append(item)
+                    inline[kind] = inline[kind] and not waits
                 continue
             generic = _overridden(item, "on_request")
             for kind in _KINDS:
+                family = _FAMILY_HOOKS.get(kind)
+                specific = family is not None and _overridden(item, family)
                 if generic:
                     hooks[kind].append(item.on_request)
-                family = _FAMILY_HOOKS.get(kind)
-                if family is not None and _overridden(item, family):
-                    hooks[kind].append(getattr(item, family))
+                if specific:
+                    hooks[kind].append(getattr(item, family))  # type: ignore[arg-type]
+                if generic or specific:
+                    inline[kind] = inline[kind] and not waits
             if _overridden(item, "on_notification"):
                 notification.append(item.on_notification)
         self._hooks = {kind: tuple(found) for kind, found in hooks.items()}
+        self._inline = inline
         self._notification_hooks = tuple(notification)
 
     def wraps(self, kind: Kind) -> bool:
         """Whether any hook runs for requests of `kind`."""
         return bool(self._hooks[kind])
+
+    def never_waits(self, kind: Kind) -> bool:
+        """Whether no hook `kind` runs through ever waits (none at all, or all `inline`)."""
+        return self._inline[kind]
 
     @property
     def sees_notifications(self) -> bool:

@@ -273,6 +273,8 @@ class _Connection:
             if response is None:
                 await self._start(nursery, self._request, call, size=len(frame))
                 return
+            if not isinstance(response, dict):  # through middleware that never wait
+                response = await response
             await self.reply(response)
         elif isinstance(message, InvalidMessage):
             error = runtime.invalid(message)

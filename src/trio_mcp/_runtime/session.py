@@ -296,10 +296,12 @@ class SessionRuntime:
         """The record of a request that came on the connection (its token: the connection's)."""
         return self.dispatcher.resolve(request, self.auth)
 
-    def start(self, call: ResolvedRequest) -> dict[str, Any] | None:
+    def start(self, call: ResolvedRequest) -> dict[str, Any] | Awaitable[dict[str, Any]] | None:
         """Take a request: its response when it needs no waiting, else None (run it: `answer`).
 
-        A request answered here is done (its id free again). One that must wait is admitted
+        A request answered here is done (its id free again). One that needs no waiting but goes
+        through middleware that never wait (`Middleware.inline`) is answered by the awaitable
+        returned, on the caller's own task: await it at once. One that must wait is admitted
         (its id in flight) and given its cancel scope now, so that a `notifications/cancelled`
         read right after it still finds it; its runner calls `answer`, then `release` once the
         response is delivered.
@@ -310,6 +312,8 @@ class SessionRuntime:
         except RemoteProtocolError as exc:
             return error_response(request_id, exc.code, exc.message)
         if call.now:
+            if self.dispatcher.chained(call):
+                return self._through_chain(call)
             response = self.dispatcher.answer_now(self.session, call, self.id)
             self.session.end(request_id)
             if call.request.method == "initialize":
@@ -319,6 +323,16 @@ class SessionRuntime:
         if call.request.method == LISTEN:
             self._listens.add(request_id)
         return None
+
+    async def _through_chain(self, call: ResolvedRequest) -> dict[str, Any]:
+        """A record that needs no waiting, answered through middleware that never wait."""
+        try:
+            # No context is made for it (no function of it takes one): nothing to notify.
+            return await self.dispatcher.answer(
+                self.session, call, _no_notifications, None, self.id
+            )
+        finally:
+            self.session.end(call.request.id)
 
     def _initialized(self, response: dict[str, Any]) -> None:
         # A kept session starts with its `initialize` answered: the server's hooks hear of it.
@@ -535,19 +549,26 @@ class SessionRuntime:
         if isinstance(message, list):
             return await self.run_batch(self.admit_batch(message), notify, via)
         if isinstance(message, ResolvedRequest):
-            response = self.start(message)
-            if response is not None:
-                return response
-            try:
-                return await self.answer(message, notify, via)
-            finally:
-                self.release(message.request.id)
+            return await self._handle_request(message, notify, via)
         if isinstance(message, Request):
             return await self.handle(self.resolve(message), notify, via)
         if isinstance(message, InvalidMessage):
             return self.invalid(message)
         await self.receive(message)
         return None
+
+    async def _handle_request(
+        self, call: ResolvedRequest, notify: NotificationSender, via: MessageSender | None
+    ) -> dict[str, Any] | None:
+        response = self.start(call)
+        if isinstance(response, dict):
+            return response
+        if response is not None:
+            return await response
+        try:
+            return await self.answer(call, notify, via)
+        finally:
+            self.release(call.request.id)
 
     def admit_batch(self, messages: list[Any]) -> list[Any]:
         """The synchronous first pass over a batch, run as soon as it is read.
@@ -733,6 +754,11 @@ class SessionRuntime:
             await handler(context)
         except Exception:
             logger.exception("the roots/list_changed handler raised")
+
+
+async def _no_notifications(method: str, params: dict[str, Any]) -> None:
+    """Where a record answered without waiting sends notifications: it sends none."""
+    logger.debug("dropped %s of a request answered at once", method)
 
 
 async def _send_cancel(send: MessageSender, params: dict[str, Any] | None) -> None:

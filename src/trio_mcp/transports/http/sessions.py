@@ -90,7 +90,9 @@ class HttpSession(Protocol):
     def start(self, call: Any) -> Any:
         """Take a resolved request: its answer if it needs no waiting, else None.
 
-        A request that must wait is admitted: run it with `answer`, then `release` it.
+        The answer may come as an awaitable (middleware that never wait run around it): await
+        it at once. A request that must wait is admitted: run it with `answer`, then `release`
+        it.
         """
 
     async def answer(self, call: Any, notify: Notify, via: Carry | None = None) -> Any:

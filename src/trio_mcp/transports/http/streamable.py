@@ -442,7 +442,7 @@ class StreamableHttp:
         if not isinstance(message, list):
             # The fast path: a request that needs no waiting (initialize, ping, tools/list, an
             # inline tool) is answered right here, with no task, channel or disconnect watch.
-            answer = session.start(message)
+            answer = await _started(session, message)
             if answer is not None:
                 await send_json(send, 200, encode(answer), _sid(sid))
                 return
@@ -470,7 +470,7 @@ class StreamableHttp:
             )
         if not isinstance(message, list):
             # The fast path, as in a session: answered here, it never holds a slot.
-            answer = session.start(message)
+            answer = await _started(session, message)
             if answer is not None:
                 status = modern_status(answer) if modern else 200
                 await send_json(send, status, encode(answer))
@@ -514,7 +514,7 @@ class StreamableHttp:
                 SERVER_UNAVAILABLE,
                 request.id,
             )
-        answer = session.start(call)  # refused at once (a duplicate id): no stream
+        answer = await _started(session, call)  # refused at once (a duplicate id): no stream
         if answer is not None:
             await send_json(send, modern_status(answer) if modern else 200, encode(answer))
             return
@@ -891,6 +891,14 @@ async def _next_kept_alive(
         with trio.move_on_after(interval):
             return await _next(channel)
         await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
+
+
+async def _started(session: HttpSession, call: Any) -> Any:
+    """`session.start(call)`, its awaitable answer awaited (the middleware that never wait)."""
+    answer = session.start(call)
+    if answer is not None and not isinstance(answer, dict):
+        answer = await answer
+    return answer
 
 
 def _is_request(item: Any) -> bool:
