@@ -20,4 +20,16 @@ says it in full.
 from .._dispatch.middleware import CallNext, Middleware, NotifyNext
 from .._dispatch.resolve import ResolvedRequest
 
-__all__ = ["CallNext", "Middleware", "NotifyNext", "ResolvedRequest"]
+# Observability: each loads its package (the `otel`, `prometheus` extras) when it is made.
+from ._otel import OpenTelemetryMiddleware, trace_context_meta
+from ._prometheus import PrometheusMiddleware
+
+__all__ = [
+    "CallNext",
+    "Middleware",
+    "NotifyNext",
+    "OpenTelemetryMiddleware",
+    "PrometheusMiddleware",
+    "ResolvedRequest",
+    "trace_context_meta",
+]
