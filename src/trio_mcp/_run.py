@@ -108,8 +108,10 @@ class _HttpBackend:
     def base_scopes(self) -> tuple[str, ...]:
         return self.server.required_scopes
 
-    async def resolve(self, request: Request, auth: AuthInfo | None) -> ResolvedRequest:
-        return await self.server.resolve(request, auth)
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None, peer: str | None = None
+    ) -> ResolvedRequest:
+        return await self.server.resolve(request, auth, peer)
 
     async def serve_channels(
         self,

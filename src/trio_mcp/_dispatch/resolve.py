@@ -76,6 +76,10 @@ class ResolvedRequest(NamedTuple):
         scope: The revision and client facts it runs under, once bound to its session.
         session_id: An id of the session it belongs to, once bound (stable for the session's
             life; every stateless request has one of its own).
+        peer: The address of the client's end of the connection, as the Streamable HTTP
+            transport saw it (a proxy's, behind one); None over stdio, in memory and for
+            legacy HTTP+SSE sessions. What tells apart sessionless clients without a token
+            (a rate limit's key).
     """
 
     request: Request
@@ -91,6 +95,7 @@ class ResolvedRequest(NamedTuple):
     now: bool = False
     scope: RequestScope | None = None
     session_id: str | None = None
+    peer: str | None = None
 
     @property
     def id(self) -> RequestId:

@@ -972,14 +972,20 @@ class Server:
             discover_capabilities=self.capabilities(),
         )
 
-    async def resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None = None, peer: str | None = None
+    ) -> ResolvedRequest:
         """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
+
+        `peer` is the client's address, when the transport knows it (`ResolvedRequest.peer`).
 
         A `tasks/*` request needs the scopes of the tool its task runs: a token that could not
         call the tool cannot read, answer or cancel its task (none for an unknown task). The
         task's record may live in a remote store, hence the wait.
         """
         call = self.dispatcher.resolve(request, auth)
+        if peer is not None:
+            call = call._replace(peer=peer)
         if call.kind == "task" and call.name is not None:
             runtime = self.task_runtime
             record = await runtime.store.get(call.name, runtime.clock())

@@ -15,9 +15,41 @@ server = Server("audited", middleware=[Audit()])
 
 What a middleware sees and where it runs: `Middleware`'s module (`trio_mcp._dispatch.middleware`)
 says it in full.
+
+Built-ins: `RateLimiter` (token buckets per client, session or target, in memory or shared
+through Redis: `_rate`).
 """
 
 from .._dispatch.middleware import CallNext, Middleware, NotifyNext
 from .._dispatch.resolve import ResolvedRequest
 
 __all__ = ["CallNext", "Middleware", "NotifyNext", "ResolvedRequest"]
+
+# -- rate limiting (`_rate`, `_rate_redis`) --------------------------------------------------------
+from ._rate import (
+    DEFAULT_EXEMPT,
+    KeyFunction,
+    MemoryRateStore,
+    Rate,
+    RateDecision,
+    RateLimiter,
+    RateStore,
+    by_client,
+    by_session,
+    by_target,
+)
+from ._rate_redis import RedisRateStore
+
+__all__ += [
+    "DEFAULT_EXEMPT",
+    "KeyFunction",
+    "MemoryRateStore",
+    "Rate",
+    "RateDecision",
+    "RateLimiter",
+    "RateStore",
+    "RedisRateStore",
+    "by_client",
+    "by_session",
+    "by_target",
+]

@@ -41,6 +41,7 @@ __all__ = [
     "event",
     "event_of",
     "header_map",
+    "peer_of",
     "priming",
     "read_body",
     "refuse",
@@ -111,6 +112,18 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
 def header_map(scope: Scope) -> dict[bytes, bytes]:
     """The request's headers, lower-cased names to their last value."""
     return {name.lower(): value for name, value in scope["headers"]}
+
+
+def peer_of(scope: Scope) -> str | None:
+    """The address of the client's end of the connection (ASGI `client`), None when unknown.
+
+    The host only: a client's port changes with each connection it opens. Behind a proxy,
+    this is the proxy's address.
+    """
+    client = scope.get("client")
+    if not client or not client[0]:
+        return None
+    return str(client[0])
 
 
 async def check_framing(scope: Scope, receive: Receive, options: BodyOptions) -> None:

@@ -1,0 +1,182 @@
+"""`RedisRateStore`: the workers of a fleet take their rate limits' tokens from one Redis.
+
+Rule 1: a bucket is one Redis hash, `<key_prefix><digest of the bucket's key>` (the key names a
+        principal or an address: not written into Redis in clear, and of bounded length),
+        holding its tokens and when they were counted. Taking a token is one Lua script, run
+        by its digest (EVALSHA; redis-py loads it again when Redis lost it, after a restart),
+        so no two workers take the same token; its clock is Redis's own TIME, so the workers'
+        clocks need not agree; and it sets the key to expire when the bucket would be full
+        again, so an idle client's bucket vanishes (`_rate` Rule 1).
+Rule 2: redis-py's blocking client runs in worker threads of the store's own, never on the
+        event loop, and is imported on first use (`redis_client`).
+Rule 3: Redis unreachable: a command waits at most `timeout` seconds; for `RETRY_SECONDS`
+        after one failed, no command is tried (a request does not wait a timeout each through
+        an outage). Meanwhile, failing open (the default), each worker keeps the limits in its
+        own memory: one client still cannot flood a worker, but a fleet of N workers lets up
+        to N times the limit through. Failing closed, every limited request is refused, told to
+        retry when Redis will be tried again. Open is the default because the limit protects
+        the service, and a store of its that fails should not turn into the service failing
+        (every limited request of every worker refused); closed is for a limit that is a
+        contract (a quota that is billed, a downstream API's hard limit). A warning is logged
+        at most once a minute while it lasts, and once when Redis answers again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from .._runtime.redis_client import RedisConnection, redis_errors, require_redis, safe_url
+from ._rate import MemoryRateStore, Rate, RateDecision
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+__all__ = ["RATE_THREADS", "RETRY_SECONDS", "WARN_EVERY", "RedisRateStore"]
+
+logger = logging.getLogger("trio_mcp")
+
+#: Takes under way at once, each in a worker thread: one round trip each (well under a
+#: millisecond on a local network), so eight keep up with thousands of requests a second
+#: without taking the threads sync tools run in (trio's default limiter, 40).
+RATE_THREADS: Final = 8
+#: Seconds after a failed command before Redis is tried again (Rule 3): an outage costs a
+#: timeout once a second at most, and its end is noticed within a second.
+RETRY_SECONDS: Final = 1.0
+#: Seconds between two warnings of one outage (Rule 3).
+WARN_EVERY: Final = 60.0
+
+#: Rule 1: KEYS[1] the bucket; ARGV[1] tokens a second, ARGV[2] its size. Answers {1 when a
+#: token was taken else 0, seconds until there is one, tokens left} (floats as strings: Redis
+#: would cut a Lua number to an integer).
+_TAKE: Final = """
+if redis.replicate_commands then redis.replicate_commands() end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) + tonumber(time[2]) / 1000000
+local rate = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local stored = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(stored[1])
+local at = tonumber(stored[2])
+if tokens == nil or at == nil then
+  tokens = capacity
+  at = now
+elseif now > at then
+  tokens = math.min(capacity, tokens + (now - at) * rate)
+  at = now
+end
+local taken = 0
+local wait = 0
+if tokens >= 1 - 1e-9 then
+  tokens = math.max(0, tokens - 1)
+  taken = 1
+else
+  wait = (1 - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', at)
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((capacity - tokens) / rate * 1000)))
+return {taken, tostring(wait), tostring(tokens)}
+"""
+
+
+class RedisRateStore:
+    """Rate limit buckets in Redis, shared by the workers of a fleet (Rules 1-3).
+
+    Give each worker's limiter one on the same Redis and prefix:
+    `RateLimiter(Rate(10), store=RedisRateStore("redis://redis.internal:6379/0"))`. It needs
+    the `redis` package (`pip install "trio-mcp[redis]"`); creating one connects to nothing.
+
+    Args:
+        url: The Redis server, as redis-py's `Redis.from_url` takes it (redis://, rediss://,
+            unix://; a password in the URL).
+        key_prefix: Starts each bucket's key; fleets sharing one Redis use different prefixes.
+        timeout: Seconds a connection attempt or a command may take: every limited request
+            waits for one, so short (a local Redis answers in well under a millisecond; half a
+            second is a failure, not a slow answer).
+        fail_open: When Redis is unreachable, limit in each worker's memory (True) or refuse
+            every limited request (False) (Rule 3).
+        clock: Seconds, monotonic, for the outage's bookkeeping and the buckets kept in memory
+            meanwhile (default `time.monotonic`).
+
+    Raises:
+        RuntimeError: when the `redis` package is not installed.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        key_prefix: str = "trio-mcp:rate:",
+        timeout: float = 0.5,
+        fail_open: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        require_redis("RedisRateStore")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError("timeout must be a positive number of seconds")
+        self.url = url
+        self.key_prefix = key_prefix
+        self.fail_open = fail_open
+        self.clock = clock
+        self._redis = RedisConnection(url, timeout=timeout, threads=RATE_THREADS)
+        self._script: Any = None  # registered on first use, in a thread
+        #: The buckets kept while Redis is unreachable, failing open (Rule 3).
+        self.local = MemoryRateStore(clock=clock)
+        self._retry_at = -math.inf
+        self._warned_at: float | None = None  # None: Redis answered last
+
+    def __repr__(self) -> str:
+        return f"RedisRateStore({safe_url(self.url)!r}, key_prefix={self.key_prefix!r})"
+
+    async def take(self, key: str, rate: Rate) -> RateDecision:
+        """Take one token from `key`'s bucket in Redis (Rule 1), or without it (Rule 3)."""
+        if self.clock() < self._retry_at:
+            return self._without_redis(key, rate)
+        digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+        keys, args = [self.key_prefix + digest], [rate.per_second, rate.capacity]
+
+        def command(client: Redis) -> Any:
+            return self._take_script(client)(keys=keys, args=args, client=client)
+
+        try:
+            taken, wait, left = await self._redis.run(command)
+        except redis_errors() as exc:
+            self._unreachable(exc)
+            return self._without_redis(key, rate)
+        if self._warned_at is not None:
+            self._warned_at = None
+            logger.warning("rate limits: Redis at %s answers again", safe_url(self.url))
+        return RateDecision(bool(taken), float(wait), float(left))
+
+    async def aclose(self) -> None:
+        """Close the connection to Redis (the next take opens another)."""
+        await self._redis.aclose()
+
+    def _take_script(self, client: Redis) -> Any:
+        if self._script is None:
+            self._script = client.register_script(_TAKE)
+        return self._script
+
+    def _without_redis(self, key: str, rate: Rate) -> RateDecision:
+        if self.fail_open:
+            return self.local.take_now(key, rate)
+        return RateDecision(False, max(0.0, self._retry_at - self.clock()), 0.0, unavailable=True)
+
+    def _unreachable(self, exc: Exception) -> None:
+        now = self.clock()
+        self._retry_at = now + RETRY_SECONDS
+        if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
+            return
+        self._warned_at = now
+        logger.warning(
+            "rate limits: Redis at %s cannot be reached (%s); %s until it answers",
+            safe_url(self.url),
+            exc,
+            "each worker limits alone"
+            if self.fail_open
+            else "every limited request is refused (fail_open=False)",
+        )
