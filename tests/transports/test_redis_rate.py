@@ -11,24 +11,24 @@ redis-py; what waits for Redis to drop a key polls under a deadline.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from tests.helpers import MODERN, open_memory_peer, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, REDIS_SERVER, RedisProcess, fleet
 from trio_mcp import Server
-from trio_mcp.middleware import (
-    Rate,
-    RateLimiter,
-    RedisRateStore,
-    by_target,
-)
+from trio_mcp.middleware import Rate, RateDecision, RateLimiter, RedisRateStore, by_target
+from trio_mcp.middleware._rate import Bucket, take
 from trio_mcp.middleware._rate_redis import RETRY_SECONDS, WARN_EVERY
 from trio_mcp.testing import connect
 
@@ -87,6 +87,35 @@ async def test_two_workers_take_from_one_bucket(redis_server: RedisProcess) -> N
     assert not refused.unavailable
     assert 1100 < refused.retry_after <= 1200  # a token every 1200 s, some time already passed
     assert other.allowed
+
+
+async def test_concurrent_takes_go_in_batches_and_no_token_is_taken_twice(
+    redis_server: RedisProcess,
+) -> None:
+    a, b = store(redis_server.url), store(redis_server.url)
+    rate = Rate(20, per=3600)
+    sent = 0
+    decisions: list[RateDecision] = []
+    for s in (a, b):
+        run = s._redis.run
+
+        async def counted(command: Any, run: Any = run) -> Any:
+            nonlocal sent
+            sent += 1
+            return await run(command)
+
+        s._redis.run = counted  # type: ignore[method-assign]
+
+    async def taker(s: RedisRateStore) -> None:
+        decisions.append(await s.take("client", rate))
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            for n in range(50):
+                nursery.start_soon(taker, (a, b)[n % 2])
+    assert sum(d.allowed for d in decisions) == 20
+    assert len(decisions) == 50
+    assert sent <= 4  # each worker: its first take alone, the rest together
 
 
 async def test_a_bucket_in_redis_keeps_redis_time_and_expires_when_full_again(
@@ -188,6 +217,123 @@ async def test_redis_unreachable_failing_closed_refuses_saying_when_to_retry(
         "Rate limit of tools/call cannot be checked now (its store cannot be reached); "
         "retry in 1.0 s"
     )
+
+
+# -- batches (with a Redis of Python's, whose answers the test holds back) ------------------------
+
+
+class FakeRedis:
+    """Runs the store's batches on buckets of its own; `hold` keeps the first calls waiting."""
+
+    def __init__(self, hold: int) -> None:
+        self.buckets: dict[str, Bucket] = {}
+        self.batches: list[list[str]] = []  # the keys of each batch that went
+        self.hold = [trio.Event() for _ in range(hold)]  # the n-th call waits for the n-th
+        self.calls = 0
+        self.sent = trio.Event()  # set at each call, then replaced
+
+    def script(self, keys: list[str], args: list[float], client: Any) -> list[Any]:
+        self.batches.append(list(keys))
+        answers: list[Any] = []
+        for n, key in enumerate(keys):
+            rate = Rate(round(args[2 * n] * 3600), per=3600, burst=int(args[2 * n + 1]))
+            self.buckets[key], decision = take(self.buckets.get(key), 0.0, rate)
+            answers += (int(decision.allowed), str(decision.retry_after), "0")
+        return answers
+
+    async def run(self, command: Callable[[Any], Any]) -> Any:
+        await trio.lowlevel.checkpoint_if_cancelled()  # as trio.to_thread.run_sync does
+        call, self.calls = self.calls, self.calls + 1
+        self.sent.set()
+        self.sent = trio.Event()
+        if call < len(self.hold):
+            await self.hold[call].wait()  # cancellable here, unlike a thread: "not yet sent"
+        return command(SimpleNamespace(register_script=lambda script: self.script))
+
+
+def faked(hold: int) -> tuple[RedisRateStore, FakeRedis]:
+    s = store("redis://127.0.0.1:1/0")
+    fake = FakeRedis(hold)
+    s._redis = fake  # type: ignore[assignment]
+    return s, fake
+
+
+class Takers:
+    """Requests taking tokens from a store, each in a cancel scope of its own."""
+
+    def __init__(self, s: RedisRateStore, rate: Rate) -> None:
+        self.store = s
+        self.rate = rate
+        self.scopes: dict[str, trio.CancelScope] = {}
+        self.decisions: dict[str, RateDecision] = {}
+
+    async def take(self, name: str, key: str | None = None) -> None:
+        with self.scopes.setdefault(name, trio.CancelScope()):
+            self.decisions[name] = await self.store.take(key or name, self.rate)
+
+
+async def test_takes_that_come_while_a_batch_is_under_way_go_together_in_the_next() -> None:
+    s, fake = faked(hold=1)
+    takers = Takers(s, Rate(3, per=3600))
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(takers.take, "first", "client")
+            await fake.sent.wait()  # the first batch is under way: the rest wait for it
+            for n in range(5):
+                nursery.start_soon(takers.take, f"then {n}", "client")
+            await trio.testing.wait_all_tasks_blocked()
+            fake.hold[0].set()
+    assert [len(batch) for batch in fake.batches] == [1, 5]
+    assert sum(d.allowed for d in takers.decisions.values()) == 3
+    assert takers.decisions["first"].allowed
+    assert not s._sending
+    assert not s._queue
+
+
+async def test_a_request_that_goes_away_holds_up_no_other() -> None:
+    s, fake = faked(hold=2)
+    takers = Takers(s, Rate(100, per=3600))
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(takers.take, "first")
+            await fake.sent.wait()
+            for name in "abcd":  # queued in this order
+                nursery.start_soon(takers.take, name)
+                await trio.testing.wait_all_tasks_blocked()
+            takers.scopes["d"].cancel()  # waiting for a batch: it leaves the queue
+            await trio.testing.wait_all_tasks_blocked()
+            fake.hold[0].set()  # the first batch comes back: "a" sends the next
+            await fake.sent.wait()
+            takers.scopes["a"].cancel()  # before its batch went: b and c go in the next
+    assert fake.calls == 3
+    went = [sorted(batch) for batch in fake.batches]  # the tasks started in trio's order
+    assert went == [
+        [s.key_prefix + digest("first")],
+        sorted(s.key_prefix + digest(k) for k in "bc"),
+    ]
+    assert sorted(takers.decisions) == ["b", "c", "first"]
+    assert not s._sending
+
+
+@pytest.mark.parametrize("attempt", range(10))  # which of two woken tasks runs first: trio's
+async def test_the_request_woken_to_send_the_next_batch_may_go_away_too(attempt: int) -> None:
+    s, fake = faked(hold=1)
+    takers = Takers(s, Rate(100, per=3600))
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(takers.take, "first")
+            await fake.sent.wait()
+            for name in "ab":  # queued in this order
+                nursery.start_soon(takers.take, name)
+                await trio.testing.wait_all_tasks_blocked()
+            takers.scopes["a"].cancel()  # as its turn to send comes
+            fake.hold[0].set()
+    assert sorted(takers.decisions) == ["b", "first"]
+    assert not s._sending
+
+
+def digest(key: str) -> str:
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
 
 
 def test_neither_the_import_nor_a_store_loads_redis() -> None:
