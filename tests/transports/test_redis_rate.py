@@ -231,6 +231,7 @@ class FakeRedis:
         self.hold = [trio.Event() for _ in range(hold)]  # the n-th call waits for the n-th
         self.calls = 0
         self.sent = trio.Event()  # set at each call, then replaced
+        self.down = False  # each call fails as when Redis cannot be reached
 
     def script(self, keys: list[str], args: list[float], client: Any) -> list[Any]:
         self.batches.append(list(keys))
@@ -248,6 +249,8 @@ class FakeRedis:
         self.sent = trio.Event()
         if call < len(self.hold):
             await self.hold[call].wait()  # cancellable here, unlike a thread: "not yet sent"
+        if self.down:
+            raise OSError("Connection refused")
         return command(SimpleNamespace(register_script=lambda script: self.script))
 
 
@@ -313,6 +316,22 @@ async def test_a_request_that_goes_away_holds_up_no_other() -> None:
     ]
     assert sorted(takers.decisions) == ["b", "c", "first"]
     assert not s._sending
+
+
+async def test_takes_waiting_when_redis_fails_are_decided_without_trying_again() -> None:
+    s, fake = faked(hold=1)
+    fake.down = True
+    takers = Takers(s, Rate(2, per=3600))
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(takers.take, "first", "client")
+            await fake.sent.wait()
+            for n in range(3):
+                nursery.start_soon(takers.take, f"then {n}", "client")
+            await trio.testing.wait_all_tasks_blocked()
+            fake.hold[0].set()
+    assert fake.calls == 1  # the rest waited for the failed batch: decided in memory
+    assert sorted(d.allowed for d in takers.decisions.values()) == [False, False, True, True]
 
 
 @pytest.mark.parametrize("attempt", range(10))  # which of two woken tasks runs first: trio's

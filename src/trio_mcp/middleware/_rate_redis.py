@@ -208,9 +208,11 @@ class RedisRateStore:
             return self._take_script(client)(keys=keys, args=args, client=client)
 
         answers: list[Any] | None = None
-        unreachable = False
+        # Redis failed while these waited: not tried again before its time (Rule 3).
+        unreachable = self.clock() < self._retry_at
         try:
-            answers = await self._redis.run(command)
+            if not unreachable:
+                answers = await self._redis.run(command)
         except redis_errors() as exc:
             unreachable = True
             self._unreachable(exc)
