@@ -6,8 +6,9 @@ Rule 1: the oracle is written from JSON-RPC 2.0 and the MCP specification, not f
         and with which ids (null when the id cannot be read, as JSON-RPC says), so that a
         disagreement with the server is a finding. Where the specifications leave a choice it
         follows the server's documented one: a trailing CR is dropped and blank lines are
-        skipped (NDJSON framing), and a message with no method (or a null one) but a `result`
-        or an `error` is the client's response: not answered when it is well formed.
+        skipped (NDJSON framing), and a message with no method (or a null one) but an `id`, a
+        `result` or an `error` is the client's response: never answered, well formed or not
+        (JSON-RPC 2.0 answers requests only, and an answer would use the client's own ids).
 Rule 2: the fuzzer leaves out only what no oracle could judge from the bytes alone:
         `notifications/cancelled` (it takes back an answer that was owed, or not, depending on
         timing), and nesting between 64 and 5,000 levels (JSON decoders stop at different
@@ -140,31 +141,17 @@ def _is_id(value: Any) -> bool:
     return type(value) is int or isinstance(value, str)
 
 
-def _is_response(obj: dict[str, Any]) -> bool:
-    """A well-formed response or error response from the client (never answered)."""
-    rid = obj.get("id")
-    if "result" in obj:
-        return "error" not in obj and _is_id(rid)
-    error = obj.get("error")
-    return (
-        isinstance(error, dict)
-        and (rid is None or _is_id(rid))
-        and type(error.get("code")) is int
-        and isinstance(error.get("message"), str)
-    )
-
-
 def _owed_by(obj: Any) -> list[tuple[str, bool]]:
     """The answers one JSON-RPC message (a batch entry, or a line) is owed."""
     if not isinstance(obj, dict):
         return [(NULL, True)]
     rid = obj.get("id")
     key = json.dumps(rid) if "id" in obj and _is_id(rid) else NULL
+    method = obj.get("method")
+    if method is None and ("id" in obj or "result" in obj or "error" in obj):
+        return []  # a response, well formed or not (Rule 1)
     if obj.get("jsonrpc") != "2.0":
         return [(key, True)]
-    method = obj.get("method")
-    if method is None and ("result" in obj or "error" in obj):
-        return [] if _is_response(obj) else [(key, True)]
     if not isinstance(method, str):
         return [(key, True)]
     if "id" not in obj:  # a notification: never answered, even a malformed one

@@ -246,10 +246,15 @@ class Session:
     """An initialized MCP session on its own keep-alive connection."""
 
     def __init__(
-        self, url: str, version: str = PROTOCOL_VERSION, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        version: str = PROTOCOL_VERSION,
+        headers: dict[str, str] | None = None,
+        *,
+        source: str | None = None,
     ) -> None:
         self.url = url
-        self.http = HttpConnection(url, {**HEADERS, **(headers or {})}, IO_TIMEOUT)
+        self.http = HttpConnection(url, {**HEADERS, **(headers or {})}, IO_TIMEOUT, source=source)
         init = {
             "jsonrpc": "2.0",
             "id": 0,

@@ -205,6 +205,42 @@ class ProbePeer(StdioPeer):
                 return lines, False
             self._buffer += chunk
 
+    def next_message(self, timeout: float) -> Any:
+        """The next line, decoded; None when none came within `timeout` (or the output ended)."""
+        deadline = time.perf_counter() + timeout
+        while (end := self._buffer.find(b"\n")) < 0:
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([self._rfd], [], [], left)[0]:
+                return None
+            chunk = os.read(self._rfd, READ_SIZE)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
+        return json.loads(line)
+
+    def read_answers(self, ids: Sequence[Any], timeout: float) -> tuple[list[bytes], bool]:
+        """Lines until each of `ids` has been answered; whether they all were within `timeout`."""
+        lines: list[bytes] = []
+        owed = set(ids)
+        deadline = time.perf_counter() + timeout
+        while owed:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
+                lines.append(line)
+                if b'"method"' not in line:
+                    owed.discard(_id_of(line))
+                continue
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([self._rfd], [], [], left)[0]:
+                return lines, False
+            chunk = os.read(self._rfd, READ_SIZE)
+            if not chunk:
+                return lines, False
+            self._buffer += chunk
+        return lines, True
+
     def ping(self, request_id: str, timeout: float = 10.0) -> tuple[list[bytes], bool]:
         """Send a ping; the lines read before its answer, and whether it was answered."""
         self.send(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}\n' % json.dumps(request_id).encode())
@@ -373,11 +409,15 @@ class Bystander:
         )
 
 
-def fresh_client(url: str) -> tuple[bool, float, str]:
-    """A new client opens a session and calls a tool: served?, seconds, what went wrong."""
+def fresh_client(url: str, source: str | None = None) -> tuple[bool, float, str]:
+    """A new client (from `source`, if given) opens a session and calls a tool.
+
+    Returns:
+        Whether it was served, how many seconds it took, and what went wrong.
+    """
     started = time.perf_counter()
     try:
-        session = Session(url)
+        session = Session(url, source=source)
         try:
             answer = mcp_call(session, 1, "calculator.add", {"a": 2, "b": 3})
         finally:

@@ -50,15 +50,20 @@ class HttpConnection:
         url: `http://host:port/path`.
         headers: Sent with every request, after Host.
         timeout: Seconds a single send or receive may block before it fails.
+        source: The local address to connect from (e.g. a second loopback address, 127.0.0.2,
+            for a client the server must tell from others on 127.0.0.1); None: the kernel's.
     """
 
-    def __init__(self, url: str, headers: dict[str, str], timeout: float) -> None:
+    def __init__(
+        self, url: str, headers: dict[str, str], timeout: float, *, source: str | None = None
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme != "http" or parts.hostname is None:
             raise ValueError(f"not an http:// URL: {url!r}")
         self.address = (parts.hostname, parts.port or 80)
         self.path = parts.path or "/"
         self.timeout = timeout
+        self.source = None if source is None else (source, 0)
         self.headers = dict(headers)
         host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
         self._host = host
@@ -105,7 +110,9 @@ class HttpConnection:
     # -- reading ------------------------------------------------------------------------------
 
     def _connect(self) -> socket.socket:
-        sock = socket.create_connection(self.address, timeout=self.timeout)
+        sock = socket.create_connection(
+            self.address, timeout=self.timeout, source_address=self.source
+        )
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock = sock
         self._buffer.clear()

@@ -8,6 +8,9 @@ it, checks an invariant from outside (answers, /proc), and reports pass or FAIL:
 
 1 fuzzed stdio lines       2 garbage volume      3 pipelined calls       4 abandoned sessions
 5 vanishing HTTP clients   6 slow HTTP clients   7 overload (fd limit)   8 shutdown, calls in flight
+9 hostile URI, ping behind 10 8 MiB URI          11 URI traversal        12 subscription flood
+13 listen flood            14 malformed responses 15 shutdown, tasks running
+16 one address's crowd     17 a batch over Streamable HTTP
 
 The full run takes a few minutes on 2 cores, `--quick` about one, `--smoke` (for the test
 suite) seconds, with smaller counts and shorter waits. The table is printed; a full run also
@@ -24,6 +27,7 @@ import os
 import platform
 import random
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -32,12 +36,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from driver import BenchError, add_frames, check_add
+from driver import READ_SIZE, BenchError, add_frames, check_add
 from fuzz import NULL, Fuzzer, Owed, owed
+from http_bench import Peer
 from probe import (
     DEMO_STDIO,
     HEADERS,
@@ -46,6 +52,7 @@ from probe import (
     Bystander,
     HttpConnection,
     ProbePeer,
+    Server,
     Session,
     call_body,
     connect,
@@ -97,6 +104,18 @@ class Sizes:
     overload_call: float  # [7] seconds each call takes; a client may wait twice that
     shutdown_calls: int  # [8a, 8b]
     http_shutdown_calls: int  # [8c]
+    subscribes: int  # [12] resources/subscribe of the attacking client, each round
+    subscribers: int  # [12] clients subscribing at once, each round (the attacker one of them)
+    subscribe_rounds: int  # [12]
+    listens: int  # [13] idle subscriptions/listen streams one client opens
+    listen_calls: int  # [13] calls of another client meanwhile
+    shutdown_tasks: int  # [15]
+    crowd_connections: int  # [16] from one address
+    crowd_nofile: int  # [16] the server's RLIMIT_NOFILE
+    dots: int  # [9] characters of the hostile URI
+    dot_reads: int  # [9]
+    big_uri: int  # [10] characters
+    big_uri_posts: int  # [10b] at once
 
 
 FULL: Final = Sizes(
@@ -114,6 +133,18 @@ FULL: Final = Sizes(
     overload_call=5,
     shutdown_calls=2000,
     http_shutdown_calls=100,
+    subscribes=3000,
+    subscribers=16,
+    subscribe_rounds=3,
+    listens=1024,
+    listen_calls=100,
+    shutdown_tasks=10,
+    crowd_connections=1100,
+    crowd_nofile=1024,  # the common default: 896 connections served
+    dots=65_000,
+    dot_reads=20,
+    big_uri=8 * MiB,
+    big_uri_posts=4,
 )
 QUICK: Final = replace(
     FULL,
@@ -128,6 +159,14 @@ QUICK: Final = replace(
     slow_wait=20,
     shutdown_calls=500,
     http_shutdown_calls=40,
+    subscribers=8,
+    subscribe_rounds=2,
+    listen_calls=50,
+    shutdown_tasks=10,
+    crowd_connections=1100,
+    crowd_nofile=1024,
+    dots=30_000,
+    dot_reads=6,
 )
 SMOKE: Final = replace(
     QUICK,
@@ -145,6 +184,18 @@ SMOKE: Final = replace(
     overload_call=1,
     shutdown_calls=100,
     http_shutdown_calls=10,
+    subscribes=300,
+    subscribers=4,
+    subscribe_rounds=2,
+    listens=64,
+    listen_calls=10,
+    shutdown_tasks=10,
+    crowd_connections=1100,  # past the 896 connections of 1,024 files, or it proves nothing
+    crowd_nofile=1024,
+    dots=5_000,
+    dot_reads=2,
+    big_uri=1 * MiB,
+    big_uri_posts=2,
 )
 
 
@@ -987,7 +1038,772 @@ def sigterm_http_unread(plan: Plan) -> list[Row]:
     return [row]
 
 
+# -- 15-17: tasks at shutdown, one address's crowd, batches over HTTP -----------------------------
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+SETTLED: Final = ("completed", "failed", "cancelled")
+
+
+def sigterm_tasks_stdio(plan: Plan) -> list[Row]:
+    count = plan.sizes.shutdown_tasks
+    row = Row(
+        "15",
+        "SIGTERM to the stdio demo server with tasks running (wh40k.campaign, 100 battles of "
+        "0.6 s each, in a 2025-11-25 session that declared the tasks extension)",
+        _of(count, "task"),
+        "each task's final notifications/tasks (failed, 'Server shutting down') written before "
+        "the exit; every request answered exactly once; exit status 0 within 5 s",
+    )
+    with ProbePeer(DEMO_STDIO) as peer:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {TASKS_EXTENSION: {}}},
+            "clientInfo": {"name": "trio-mcp-reliability", "version": "0"},
+        }
+        peer.request(0, "initialize", init)
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        ids = range(1, count + 1)
+        peer.send(_frames(ids, "wh40k.campaign", {"battles": 100}))
+        before, created = peer.read_answers(ids, HTTP_TIMEOUT)
+        started = time.perf_counter()
+        peer.proc.send_signal(signal.SIGTERM)
+        rest, ended = peer.read_to_eof(15)
+        code = peer.proc.wait(15)
+        seconds = time.perf_counter() - started
+    messages = [json.loads(line) for line in before + rest]
+    tasks = {
+        m["result"]["taskId"]
+        for m in messages
+        if m.get("id") in ids and m.get("result", {}).get("resultType") == "task"
+    }
+    ends = Counter(
+        (m["params"]["status"], m["params"].get("statusMessage"))
+        for m in messages
+        if m.get("method") == "notifications/tasks" and m["params"]["status"] in SETTLED
+    )
+    told = sum(ends.values())
+    per_id, _, _ = _by_id(before + rest)
+    missing, twice = _exactly_once(per_id, ids)
+    row.measured = (
+        f"{len(tasks)} of {count} calls became tasks; {told} of {len(tasks)} final "
+        "notifications written ("
+        + (", ".join(f"{status} '{why}': {n}" for (status, why), n in ends.items()) or "none")
+        + f"); {missing} calls unanswered, {twice} answered twice; exit status {code} after "
+        f"{seconds:.1f} s"
+    )
+    row.passed = (
+        created
+        and len(tasks) == count
+        and ends == Counter({("failed", "Server shutting down"): count})
+        and not (missing or twice)
+        and ended
+        and code == 0
+        and seconds < 5
+    )
+    return [row]
+
+
+def _settle_crowd(crowd: Sequence[Watched], started: float) -> None:
+    """Poll until the server has stopped answering and closing the crowd's connections."""
+    closed = -1
+    while closed != (now := sum(c.closed_after is not None for c in crowd)):
+        closed = now
+        time.sleep(0.5)
+        _poll_closed(crowd, started)
+
+
+def one_address_crowd(plan: Plan) -> list[Row]:
+    count, nofile = plan.sizes.crowd_connections, plan.sizes.crowd_nofile
+    row = Row(
+        "16",
+        f"{_n(count)} connections from one address (127.0.0.1), each dribbling a request body "
+        f"(a head declaring more, then a byte at a time), to the HTTP probe server under "
+        f"RLIMIT_NOFILE {_n(nofile)}; then a new client from 127.0.0.2",
+        f"{_n(count)} connections",
+        f"the other address is served within {PROMPT:.0f} s while they are held; what the "
+        "crowd's address is refused is answered (429 or 503) and closed",
+    )
+    with http_server(nofile) as server:
+        session = Session(server.url)
+        address = session.http.address
+        request = post_bytes(session, call_body(1, "calculator.add", {"a": 1, "b": 2}))
+        head, _, body = request.partition(b"\r\n\r\n")
+        session.close()
+        started = time.perf_counter()
+        crowd: list[Watched] = []
+        try:
+            for _ in range(count):
+                sock = connect(address)
+                sock.sendall(head + b"\r\n\r\n" + body[:1])
+                sock.setblocking(False)  # polled by _poll_closed
+                crowd.append(Watched(sock))
+            _settle_crowd(crowd, started)
+            for conn in crowd:  # the next byte of each body still being read
+                if conn.closed_after is None:
+                    with suppress(OSError):
+                        conn.sock.send(body[1:2], socket.MSG_DONTWAIT)
+            served, seconds, why = fresh_client(server.url, source="127.0.0.2")
+            same = fresh_client(server.url)
+            _poll_closed(crowd, started)
+            held = sum(c.closed_after is None for c in crowd)
+            answers = Counter(
+                f"HTTP {head_status(c.answered)}" if c.answered else "closed unanswered"
+                for c in crowd
+                if c.closed_after is not None
+            )
+        finally:
+            for conn in crowd:
+                conn.sock.close()
+    other = f"served in {seconds * 1000:,.0f} ms" if served else f"NOT served: {why}"
+    row.measured = (
+        f"{_n(held)} held by the server, "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in answers.most_common())
+        + f"; a client from 127.0.0.2: {other}; a new client from 127.0.0.1: "
+        + ("served" if same[0] else f"refused ({same[2]})")
+    )
+    row.passed = served and seconds < PROMPT and held < count
+    return [row]
+
+
+BATCH: Final = (
+    b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]'
+)
+
+
+def batch_http(plan: Plan) -> list[Row]:
+    row = Row(
+        "17",
+        "A JSON-RPC batch (ping, tools/list) POSTed to /mcp in a 2025-11-25 session, and in a "
+        "2025-03-26 one (the only revision with batches)",
+        "2 POSTs",
+        "2025-11-25: HTTP 400 with one -32600 error as the body (one message per POST); "
+        "2025-03-26: HTTP 200 with both answers in an array",
+    )
+    got: dict[str, tuple[int, Any]] = {}
+    with http_server() as server:
+        for version in ("2025-11-25", "2025-03-26"):
+            session = Session(server.url, version)
+            response = session.http.request("POST", BATCH)
+            got[version] = (response.status, json.loads(response.body or b"null"))
+            session.close()
+    status, refused = got["2025-11-25"]
+    kept_status, kept = got["2025-03-26"]
+    error = refused.get("error", {}) if isinstance(refused, dict) else {}
+    row.measured = (
+        f"2025-11-25: HTTP {status}, "
+        + (f"error {error.get('code')}" if error else f"body {json.dumps(refused)[:80]}")
+        + f"; 2025-03-26: HTTP {kept_status}, "
+        + (f"an array of {len(kept)} answers" if isinstance(kept, list) else "no array")
+    )
+    row.passed = (
+        status == 400
+        and error.get("code") == -32600
+        and kept_status == 200
+        and isinstance(kept, list)
+        and sorted(m.get("id") for m in kept) == [1, 2]
+    )
+    return [row]
+
+
+# -- 9-11: resource URIs --------------------------------------------------------------------------
+
+URI_SERVER: Final = HERE / "servers" / "uri_server.py"
+URI_STDIO: Final = (sys.executable, "-m", "trio_mcp", "run", str(URI_SERVER))
+# Milliseconds a ping may wait behind a hostile read and still count as answered at once: the
+# event loop is never held more than a few milliseconds; the rest is this 2-core machine.
+PING_WAIT: Final = 50.0
+MODERN_META: Final = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+# Read over stdio in both eras: none may answer with what lies outside the served folder.
+TRAVERSALS: Final = (
+    "file:///files/..%2F..%2F..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+    "file:///files/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    "file:///files/%2Fetc%2Fpasswd",
+    "file:///files/..%2Fsecret.txt",
+    "dir:///escape.txt",
+    "dir:///..%2Fsecret.txt",
+    "dir:///%2e%2e/secret.txt",
+    "dir:///a/../../secret.txt",
+    "dir:////etc/passwd",
+)
+LEAKED: Final = (b"root:", b"the secret")
+
+
+def _frame(request_id: Any, method: str, params: dict[str, Any]) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    return json.dumps(message).encode() + b"\n"
+
+
+class UriPeer(ProbePeer):
+    """The probe server of rows 9-11 over stdio, noting when each answer comes."""
+
+    def __init__(self) -> None:
+        super().__init__(URI_STDIO)
+
+    def __enter__(self) -> UriPeer:
+        return self
+
+    def answers(
+        self, ids: set[Any], started: float, timeout: float
+    ) -> dict[Any, tuple[float, Any]]:
+        """The answers to `ids` that come within `timeout`: (seconds since `started`, answer)."""
+        got: dict[Any, tuple[float, Any]] = {}
+        deadline = started + timeout
+        while len(got) < len(ids):
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict) and message.get("id") in ids:
+                    got[message["id"]] = (time.perf_counter() - started, message)
+                continue
+            left = deadline - time.perf_counter()
+            if left <= 0 or not select.select([self._rfd], [], [], left)[0]:
+                break
+            chunk = os.read(self._rfd, READ_SIZE)
+            if not chunk:
+                break
+            self._buffer += chunk
+        return got
+
+
+def _outcome(answer: Any) -> str:
+    if answer is None:
+        return "no answer"
+    error = answer.get("error")
+    return "result" if error is None else f"{error['code']}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+def hostile_uri_stdio(plan: Plan) -> list[Row]:
+    dots, reads = plan.sizes.dots, plan.sizes.dot_reads
+    row = Row(
+        "9",
+        "resources/read of r://dot/ + dots against the template r://dot/{name}.{ext} over "
+        "stdio, a ping written right behind each read; every other URI ends in '/' (no "
+        "match: the regex matcher's quadratic case)",
+        f"{_of(reads, 'read')} of {dots:,} dots",
+        f"each ping answered within {PING_WAIT:.0f} ms; each read answered within "
+        f"{PROMPT:.0f} s (its result, or resource not found)",
+    )
+    pings: list[float] = []
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    with UriPeer() as peer:
+        peer.initialize()
+        for k in range(reads):
+            uri = "r://dot/" + "." * dots + ("/" if k % 2 else "")
+            read_id, ping_id = f"read-{k}", f"ping-{k}"
+            frames = _frame(read_id, "resources/read", {"uri": uri}) + _frame(ping_id, "ping", {})
+            started = time.perf_counter()
+            peer.send(frames)
+            got = peer.answers({read_id, ping_id}, started, STALL)
+            outcomes[_outcome(got.get(read_id, (0, None))[1])] += 1
+            if ping_id not in got or read_id not in got:
+                outcomes["stalled: no further reads"] += 1
+                pings.append(got.get(ping_id, (STALL, None))[0])
+                latencies.append(STALL)
+                break
+            pings.append(got[ping_id][0])
+            latencies.append(got[read_id][0])
+    pings.sort()
+    latencies.sort()
+    row.measured = (
+        f"pings answered after {_ms(pings[len(pings) // 2])} (median), {_ms(pings[-1])} at "
+        f"most; reads answered after {_ms(latencies[len(latencies) // 2])} (median), "
+        f"{_ms(latencies[-1])} at most; reads: "
+        + ", ".join(f"{what} {n}" for what, n in sorted(outcomes.items()))
+    )
+    row.passed = (
+        pings[-1] * 1000 < PING_WAIT
+        and latencies[-1] < PROMPT
+        and outcomes["result"] + outcomes["-32002"] == reads
+    )
+    return [row]
+
+
+def _big_post(url: str, headers: dict[str, str], body: bytes) -> str:
+    conn = HttpConnection(url, headers, STALL)
+    try:
+        response = conn.request("POST", body)
+        if response.status != 200:
+            return f"HTTP {response.status}"
+        return _outcome(json.loads(response.body.split(b"data:")[-1]))
+    except (HttpError, OSError, ValueError) as exc:
+        return f"failed ({type(exc).__name__})"
+    finally:
+        conn.close()
+
+
+def big_uris(plan: Plan) -> list[Row]:
+    size, posts = plan.sizes.big_uri, plan.sizes.big_uri_posts
+    rows = [
+        Row(
+            "10a",
+            "resources/read of a URI that the template file:///files/{name} matches, over stdio",
+            f"{size / MiB:,.0f} MiB URI",
+            f"refused with -32602 naming the cap; peak RSS grows < {BOUNDED:.0f} MiB",
+        ),
+        Row(
+            "10b",
+            f"The same read in {posts} Streamable HTTP POSTs at once",
+            f"{posts} x {size / MiB:,.0f} MiB",
+            f"each refused with -32602; peak RSS grows < {BOUNDED:.0f} MiB per POST; a fresh "
+            "client served afterwards",
+        ),
+    ]
+    body_uri = "file:///files/" + "a" * (size - 14)
+    with UriPeer() as peer:
+        peer.initialize()
+        base = proc_stats(peer.proc.pid)
+        started = time.perf_counter()
+        peer.send(_frame("big", "resources/read", {"uri": body_uri}))
+        got = peer.answers({"big"}, started, STALL)
+        after = proc_stats(peer.proc.pid)
+    seconds, answer = got.get("big", (STALL, None))
+    message = (answer or {}).get("error", {}).get("message", "")
+    grown = after.peak - base.peak
+    rows[0].measured = (
+        f"answer {_outcome(answer)} after {_ms(seconds)}"
+        + (" naming the cap" if "at most 65,536" in message else "")
+        + f"; peak RSS {base.peak:.0f} -> {after.peak:.0f} MiB"
+    )
+    rows[0].passed = "at most 65,536" in message and grown < BOUNDED
+    argv = [*URI_STDIO, "--transport", "http", "--host", "127.0.0.1", "--port", "0"]
+    server = Server(Peer("uri probe server", argv, "serving MCP on "))
+    try:
+        session = Session(server.url)
+        headers = dict(session.http.headers)
+        base = proc_stats(server.proc.pid)
+        body = _frame(1, "resources/read", {"uri": body_uri})
+        with ThreadPoolExecutor(posts) as pool:
+            outcomes = Counter(
+                pool.map(lambda _: _big_post(server.url, headers, body), range(posts))
+            )
+        after = proc_stats(server.proc.pid)
+        fresh = Session(server.url)
+        read = {"uri": "file:///files/hello.txt"}
+        served = b"hello" in fresh.http.request("POST", _frame(2, "resources/read", read)).body
+        fresh.close()
+        session.close()
+    finally:
+        server.close()
+    grown = after.peak - base.peak
+    rows[1].measured = (
+        ", ".join(f"{what}: {n}" for what, n in outcomes.most_common())
+        + f"; peak RSS {base.peak:.0f} -> {after.peak:.0f} MiB; afterwards a fresh client "
+        + ("is served" if served else "is NOT served")
+    )
+    rows[1].passed = outcomes["-32602"] == posts and grown < BOUNDED * posts and served
+    return rows
+
+
+def traversal_stdio(plan: Plan) -> list[Row]:
+    row = Row(
+        "11",
+        "Path traversal through resource URIs over stdio, in 2025-11-25 and 2026-07-28: "
+        "encoded '../' and '/' against file:///files/{name} (whose function reads DATA / name, "
+        "no check of its own), and '..', an absolute path and a symlink out of the folder "
+        "served by add_directory('dir:///', DATA)",
+        f"{len(TRAVERSALS)} URIs x 2 eras",
+        "every read refused with an error (-32602, or resource not found), nothing of "
+        "/etc/passwd or of the secret beside the folder in any answer; the folder's own file "
+        "served",
+    )
+    outcomes: Counter[str] = Counter()
+    leaks: list[str] = []
+    with UriPeer() as peer:
+        peer.handshake("2025-11-25")
+        listed = peer.request(1, "resources/templates/list", {})["result"]["resourceTemplates"]
+        has_directory = any(t["uriTemplate"].startswith("dir:") for t in listed)
+        for k, uri in enumerate(TRAVERSALS * 2):
+            params: dict[str, Any] = {"uri": uri}
+            if k >= len(TRAVERSALS):
+                params["_meta"] = MODERN_META
+            started = time.perf_counter()
+            peer.send(_frame(k, "resources/read", params))
+            answer = peer.answers({k}, started, STALL).get(k, (0, None))[1]
+            outcomes[_outcome(answer)] += 1
+            text = json.dumps(answer).encode()
+            if any(secret in text for secret in LEAKED):
+                leaks.append(uri)
+        served = [
+            peer.request(100 + i, "resources/read", {"uri": uri}).get("result", {}).get("contents")
+            == [{"uri": uri, "mimeType": "text/plain", "text": "hello\n"}]
+            for i, uri in enumerate(("file:///files/hello.txt", "dir:///hello.txt"))
+        ]
+    row.measured = (
+        "answers: "
+        + ", ".join(f"{what} {n}" for what, n in sorted(outcomes.items()))
+        + f"; leaked: {', '.join(leaks) if leaks else 'nothing'}; the folder's file served: "
+        + ("yes" if all(served) else "NO")
+        + ("" if has_directory else "; this version has no add_directory")
+    )
+    row.passed = not leaks and not outcomes["result"] and all(served) and has_directory
+    return [row]
+
+
 # -- the run --------------------------------------------------------------------------------------
+
+# -- 12-14: subscriptions, listen streams, malformed responses ------------------------------------
+
+#: Seconds idle after which row 12's server ends a session (the default is 30 minutes): the row
+#: sees a vanished client's session end, and what it held come back, within the row.
+SUBSCRIBE_IDLE: Final = 2.0
+EXPIRING_SERVER: Final = HERE / "servers" / "probe_expiring.py"
+#: The length of each URI row 12 subscribes to.
+URI_BYTES: Final = 16 * 1024
+#: Subscriptions each client but the attacker asks for, stopping at its first refusal.
+FILLER_SUBSCRIBES: Final = 100
+#: A session's bound on subscribed URIs by default (Server(max_subscription_bytes=...)).
+SUBSCRIPTION_BYTES: Final = MiB
+#: The revision of row 13's requests (each carries `MODERN_META`).
+MODERN: Final = "2026-07-28"
+#: Listen streams one client may hold by default (HttpOptions(max_listens_per_client=...)).
+LISTENS_PER_CLIENT: Final = 16
+#: Where row 13's other client comes from: another loopback address, so another client.
+OTHER_CLIENT: Final = "127.0.0.2"
+#: Seconds row 14 waits for the asking tool's answer; the demo's ask_timeout is 600 s.
+ASK_WAIT: Final = 15.0
+
+
+def _unit_uri(n: int) -> str:
+    """A distinct URI of the demo's `wh40k://units/{faction}/{unit_id}`, URI_BYTES long."""
+    prefix, digits = "wh40k://units/orks/", str(n)
+    return prefix + "0" * (URI_BYTES - len(prefix) - len(digits)) + digits
+
+
+@dataclass
+class Subscribed:
+    """What one subscribing client got."""
+
+    taken: int = 0
+    refused: int = 0
+    failed: int = 0
+    refusal: str = ""
+    session_id: str = ""
+
+
+def _subscribe_and_vanish(url: str, count: int, stop_at_refusal: bool) -> Subscribed:
+    """Open a session, subscribe to `count` distinct URIs, then drop the connection unsaid."""
+    out = Subscribed()
+    session = Session(url)
+    out.session_id = session.http.headers.get("Mcp-Session-Id", "")
+    try:
+        for k in range(count):
+            message = {
+                "jsonrpc": "2.0",
+                "id": k + 1,
+                "method": "resources/subscribe",
+                "params": {"uri": _unit_uri(k)},
+            }
+            response = session.http.request("POST", json.dumps(message).encode())
+            answer = json.loads(response.body) if response.status == 200 else {}
+            if "result" in answer:
+                out.taken += 1
+            elif "error" in answer:
+                out.refused += 1
+                out.refusal = out.refusal or answer["error"]["message"]
+                if stop_at_refusal:
+                    break
+            else:
+                out.failed += 1
+    finally:
+        session.http.close()  # vanished: no DELETE
+    return out
+
+
+def _expired(url: str, session_id: str) -> bool:
+    """Whether the server has ended the session, once it has had time to (404 for it then)."""
+    time.sleep(SUBSCRIBE_IDLE * 2 + 0.5)
+    probe = HttpConnection(url, {**HEADERS, "Mcp-Session-Id": session_id}, HTTP_TIMEOUT)
+    probe.set_header("Mcp-Protocol-Version", "2025-06-18")
+    try:
+        return probe.request("POST", b'{"jsonrpc":"2.0","id":1,"method":"ping"}').status == 404
+    finally:
+        probe.close()
+
+
+def subscription_flood(plan: Plan) -> list[Row]:
+    sizes = plan.sizes
+    count, clients, rounds = sizes.subscribes, sizes.subscribers, sizes.subscribe_rounds
+    row = Row(
+        "12",
+        f"resources/subscribe of distinct {URI_BYTES // 1024} KiB URIs over Streamable HTTP: one "
+        f"client asks for {_n(count)} in its session while {clients - 1} others ask for up to "
+        f"{FILLER_SUBSCRIBES} each; then all vanish (no DELETE) and their sessions expire "
+        f"({SUBSCRIBE_IDLE:.0f} s idle on this server, 30 minutes by default); {rounds} rounds",
+        f"{rounds} x ({_n(count)} + {clients - 1} x up to {FILLER_SUBSCRIBES}) subscriptions",
+        f"a session holds at most {SUBSCRIPTION_BYTES // MiB} MiB of subscribed URIs "
+        "(max_subscription_bytes), the rest refused with -32000 naming that bound; peak RSS "
+        f"grows < {BOUNDED:.0f} MiB in the first round and < {FLAT:.0f} MiB over the later ones "
+        "(what vanished sessions held came back); a fresh client is served",
+    )
+    argv = [sys.executable, str(EXPIRING_SERVER), str(SUBSCRIBE_IDLE)]
+    server = Server(Peer("probe server, expiring sessions", argv, "serving MCP on "))
+    try:
+        base = proc_stats(server.proc.pid)
+        peaks: list[float] = []
+        attacks: list[Subscribed] = []
+        fillers = expired = 0
+        jobs = [(count, False)] + [(FILLER_SUBSCRIBES, True)] * (clients - 1)
+        for _ in range(rounds):
+            with ThreadPoolExecutor(8) as pool:
+                got = list(pool.map(lambda job: _subscribe_and_vanish(server.url, *job), jobs))
+            peaks.append(proc_stats(server.proc.pid).peak)
+            attacks.append(got[0])
+            fillers += sum(other.taken for other in got[1:])
+            expired += _expired(server.url, got[0].session_id)
+        prompt, fresh = _fresh(server.url)
+    finally:
+        server.close()
+    attack = attacks[0]
+    capped = all(
+        a.taken * URI_BYTES <= SUBSCRIPTION_BYTES
+        and a.refused
+        and "max_subscription_bytes" in a.refusal
+        and not a.failed
+        for a in attacks
+    )
+    row.measured = (
+        f"the attacker, first round: {_n(attack.taken)} taken, {_n(attack.refused)} refused"
+        + (f" ({attack.refusal})" if attack.refusal else "")
+        + f"; the others took {_n(fillers)} in all; RSS {base.rss:.0f} MiB before, peak "
+        + " -> ".join(f"{peak:.0f}" for peak in peaks)
+        + f" MiB after each round; sessions expired: {expired} of {rounds}; a fresh client: "
+        + fresh
+    )
+    row.passed = (
+        capped
+        and peaks[0] - base.peak < BOUNDED
+        and peaks[-1] - peaks[0] < FLAT
+        and expired == rounds
+        and prompt
+    )
+    return [row]
+
+
+def _modern_request(address: tuple[str, int], message: dict[str, Any], close: bool) -> bytes:
+    """The bytes of a 2026-07-28 POST of `message`, with its standard headers."""
+    body = json.dumps(message).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: {address[0]}:{address[1]}",
+        "Accept: application/json, text/event-stream",
+        "Content-Type: application/json",
+        f"MCP-Protocol-Version: {MODERN}",
+        f"Mcp-Method: {message['method']}",
+    ]
+    name = message["params"].get("name")
+    if name:
+        lines.append(f"Mcp-Name: {name}")
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _listen_request(address: tuple[str, int], request_id: int) -> bytes:
+    params = {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen"}
+    return _modern_request(address, {**message, "params": params}, close=False)
+
+
+def _modern_connect(address: tuple[str, int], source: str | None) -> socket.socket:
+    if source is None:
+        return connect(address)
+    sock = socket.create_connection(address, timeout=HTTP_TIMEOUT, source_address=(source, 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _open_listen(
+    address: tuple[str, int], request: bytes, source: str | None = None
+) -> tuple[str, socket.socket | None]:
+    """Open a listen stream: ("listening", its socket, left open) once acknowledged, or why not."""
+    sock = _modern_connect(address, source)
+    sock.sendall(request)
+    data = b""
+    while True:
+        status = head_status(data)
+        if status not in (None, 200):
+            sock.close()
+            return f"HTTP {status}", None
+        if status == 200 and b"notifications/subscriptions/acknowledged" in data:
+            return "listening", sock
+        chunk = _recv(sock)
+        if not chunk:
+            sock.close()
+            return "closed by the server" if chunk == b"" else "no acknowledgement", None
+        data += chunk
+
+
+def _recv(sock: socket.socket) -> bytes | None:
+    """The next bytes (b"" at the end), or None when none came within the socket's timeout.
+
+    No `select`: row 13 holds more than 1,024 descriptors, past what `select` can watch.
+    """
+    try:
+        return sock.recv(1 << 16)
+    except TimeoutError:
+        return None
+    except OSError:
+        return b""
+
+
+def _modern_call(address: tuple[str, int], request_id: int) -> str:
+    """A 2026-07-28 tools/call from the other client: "served" or what came instead."""
+    params = {
+        "name": "calculator.add",
+        "arguments": {"a": request_id, "b": 1},
+        "_meta": MODERN_META,
+    }
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    sock = _modern_connect(address, OTHER_CLIENT)
+    data = b""
+    try:
+        sock.sendall(_modern_request(address, message, close=True))
+        while chunk := _recv(sock):  # until the server closes (Connection: close)
+            data += chunk
+    finally:
+        sock.close()
+    status = head_status(data)
+    if status != 200:
+        return f"HTTP {status}"
+    return "served" if b'"structuredContent":{"result":%d' % (request_id + 1) in data else "wrong"
+
+
+def listen_flood(plan: Plan) -> list[Row]:
+    count, calls = plan.sizes.listens, plan.sizes.listen_calls
+    row = Row(
+        "13",
+        f"Idle 2026-07-28 subscriptions/listen streams over Streamable HTTP, all from one "
+        f"unauthenticated client (127.0.0.1), kept open; meanwhile another client "
+        f"({OTHER_CLIENT}) makes 2026-07-28 calls and opens a listen of its own",
+        f"{_n(count)} listens, {_n(calls)} calls",
+        f"the one client gets at most {LISTENS_PER_CLIENT} streams (max_listens_per_client), "
+        "the rest 429 at once; every call of the other client served, and its listen "
+        "acknowledged",
+    )
+    with http_server() as server:
+        address = HttpConnection(server.url, HEADERS, HTTP_TIMEOUT).address
+        requests = [_listen_request(address, k + 1) for k in range(count)]
+        with ThreadPoolExecutor(32) as pool:
+            opened = list(pool.map(lambda request: _open_listen(address, request), requests))
+        held = [sock for _, sock in opened if sock is not None]
+        try:
+            outcomes = Counter(what for what, _ in opened)
+            started = time.perf_counter()
+            with ThreadPoolExecutor(8) as pool:
+                served = Counter(pool.map(lambda k: _modern_call(address, k), range(calls)))
+            seconds = time.perf_counter() - started
+            own, sock = _open_listen(address, _listen_request(address, 0), OTHER_CLIENT)
+            if sock is not None:
+                sock.close()
+        finally:
+            for sock in held:
+                sock.close()
+    row.measured = (
+        "the one client: "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in outcomes.most_common())
+        + "; the other client's calls: "
+        + ", ".join(f"{what}: {_n(n)}" for what, n in served.most_common())
+        + f" in {seconds:.1f} s; its listen: {own}"
+    )
+    row.passed = (
+        outcomes["listening"] <= LISTENS_PER_CLIENT
+        and outcomes["listening"] + outcomes["HTTP 429"] == count
+        and served["served"] == calls
+        and own == "listening"
+    )
+    return [row]
+
+
+def _answers_to(message: Any, request_id: Any) -> bool:
+    return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+
+
+def malformed_response(plan: Plan) -> list[Row]:
+    row = Row(
+        "14",
+        "Responses carrying both result and error, over stdio: one with an id the server never "
+        "used (777), one answering the server's elicitation/create (asked by wh40k.wager); "
+        "then a ping",
+        "2 responses, 1 ping",
+        "neither response is answered (JSON-RPC: a response gets no response); the ping is; "
+        f"the asking tool fails within {PROMPT:.0f} s instead of waiting out its ask_timeout "
+        "(600 s)",
+    )
+    both = {"result": {"action": "accept", "content": {}}, "error": {"code": 1, "message": "m"}}
+    with ProbePeer(DEMO_STDIO) as peer:
+        capabilities: dict[str, Any] = {"elicitation": {}}
+        client = {"name": "trio-mcp-reliability", "version": "0"}
+        peer.request(
+            0,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": client},
+        )
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = {"name": "wh40k.wager", "arguments": {}}
+        peer.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": "wager", "method": "tools/call", "params": call}
+            ).encode()
+            + b"\n"
+        )
+        question = peer.next_message(HTTP_TIMEOUT)
+        while question is not None and question.get("method") != "elicitation/create":
+            question = peer.next_message(HTTP_TIMEOUT)
+        if question is None:
+            row.measured = "the tool never asked"
+            row.passed = None
+            return [row]
+        asked = question["id"]
+        started = time.perf_counter()
+        for answer in (
+            {"jsonrpc": "2.0", "id": 777, **both},
+            {"jsonrpc": "2.0", "id": asked, **both},
+        ):
+            peer.send(json.dumps(answer).encode() + b"\n")
+        peer.send(b'{"jsonrpc":"2.0","id":"after","method":"ping"}\n')
+        seen: list[Any] = []
+        wager: Any = None
+        waited = 0.0
+        deadline = started + ASK_WAIT
+        while wager is None and (left := deadline - time.perf_counter()) > 0:
+            message = peer.next_message(left)
+            if message is None:
+                break
+            seen.append(message)
+            if _answers_to(message, "wager"):
+                wager, waited = message, time.perf_counter() - started
+    answered = [m for m in seen if _answers_to(m, 777) or _answers_to(m, asked)]
+    ponged = any(_answers_to(m, "after") and "result" in m for m in seen)
+    if wager is None:
+        told = f"NOT answered within {ASK_WAIT:.0f} s (it waits out its ask_timeout, 600 s)"
+    else:
+        text = wager.get("result", {}).get("content", [{}])[0].get("text", json.dumps(wager))
+        told = f"answered after {waited * 1000:,.0f} ms: {text[:140]}"
+    row.measured = (
+        "answers to the responses: "
+        + (
+            ", ".join(
+                f"id {m['id']}: {m.get('error', {}).get('code', 'a result')}" for m in answered
+            )
+            or "none"
+        )
+        + f"; ping {'answered' if ponged else 'NOT answered'}; the asking tool {told}"
+    )
+    row.passed = not answered and ponged and wager is not None and waited < PROMPT
+    return [row]
+
 
 GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = [
     ("1", ("1",), fuzz_stdio),
@@ -1001,6 +1817,15 @@ GROUPS: Final[list[tuple[str, tuple[str, ...], Callable[[Plan], list[Row]]]]] = 
     ("8", ("8b",), eof_stdio),
     ("8", ("8c",), sigterm_http),
     ("8", ("8d",), sigterm_http_unread),
+    ("9", ("9",), hostile_uri_stdio),
+    ("10", ("10a", "10b"), big_uris),
+    ("11", ("11",), traversal_stdio),
+    ("12", ("12",), subscription_flood),
+    ("13", ("13",), listen_flood),
+    ("14", ("14",), malformed_response),
+    ("15", ("15",), sigterm_tasks_stdio),
+    ("16", ("16",), one_address_crowd),
+    ("17", ("17",), batch_http),
 ]
 
 
@@ -1076,9 +1901,11 @@ def page(rows: Sequence[Row], fact_lines: Sequence[str]) -> str:
             "writing it here). stdio rows attack the demo server (`python -m demo_tools`); HTTP "
             "rows the probe server (`benchmarks/servers/probe_server.py`: the demo tools plus "
             "`probe.sleep` and `probe.flood`, with a 2 s shutdown grace) over Streamable HTTP on "
-            "127.0.0.1. Every invariant is checked from outside the server: its answers, and its "
-            "`/proc` entry (RSS is the resident set now, peak its high-water mark, VmHWM). FAIL "
-            "means the invariant did not hold on this commit; ERROR that the probe itself failed.",
+            "127.0.0.1; rows 9-11 the URI probe server (`benchmarks/servers/uri_server.py`: "
+            "resource templates an attacker aims at). Every invariant is checked from outside "
+            "the server: its answers, and its `/proc` entry (RSS is the resident set now, peak "
+            "its high-water mark, VmHWM). FAIL means the invariant did not hold on this commit; "
+            "ERROR that the probe itself failed.",
             "Each defect found by the reliability issue, and the test that covers it, is listed "
             "in [defects.md](defects.md).",
             "",

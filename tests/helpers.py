@@ -19,6 +19,7 @@ from xml.etree import ElementTree
 
 import trio
 
+from tests.timing import scaled
 from trio_mcp import AuthInfo, Client, Server
 from trio_mcp._exceptions import reraise_lone
 from trio_mcp._runtime.client import open_session
@@ -145,7 +146,7 @@ def python_json(script: str, *args: str) -> Any:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     return json.loads(proc.stdout)
 
@@ -163,7 +164,7 @@ def run_pytest(folder: Path, *args: str) -> dict[str, tuple[str, str]]:
         cwd=folder,
         capture_output=True,
         check=False,
-        timeout=120,
+        timeout=scaled(120),
     )
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ElementTree.parse(report).iter("testcase"):

@@ -27,6 +27,7 @@ import trio
 
 import demo_tools
 from tests.helpers import LATEST, init_params
+from tests.timing import scaled
 from trio_mcp import Context, Server
 from trio_mcp._core.server_session import requested_version
 from trio_mcp._run import serve_http
@@ -35,8 +36,8 @@ from trio_mcp.transports.http.headers import request_headers
 
 ACCEPT = "application/json, text/event-stream"
 POST_HEADERS = {"accept": ACCEPT, "content-type": "application/json"}
-#: Bounds starting a server, one test's requests and the server's shutdown, each.
-SERVE_TIMEOUT = 20
+#: Bounds a test's whole time with a server: starting it, the test's requests, its shutdown.
+SERVE_TIMEOUT = scaled(120)
 
 
 @dataclass
@@ -75,7 +76,7 @@ async def serve(server: Server | None = None, **options: Any) -> AsyncIterator[S
         async with trio.open_nursery() as nursery:
             base = (await nursery.start(run))[0]
             limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-            async with httpx.AsyncClient(timeout=10, limits=limits) as http:
+            async with httpx.AsyncClient(timeout=SERVE_TIMEOUT, limits=limits) as http:
                 yield Served(base, base + options.get("path", "/mcp"), http, stop, finished)
             stop.set()
 

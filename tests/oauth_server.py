@@ -86,6 +86,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit
 
@@ -96,6 +97,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+
+if __package__ in (None, ""):  # run by path (`python tests/oauth_server.py`): `tests` is above
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.timing import scaled
 
 __all__ = ["OAuthClient", "OAuthError", "OAuthServer", "Seen", "SigningKey", "serve_oauth"]
 
@@ -710,7 +715,7 @@ class OAuthServer:
         if not client_id.startswith(("http://", "https://")):
             return None
         try:
-            async with httpx.AsyncClient(timeout=5) as http:
+            async with httpx.AsyncClient(timeout=scaled(30)) as http:
                 doc = (await http.get(client_id)).raise_for_status().json()
         except (httpx.HTTPError, ValueError):
             return None

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.timing import scaled
+
 REDIS_SERVER = shutil.which("redis-server")
 #: For a test module that needs redis-py: `pytestmark = NEEDS_REDIS_PACKAGE`.
 NEEDS_REDIS_PACKAGE = pytest.mark.skipif(
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The broker tests' channel (`channel_prefix="trio-mcp-test:"`).
 CHANNEL = "trio-mcp-test:notifications"
 #: Bounds each fleet's shutdown: two worker processes on 2 shared cores.
-STOP_TIMEOUT = 60
+STOP_TIMEOUT = scaled(60)
 
 
 def free_port() -> int:
@@ -61,7 +63,7 @@ class RedisProcess:
             ],
             stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + scaled(60)
         while not self._answers():
             assert self.process.poll() is None, "redis-server exited"
             assert time.monotonic() < deadline, "redis-server does not answer"
@@ -77,7 +79,7 @@ class RedisProcess:
         import redis  # noqa: PLC0415 - the modules using this are skipped without it
 
         try:
-            with redis.Redis(port=self.port, socket_timeout=1) as client:
+            with redis.Redis(port=self.port, socket_timeout=scaled(5)) as client:
                 return bool(client.ping())
         except redis.ConnectionError:
             return False
@@ -85,14 +87,14 @@ class RedisProcess:
     def subscribers(self, channel: str = CHANNEL) -> int:
         import redis  # noqa: PLC0415
 
-        with redis.Redis(port=self.port, socket_timeout=1) as client:
+        with redis.Redis(port=self.port, socket_timeout=scaled(5)) as client:
             counts = dict(client.pubsub_numsub(channel))
         return int(counts.get(channel.encode(), 0))
 
     def publish_raw(self, data: bytes) -> None:
         import redis  # noqa: PLC0415
 
-        with redis.Redis(port=self.port, socket_timeout=1) as client:
+        with redis.Redis(port=self.port, socket_timeout=scaled(5)) as client:
             client.publish(CHANNEL, data)
 
     async def until_subscribers(self, count: int, channel: str = CHANNEL) -> None:

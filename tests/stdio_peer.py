@@ -21,11 +21,12 @@ import trio
 
 from tests.helpers import MODERN, init_params
 from tests.schema_check import validate_transcript
+from tests.timing import scaled
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 ECHO_TOOLS: Final = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 #: Seconds any single wait on the subprocess may take before the test fails.
-TIMEOUT: Final = 15.0
+TIMEOUT: Final = scaled(60)
 #: Handshake-era version assumed for a session that never initializes.
 DEFAULT_VERSION: Final = "2025-11-25"
 MODERN_META: Final = {

@@ -26,6 +26,7 @@ import pytest
 import trio_mcp
 import trio_mcp.testing
 from tests.helpers import python_json
+from tests.timing import scaled
 
 PACKAGE_DIR = Path(inspect.getfile(trio_mcp)).parent
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +159,7 @@ def test_names_loaded_on_first_use_show_in_importtime() -> None:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
     assert {"trio_mcp._runtime.server", "trio_mcp._run"} <= modules

@@ -29,6 +29,7 @@ import demo_tools
 import demo_tools.tour
 import trio_mcp
 from tests.helpers import DEMO_TOOLS
+from tests.timing import scaled
 from trio_mcp import (
     Progress,
     PromptMessage,
@@ -40,7 +41,7 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._cli import unregistered_tools
+from trio_mcp._cli import _http_options, parse_command_line, unregistered_tools
 from trio_mcp._client_cli import (
     UsageError,
     convert_value,
@@ -71,7 +72,7 @@ FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
 PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
 #: Tools that run as tasks (polled every 50 ms).
 TASK_TOOLS = str(ROOT / "tests" / "fixtures" / "task_tools.py")
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 
 def cli(*args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -102,6 +103,7 @@ async def cli_async(*args: str) -> subprocess.CompletedProcess[bytes]:
 # -- subprocess -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     done = cli("tools", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -115,12 +117,14 @@ def test_tools_prints_a_table_of_tools_and_parameters() -> None:
     assert "returns: number" in out
 
 
+@pytest.mark.slow
 def test_a_file_without_a_server_is_served_under_its_stem() -> None:
     done = cli("tools", CLIENT_TOOLS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("client_tools ")  # not "py", the file's suffix
 
 
+@pytest.mark.slow
 def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None:
     # No client: stdin is empty, so the server ends at once, after the warning.
     done = cli("run", FORGOTTEN_TOOLS, stdin=subprocess.DEVNULL)
@@ -133,6 +137,7 @@ def test_run_warns_when_the_server_registers_none_of_the_modules_tools() -> None
     assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_run_says_nothing_when_the_server_registers_the_modules_tools() -> None:
     # Nor that it waits for a client: stdin is not a terminal, a client is on the other end.
     done = cli("run", ECHO_TOOLS, stdin=subprocess.DEVNULL)
@@ -166,6 +171,7 @@ def test_unregistered_tools_counts_only_the_modules_own_functions() -> None:
     assert unregistered_tools(module, chosen) == []
 
 
+@pytest.mark.slow
 def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
     done = cli("tools", CLIENT_TOOLS)
     assert done.returncode == 0, done.stderr
@@ -174,12 +180,14 @@ def test_tools_shows_what_a_tool_without_parameters_returns() -> None:
     )
 
 
+@pytest.mark.slow
 def test_version() -> None:
     done = cli("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"trio-mcp {trio_mcp.__version__} (Python {platform.python_version()})\n"
 
 
+@pytest.mark.slow
 def test_tools_shows_one_tool_in_full_with_its_schemas() -> None:
     done = cli("tools", "demo_tools", "calculator.divide")
     assert done.returncode == 0, done.stderr
@@ -193,6 +201,7 @@ def test_tools_shows_one_tool_in_full_with_its_schemas() -> None:
     assert json.loads(outputs.split("\n", 1)[1])["properties"] == {"result": {"type": "number"}}
 
 
+@pytest.mark.slow
 def test_tools_as_json_and_one_tool_as_json() -> None:
     listed = cli("tools", "demo_tools", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -205,6 +214,7 @@ def test_tools_as_json_and_one_tool_as_json() -> None:
     assert json.loads(one.stdout) == next(t for t in tools if t["name"] == "calculator.power")
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_ends_the_command_quietly_with_141() -> None:
     # The pipe's read end is closed before the command starts, so its first write to stdout
     # is sure to fail, as under `trio-mcp tools SERVER | head -1` once head has gone.
@@ -225,6 +235,7 @@ def test_a_closed_stdout_ends_the_command_quietly_with_141() -> None:
     assert (done.returncode, done.stderr) == (141, "")
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_call_quietly_with_130() -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "trio_mcp", "call", CLIENT_TOOLS, "wait"],
@@ -257,6 +268,7 @@ def _serve_on_a_terminal(command: list[str]) -> tuple[str, int]:
     return err.decode(), process.returncode
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_says_it_waits_for_a_client_and_how_to_try_it() -> None:
     err, code = _serve_on_a_terminal([sys.executable, "-m", "trio_mcp", "run", ECHO_TOOLS])
     assert err == (
@@ -266,6 +278,7 @@ def test_run_on_a_terminal_says_it_waits_for_a_client_and_how_to_try_it() -> Non
     assert code == 0
 
 
+@pytest.mark.slow
 def test_a_server_run_from_its_own_script_names_its_command_line_to_try_it() -> None:
     command = [sys.executable, "-m", "demo_tools"]
     err, code = _serve_on_a_terminal(command)
@@ -275,11 +288,13 @@ def test_a_server_run_from_its_own_script_names_its_command_line_to_try_it() -> 
     assert code == 0
 
 
+@pytest.mark.slow
 def test_call_prints_the_result() -> None:
     done = cli("call", "demo_tools", "calculator.add", "a=5", "b=3")
     assert (done.returncode, done.stdout, done.stderr) == (0, "8\n", "")
 
 
+@pytest.mark.slow
 def test_call_reads_each_value_as_its_parameter_takes_it() -> None:
     # `text` takes a string: 2024 stays the text "2024" (it was sent as the integer 2024,
     # which the tool refused); `a` and `b` take numbers, read as JSON.
@@ -291,6 +306,7 @@ def test_call_reads_each_value_as_its_parameter_takes_it() -> None:
     assert (added.returncode, added.stdout) == (0, "12.5\n"), added.stderr
 
 
+@pytest.mark.slow
 def test_call_with_json_arguments_and_an_object_result() -> None:
     done = cli(
         "call", "demo_tools", "wh40k.roll_dice", "flavor=save", "--json", '{"dice_count": 2}'
@@ -301,6 +317,20 @@ def test_call_with_json_arguments_and_an_object_result() -> None:
     assert "on 3+" in lines[-1]
 
 
+@pytest.mark.slow
+def test_options_may_come_between_the_words() -> None:
+    # It was refused: "unrecognized arguments: calculator.add a=1 b=2".
+    done = cli("call", "demo_tools", "--timeout", str(TIMEOUT), "calculator.add", "a=1", "b=2")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "3\n", "")
+    # Values that start with - are words in NAME=VALUE; options stay options after them.
+    echoed = cli("call", ECHO_TOOLS, "--raw", "echo", "text=--verbose", f"--timeout={TIMEOUT}")
+    assert echoed.returncode == 0, echoed.stderr
+    assert json.loads(echoed.stdout)["content"] == [{"type": "text", "text": "--verbose"}]
+    added = cli("call", "demo_tools", "calculator.add", "a=-1", "--timeout", str(TIMEOUT), "b=-2")
+    assert (added.returncode, added.stdout) == (0, "-3\n"), added.stderr
+
+
+@pytest.mark.slow
 def test_call_a_command_after_double_dash_with_raw_output() -> None:
     done = cli(
         "call", "--raw", "calculator.multiply", "a=6", "b=7", "--", sys.executable, "-m",
@@ -310,6 +340,7 @@ def test_call_a_command_after_double_dash_with_raw_output() -> None:
     assert '"structuredContent": {\n    "result": 42.0\n  }' in done.stdout
 
 
+@pytest.mark.slow
 def test_call_shows_progress_and_server_logs_on_stderr() -> None:
     done = cli("call", ECHO_TOOLS, "chatty", "text=hello")
     assert done.returncode == 0, done.stderr
@@ -318,6 +349,7 @@ def test_call_shows_progress_and_server_logs_on_stderr() -> None:
     assert "[1/2] half way" in done.stderr
 
 
+@pytest.mark.slow
 def test_call_shows_a_task_status_and_prints_its_result() -> None:
     done = cli("call", TASK_TOOLS, "slow", "seconds=0.4")
     assert (done.returncode, done.stdout) == (0, "slept 0.4\n"), done.stderr
@@ -332,6 +364,7 @@ def test_call_shows_a_task_status_and_prints_its_result() -> None:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_a_task() -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "trio_mcp", "call", TASK_TOOLS, "slow", "seconds=60"],
@@ -348,6 +381,7 @@ def test_ctrl_c_cancels_a_task() -> None:
     assert re.fullmatch(r"(  task working: \w+\n)*trio-mcp: cancelled task \S+\n", err), err
 
 
+@pytest.mark.slow
 def test_a_tool_error_exits_1() -> None:
     done = cli("call", "demo_tools", "calculator.divide", "a=1", "b=0")
     assert done.returncode == 1
@@ -355,6 +389,7 @@ def test_a_tool_error_exits_1() -> None:
     assert done.stderr == "error: Cannot divide by zero\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -390,6 +425,10 @@ def test_a_tool_error_exits_1() -> None:
             ("run", "demo_tools", "--transport", "http", "--host", "0.0.0.0", "--port", "0"),
             "HttpOptions.allowed_hosts (trio-mcp run --allow-host NAME)",
         ),
+        (
+            ("run", "demo_tools", "--max-connections-per-address", "5"),
+            "--max-connections-per-address takes 0 or more, with --transport http",
+        ),
     ],
 )
 def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str) -> None:
@@ -398,6 +437,7 @@ def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str)
     assert message in done.stderr
 
 
+@pytest.mark.slow
 async def test_tools_and_call_over_http_and_legacy_sse() -> None:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -415,6 +455,7 @@ async def test_tools_and_call_over_http_and_legacy_sse() -> None:
         stop.set()
 
 
+@pytest.mark.slow
 async def test_run_over_http_accepts_the_allowed_hosts() -> None:
     command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
     process = await trio.lowlevel.open_process(
@@ -444,6 +485,7 @@ async def test_run_over_http_accepts_the_allowed_hosts() -> None:
     assert other.status_code == 421
 
 
+@pytest.mark.slow
 async def test_unreachable_url_exits_2() -> None:
     # Port 9 (discard) has no listener here; the retries are bounded (about 4 s at worst).
     done = await cli_async("call", "http://127.0.0.1:9/mcp", "x", "--timeout", "20")
@@ -451,6 +493,7 @@ async def test_unreachable_url_exits_2() -> None:
     assert b"cannot reach http://127.0.0.1:9/mcp" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
 def test_demo_walks_through_every_tool(http: bool) -> None:
     done = cli("demo", *(["--http"] if http else []))
@@ -497,6 +540,7 @@ def test_demo_walks_through_every_tool(http: bool) -> None:
 NOT_INSTALLED = ("h11", "httpx", "httpcore", "hypercorn", "jwt", "cryptography", "redis")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--version"], ["run", "--help"], ["demo"]], ids=" ".join)
 def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> None:
     # The README's first command installs no extras: the command line must start, and the demo
@@ -520,6 +564,7 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
 # -- resources, prompts, completion (subprocess) -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resources_lists_resources_then_templates() -> None:
     done = cli("resources", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -537,6 +582,7 @@ def test_resources_lists_resources_then_templates() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_resources_as_json_from_a_command_after_double_dash() -> None:
     done = cli("resources", "--json", "--", sys.executable, "-m", "trio_mcp", "run", PRIMITIVES)
     assert done.returncode == 0, done.stderr
@@ -552,6 +598,7 @@ def test_resources_as_json_from_a_command_after_double_dash() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_server_without_resources_or_prompts_lists_none() -> None:
     resources = cli("resources", ECHO_TOOLS)
     assert (resources.returncode, resources.stdout) == (
@@ -562,6 +609,7 @@ def test_a_server_without_resources_or_prompts_lists_none() -> None:
     assert (prompts.returncode, json.loads(prompts.stdout)) == (0, []), prompts.stderr
 
 
+@pytest.mark.slow
 def test_read_prints_text_as_it_is_for_a_resource_and_a_template() -> None:
     factions = cli("read", "demo_tools", "wh40k://codex/factions")
     assert factions.returncode == 0, factions.stderr
@@ -574,6 +622,7 @@ def test_read_prints_text_as_it_is_for_a_resource_and_a_template() -> None:
     assert json.loads(unit.stdout)["name"] == "Meganobz"
 
 
+@pytest.mark.slow
 def test_read_a_blob_says_its_size_and_type_or_writes_it(tmp_path: Path) -> None:
     shown = cli("read", PRIMITIVES, "wh40k://logo")
     assert (shown.returncode, shown.stdout) == (
@@ -589,6 +638,7 @@ def test_read_a_blob_says_its_size_and_type_or_writes_it(tmp_path: Path) -> None
     assert len(out.read_bytes()) == 70
 
 
+@pytest.mark.slow
 def test_read_as_json_keeps_the_result_as_it_came() -> None:
     done = cli("read", PRIMITIVES, "wh40k://logo", "--json")
     assert done.returncode == 0, done.stderr
@@ -597,6 +647,7 @@ def test_read_as_json_keeps_the_result_as_it_came() -> None:
     assert part["blob"].startswith("iVBORw0KGgo")  # still base64, as on the wire
 
 
+@pytest.mark.slow
 def test_prompts_lists_each_prompt_with_its_arguments() -> None:
     done = cli("prompts", "demo_tools")
     assert done.returncode == 0, done.stderr
@@ -620,6 +671,7 @@ def test_prompts_lists_each_prompt_with_its_arguments() -> None:
     assert prompts["wh40k.greeting"]["arguments"] == [{"name": "name", "required": True}]
 
 
+@pytest.mark.slow
 def test_prompt_prints_its_messages_by_role() -> None:
     done = cli(
         "prompt",
@@ -635,6 +687,7 @@ def test_prompt_prints_its_messages_by_role() -> None:
     ), done.stderr
 
 
+@pytest.mark.slow
 def test_prompt_summarises_content_that_is_not_text_and_gives_json() -> None:
     done = cli("prompt", PRIMITIVES, "wh40k.mixed")
     assert done.returncode == 0, done.stderr
@@ -653,6 +706,7 @@ def test_prompt_summarises_content_that_is_not_text_and_gives_json() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_complete_a_prompt_argument_and_a_template_variable() -> None:
     typed = cli("complete", "demo_tools", "wh40k.battle_briefing", "defender", "n")
     assert (typed.returncode, typed.stdout) == (0, "necrons\n"), typed.stderr
@@ -672,6 +726,7 @@ def test_complete_a_prompt_argument_and_a_template_variable() -> None:
     assert (typed_too.returncode, typed_too.stdout) == (0, "gretchin\n"), typed_too.stderr
 
 
+@pytest.mark.slow
 def test_complete_as_json() -> None:
     done = cli("complete", "demo_tools", "wh40k.battle_briefing", "attacker", "--json")
     assert done.returncode == 0, done.stderr
@@ -682,6 +737,7 @@ def test_complete_as_json() -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -758,6 +814,7 @@ def test_resource_prompt_and_completion_errors_exit_2(args: tuple[str, ...], mes
     assert message in done.stderr
 
 
+@pytest.mark.slow
 async def test_resources_prompts_and_completion_over_http() -> None:
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -785,6 +842,85 @@ async def test_resources_prompts_and_completion_over_http() -> None:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+#: Each command's words and options (an option with its value), for placing them apart.
+_COMMAND_LINES = {
+    "tools": (["demo_tools", "calculator.add"], [["--json"], ["--timeout", "5"]]),
+    "call": (
+        ["demo_tools", "calculator.add", "a=1", "b=-2", "c=--x"],
+        [["--timeout", "5"], ["--raw"], ["--json", '{"a": 1}'], ["--root", "."]],
+    ),
+    "resources": (["demo_tools"], [["--json"], ["--header", "A:b"]]),
+    "read": (["demo_tools", "wh40k://codex/factions"], [["--out", "f"], ["--json"]]),
+    "prompts": (["demo_tools"], [["--json"], ["--show-stderr"]]),
+    "prompt": (
+        ["demo_tools", "wh40k.battle_briefing", "attacker=orks", "defender=necrons"],
+        [["--json"], ["--sampling-command", "cat"], ["--timeout=5"]],
+    ),
+    "complete": (
+        ["demo_tools", "wh40k.battle_briefing", "defender", "-1", "attacker=orks"],
+        [["--json"], ["--timeout", "5"], ["--no-browser"]],
+    ),
+    "demo": ([], [["--http"]]),
+    "login": (["http://127.0.0.1:1/mcp"], [["--timeout", "5"], ["--scope", "a b"]]),
+    "logout": (["http://127.0.0.1:1/mcp"], [["--forget-client"], ["--token-file", "t.json"]]),
+    "run": (["demo_tools"], [["--transport", "http"], ["--port", "0"], ["--stateless"]]),
+}
+
+
+def _interleave(words: list[str], options: list[list[str]]) -> list[str]:
+    """A word, an option, a word, an option, ... and what is left of either at the end."""
+    line: list[str] = []
+    for at in range(max(len(words), len(options))):
+        line += words[at : at + 1] + (options[at] if at < len(options) else [])
+    return line
+
+
+@pytest.mark.parametrize("command", sorted(_COMMAND_LINES))
+def test_every_command_takes_its_options_before_between_and_after_its_words(
+    command: str,
+) -> None:
+    words, options = _COMMAND_LINES[command]
+    flat = [token for option in options for token in option]
+    after, _ = parse_command_line([command, *words, *flat])
+    assert after.command == command
+    vars(after).pop("command_parser", None)  # run's, a parser made anew each time
+    placed = {
+        "before": [*flat, *words],
+        "between": _interleave(words, options),
+        "between, the other way round": _interleave(words, options[::-1]),
+        "after the first word": [*words[:1], *flat, *words[1:]],
+    }
+    for where, line in placed.items():
+        parsed, server_command = parse_command_line([command, *line])
+        vars(parsed).pop("command_parser", None)
+        assert (parsed, server_command) == (after, []), where
+    if "words" in vars(after):
+        assert after.words == words
+
+
+def test_double_dash_ends_the_options() -> None:
+    args, server_command = parse_command_line(
+        ["call", "--timeout", "5", "calculator.add", "x=-1", "--raw", "--", "python", "-m",
+         "demo_tools", "--raw", "--", "y"]
+    )  # fmt: skip
+    assert (args.words, args.timeout, args.raw) == (["calculator.add", "x=-1"], 5.0, True)
+    assert server_command == ["python", "-m", "demo_tools", "--raw", "--", "y"]
+
+
+def test_an_unknown_option_anywhere_is_one_line_and_the_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_command_line(["call", "demo_tools", "calculator.add", "--bogus", "a=1", "-x"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: trio-mcp call ")
+    assert err.endswith("\ntrio-mcp call: error: unrecognized arguments: --bogus -x\n")
+    with pytest.raises(SystemExit):
+        parse_command_line(["login", "http://127.0.0.1:1/mcp", "--no-browser", "extra"])
+    assert capsys.readouterr().err.endswith("error: unrecognized arguments: extra\n")
 
 
 def test_split_server_command() -> None:
@@ -1003,3 +1139,12 @@ def test_render_messages_and_describe_block() -> None:
     )
     assert render_messages(result) == "user: hi\nassistant: yo"
     assert describe_block({"type": "future", "x": 1}) == '{"type": "future", "x": 1}'
+
+
+@pytest.mark.parametrize(("given", "bound"), [((), 256), (("5",), 5), (("0",), None)])
+def test_run_bounds_the_connections_of_one_client_address(
+    given: tuple[str, ...], bound: int | None
+) -> None:
+    flag = ("--max-connections-per-address", *given) if given else ()
+    args, _ = parse_command_line(["run", "demo_tools", "--transport", "http", *flag])
+    assert _http_options(args).max_connections_per_address == bound

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.timing import scaled
 from trio_mcp import ImageContent, SamplingMessage, SamplingRequest, TextContent
 from trio_mcp._cli_answers import (
     NOTHING,
@@ -37,9 +38,11 @@ from trio_mcp._cli_answers import (
     roots_from_paths,
 )
 
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
+
 ROOT = Path(__file__).resolve().parent.parent
 ASKING_TOOLS = str(ROOT / "tests" / "fixtures" / "asking_tools.py")
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -19,12 +19,13 @@ import trio
 import demo_tools
 from demo_tools import codex
 from tests.helpers import REPO_ROOT
+from tests.timing import scaled
 from trio_mcp import RequestError
 from trio_mcp.testing import connect
 
 GOLDEN = Path(__file__).parent / "golden"
 LISTS = ["resources/list", "resources/templates/list", "prompts/list"]
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 
 def golden_path(method: str) -> Path:
@@ -91,6 +92,7 @@ async def test_the_battle_announces_the_latest_report() -> None:
             assert latest.text == result.structured["report"]  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_trio_mcp_demo_shows_the_codex() -> None:
     import subprocess  # noqa: PLC0415
 

@@ -42,6 +42,7 @@ def test_the_page_is_a_whole_project() -> None:
     }
 
 
+@pytest.mark.slow
 def test_every_test_on_the_page_passes(tmp_path: Path) -> None:
     files = doc_files()
     for name, text in files.items():

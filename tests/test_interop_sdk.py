@@ -33,10 +33,12 @@ from mcp.types import (
 
 from tests.helpers import DEMO_TOOLS
 from tests.stdio_peer import ECHO_TOOLS, ROOT
+from tests.timing import scaled
 
 # The SDK flags ping and logging as deprecated from 2026-07-28 on (even on a 2025-11-25
 # connection); the handshake-era tests use them on purpose.
 pytestmark = [
+    pytest.mark.slow,  # every test here runs a peer's process
     pytest.mark.filterwarnings("ignore:ping is removed as of 2026-07-28"),
     pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),
 ]
@@ -44,7 +46,7 @@ pytestmark = [
 #: SDK connect mode -> the protocol version it ends up speaking with our server.
 MODES = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}
 #: Bounds a whole SDK session (spawn, handshake, calls, shutdown).
-SESSION_TIMEOUT = 30
+SESSION_TIMEOUT = scaled(60)
 
 
 @asynccontextmanager

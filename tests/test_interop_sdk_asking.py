@@ -57,9 +57,12 @@ from mcp.types import (
 from tests.fixtures import asking_server
 from tests.http_helpers import serve
 from tests.stdio_peer import ROOT
+from tests.timing import scaled
+
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
 
 #: Bounds one test: spawning or serving, the SDK session, its calls and its shutdown.
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 FIXTURE = str(ROOT / "tests" / "fixtures" / "asking_server.py")
 #: SDK connect mode -> the version it settles on with our server.
 VERSIONS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
@@ -343,8 +346,8 @@ async def journal(client: Client, entries: int) -> list[str]:
 
 
 async def released(answerer: Answerer) -> None:
-    """Wait until the held elicitation callback was cancelled (a few seconds at most)."""
-    with anyio.move_on_after(5):
+    """Wait until the held elicitation callback was cancelled (TIMEOUT at most)."""
+    with anyio.move_on_after(TIMEOUT):
         await answerer.released.wait()
     assert answerer.released.is_set(), "the held SDK callback was never cancelled"
 

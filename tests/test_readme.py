@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.timing import scaled
+from trio_mcp.testing import connect
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -52,7 +55,7 @@ def test_quick_start_serves_its_tool(tmp_path: Path) -> None:
         input="".join(json.dumps(m) + "\n" for m in lines).encode(),
         capture_output=True,
         cwd=tmp_path,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert proc.returncode == 0, proc.stderr.decode()
@@ -130,6 +133,7 @@ def test_relative_links_in_the_readme_and_docs_resolve() -> None:
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
 
 
+@pytest.mark.slow
 def test_the_readme_testing_example_passes_against_the_quick_start(tmp_path: Path) -> None:
     from tests.helpers import run_pytest  # noqa: PLC0415
 
@@ -245,3 +249,23 @@ def test_every_test_the_docs_name_exists() -> None:
     for page in sorted((root / "docs").glob("*.md")):
         for name in re.findall(r"::(test_\w+)", page.read_text()):
             assert f"def {name}(" in tests, f"{page.name} names a test that does not exist: {name}"
+
+
+def lifespan_example_source() -> str:
+    text = README.read_text()
+    match = re.search(r"```python\n(# notes\.py\n.*?)```", text, re.DOTALL)
+    assert match, "README lost its lifespan and middleware example"
+    return match.group(1)
+
+
+async def test_the_lifespan_and_middleware_example_runs_as_written(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    namespace: dict[str, Any] = {"__name__": "notes"}
+    exec(compile(lifespan_example_source(), "notes.py", "exec"), namespace)
+    async with connect(namespace["server"], client_info={"name": "reader", "version": "1"}) as c:
+        result = await c.call_tool("count_notes")
+    assert result.structured == {"result": 3}
+    printed = capsys.readouterr().out
+    assert "count_notes None False" in printed  # the middleware's line: no token in process
+    assert "from {'name': 'reader', 'version': '1'}" in printed  # the session hook's

@@ -14,23 +14,29 @@ def add(
 
 Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
 
-1. `_run.serve_stdio` opens `transports/stdio`: the reader takes what stdin has ready as one
-   batch of lines; `_runtime/connection._Connection.run` reads the batches.
+1. `_run.serve_stdio` enters the server's lifespan (`Server.running`) and opens
+   `transports/stdio`: the reader takes what stdin has ready as one batch of lines;
+   `_runtime/connection._Connection` reads the batches.
 2. `_core/jsonrpc.parse` classifies each line (request, notification, response, or an invalid
-   message that is still answered).
-3. `_runtime/session.SessionRuntime` admits the request: `_core/server_session` resolves the
-   revision it speaks (`_core/versions`) into a `RequestScope` and marks its id in flight.
-4. `_dispatch.Dispatcher` routes it. Both of its ways look the tool up (`_features/tools`),
-   validate the arguments (`_features/schema`) and turn the tool's value or exception into
-   the result: the one error boundary. `respond_now` answers at once what needs no waiting
-   (an `inline=True` tool is called right there, on the reader's task); anything else runs in
-   a task of its own through `respond`, which calls the function through `_runtime/invoke`
-   (worker thread, limiter, timeout).
-5. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
+   message that is still answered; a response is never answered).
+3. `_dispatch/resolve` turns the request into one `ResolvedRequest`, once: the tool it names,
+   its arguments validated, the scopes it needs, the caller's token, and whether it can be
+   answered without waiting. Everything below reads that record; nothing looks it up again.
+4. `_runtime/session.SessionRuntime.start` admits it (`_core/server_session` checks its
+   revision, from `_core/versions`, and marks its id in flight). A record that needs no
+   waiting (an `inline=True` tool, a list, a ping) is answered right there, on the reader's
+   task; any other runs in a task of its own (`answer`), in its own cancel scope.
+5. `_dispatch/dispatcher.Dispatcher.answer` runs the middleware chain (`_dispatch/middleware`,
+   the user's, outermost first) around the route's handler, which calls the function through
+   `_runtime/invoke` (worker thread, limiter, timeout) and turns its value or exception into
+   the result: the one error boundary.
+6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
    answered for one read of input in one write to stdout.
 
-Streamable HTTP enters at `transports/http/app` instead (one ASGI request per message) and
-meets the same `SessionRuntime`; the client half is `_runtime/client` over `transports/`.
+Streamable HTTP enters at `transports/http/app` instead: the token is verified, each POSTed
+request resolved once (`HttpBackend.resolve`), its scopes checked against the token (403) from
+that record, which then goes to the same `SessionRuntime.start`. The client half is
+`_runtime/client` over `transports/`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -13,7 +13,8 @@
 
 The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, `complete`,
 `demo`) live in `_client_cli`; SERVER there is a TARGET, an http(s) URL, or a command after
-`--`.
+`--`. Every command takes its options anywhere among its words, up to `--`
+(`parse_command_line`).
 
 Over HTTP, `--workers N` serves one socket from N worker processes (`_workers`), in stateless
 mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment;
@@ -63,7 +64,7 @@ logger = logging.getLogger("trio_mcp.cli")
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
-__all__ = ["load_server", "main", "unregistered_tools"]
+__all__ = ["load_server", "main", "parse_command_line", "unregistered_tools"]
 
 
 def load_server(target: str) -> tuple[Server, list[str]]:
@@ -147,7 +148,8 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The `trio-mcp` parser, and each command's own parser by name."""
     parser = argparse.ArgumentParser(
         prog="trio-mcp",
         description="Serve MCP tools; list, call, read and complete what a server offers.",
@@ -201,6 +203,13 @@ def _parser() -> argparse.ArgumentParser:
         "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
     )
     run_cmd.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        metavar="N",
+        help="HTTP: connections one client address may hold (default 256; 0 for no bound, "
+        "behind a reverse proxy whose address every connection comes from)",
+    )
+    run_cmd.add_argument(
         "--task-store",
         default=os.environ.get("TRIO_MCP_TASK_STORE") or None,
         metavar="URL",
@@ -246,7 +255,37 @@ def _parser() -> argparse.ArgumentParser:
     add_client_commands(commands)
     # `run`'s own usage errors show `run`'s usage line, not the top-level one.
     run_cmd.set_defaults(command_parser=run_cmd)
-    return parser
+    return parser, dict(commands.choices)
+
+
+def parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The parsed command line, and the server command given after `--` (empty without one).
+
+    A command's options may come before, between or after its words (`trio-mcp call SERVER
+    --timeout 5 TOOL a=1`): its own parser reads them with `parse_intermixed_args`, which
+    takes every option out wherever it stands and gives the rest to the words in their order.
+    `--` ends the options: nothing after it is read as one, it is the server's command as it
+    is. A word that starts with `-` is an option (a negative number or `-` alone excepted);
+    NAME=VALUE words never are (`x=-1`, `x=--y`), and a parameter whose name starts with `-`
+    goes in `--json`. The `trio-mcp` parser itself reads only what names no command
+    (`--version`, `--help`, a mistyped command).
+
+    Raises:
+        SystemExit: after a usage error (one line and the usage, on stderr; code 2) or help.
+    """
+    words, server_command = split_server_command(argv)
+    parser, commands = _parser()
+    command = commands.get(words[0]) if words else None
+    if command is None:
+        return parser.parse_args(words), server_command
+    args, extra = command.parse_known_intermixed_args(words[1:])
+    if extra:
+        # Name the unknown options alone: the words after one are left over only because the
+        # option stopped the words there.
+        unknown = [word for word in extra if word.startswith("-")] or extra
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.command = words[0]
+    return args, server_command
 
 
 #: Exit codes of a command cut short, as shells report a process ended by the signal
@@ -301,9 +340,8 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _main(argv: list[str] | None) -> int:
-    argv, server_command = split_server_command(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args, server_command = parse_command_line(argv)
     if args.command != "run":
         return run_client_command(args, server_command)
     run_parser: argparse.ArgumentParser = args.command_parser
@@ -426,6 +464,9 @@ def _run_options(
         parser.error("--workers serves HTTP: add --transport http")
     if (args.auth_issuer is None) != (args.auth_audience is None):
         parser.error("--auth-issuer and --auth-audience go together")
+    per_address = args.max_connections_per_address
+    if per_address is not None and (per_address < 0 or args.transport != "http"):
+        parser.error("--max-connections-per-address takes 0 or more, with --transport http")
     if args.auth_issuer is not None and args.transport != "http":
         parser.error("--auth-issuer protects an HTTP server: add --transport http")
     if args.auth_issuer is not None and os.environ.get("TRIO_MCP_BEARER_TOKEN"):
@@ -469,7 +510,15 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         resource_metadata=metadata,
         stateless=args.stateless,
         legacy_sse=not args.no_legacy_sse,
+        max_connections_per_address=_per_address(args.max_connections_per_address),
     )
+
+
+def _per_address(given: int | None) -> int | None:
+    """`--max-connections-per-address`: not given, the default; 0, no bound."""
+    if given is None:
+        return HttpOptions.max_connections_per_address
+    return given or None
 
 
 def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:

@@ -26,6 +26,12 @@ subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE tra
 after `--`, any command that runs a stdio server: `trio-mcp tools -- python -m demo_tools`
 (then the words before `--` are only the tool and its arguments).
 
+Options may come before, between or after the words (`trio-mcp call demo_tools --timeout 5
+calculator.add a=1`); `--` ends them: what follows it is the server's command, never read as
+an option of ours. A word that starts with `-` is an option, but for a negative number and `-`
+alone; NAME=VALUE never is (`x=-1`, `flag=--verbose`), and a parameter whose name starts with
+`-` is given in `--json`. An option's own value may start with `-` as `--json=-1`.
+
 A mistyped tool, parameter, resource URI, prompt or argument name is answered with the close
 names (`suggest_names`, `unknown_name`). A name the server does not list is still sent (a
 server may serve what it does not list); only when the server refuses it is it called unknown,
@@ -205,7 +211,8 @@ def add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 _SERVER_FORMS = (
     "SERVER is a module path or file.py (run with `python -m trio_mcp run SERVER`), an "
     "http(s) URL (a path ending in /sse uses legacy HTTP+SSE), or a command given after --, "
-    "e.g. `-- python -m demo_tools`."
+    "e.g. `-- python -m demo_tools`. Options may come before, between or after the words; -- "
+    "ends them (what follows is the server's command)."
 )
 
 

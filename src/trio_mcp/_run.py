@@ -20,6 +20,7 @@ import trio
 
 from ._core.auth import AuthInfo
 from ._core.jsonrpc import Request
+from ._core.subscriptions import LISTEN
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from ._dispatch import ResolvedRequest
 from ._exceptions import reraise_lone
@@ -107,6 +108,9 @@ class _HttpBackend:
 
     def base_scopes(self) -> tuple[str, ...]:
         return self.server.required_scopes
+
+    def stays_open(self, request: Request) -> bool:
+        return request.method == LISTEN
 
     async def resolve(
         self, request: Request, auth: AuthInfo | None, peer: str | None = None
@@ -228,11 +232,13 @@ async def _shut_down_app(
 ) -> None:
     await trigger()
     nursery.start_soon(_cut_short_after, app, server.shutdown_grace)
-    # subscriptions/listen streams (2026-07-28) have no work to finish: they end now, each
-    # with its plain result, instead of holding the shutdown for the grace period.
-    server.listening.close()
+    # Tasks still running are settled and their ends told while the streams that follow them
+    # are open; then subscriptions/listen streams (2026-07-28), which have no work to finish,
+    # end with their plain result instead of holding the shutdown for the grace period.
+    await server.wind_down()
     # Legacy SSE streams never end by themselves: without this, Hypercorn would hold them (and
-    # so the shutdown) open until its graceful_timeout.
+    # so the shutdown) open until its graceful_timeout. GET streams end once they have sent
+    # what was queued for them (the tasks' ends among it).
     app.begin_shutdown()
 
 
@@ -369,6 +375,8 @@ async def _run_stdio(server: Server) -> None:
             async def stop_on_signal() -> None:
                 async for signum in signals:
                     print(f"trio-mcp: {signal.Signals(signum).name}, stopping", file=sys.stderr)
+                    # The client hears how its tasks end before the connection does.
+                    await server.wind_down()
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(stop_on_signal)

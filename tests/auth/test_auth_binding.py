@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from tests.helpers import LATEST, MODERN, RawPeer, open_memory_peer
 from tests.http_helpers import McpHttp, Served, serve
+from tests.timing import scaled
 from trio_mcp import (
     AuthInfo,
     Context,
@@ -157,7 +158,7 @@ async def test_the_same_principal_answers_and_cancels_with_a_refreshed_token() -
             refreshed, "tasks/update", first, inputResponses={key: {"action": "decline"}}
         )
         cancelled = await task_request(refreshed, "tasks/cancel", second)
-        with trio.fail_after(10):
+        with trio.fail_after(scaled(60)):
             while got["status"] != "completed":
                 await trio.sleep(0.01)
                 got = (await task_request(alice, "tasks/get", first))["result"]
@@ -255,7 +256,7 @@ async def test_a_tasks_states_reach_only_its_principals_listen_streams_on_every_
         make_server(task_store=store, broker=bus),
         make_server(task_store=store, broker=bus.peer()),
     )
-    with trio.fail_after(10):
+    with trio.fail_after(scaled(60)):
         async with trio.open_nursery() as nursery:
             for server in (a, b):
                 await nursery.start(server.relay)

@@ -18,9 +18,10 @@ import trio
 from tests.http_helpers import POST_HEADERS
 from tests.oauth_server import serve_oauth
 from tests.stdio_peer import ROOT
+from tests.timing import scaled
 from trio_mcp._cli import audience_mismatch
 
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 AUDIENCE = "http://mcp.test/mcp"
 
 

@@ -22,15 +22,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 import demo_tools
 from tests.http_helpers import serve
 from tests.oauth_server import OAuthServer, serve_oauth
 from tests.stdio_peer import ROOT
+from tests.timing import scaled
 from trio_mcp import JwtVerifier, ProtectedResource, Server
 
-TIMEOUT = 60
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
+
+TIMEOUT = scaled(60)
 BROWSER = ROOT / "tests" / "fixtures" / "browser.py"
 
 

@@ -26,6 +26,7 @@ import trio
 from tests.auth.verifiers import verifier_for
 from tests.http_helpers import Served, serve
 from tests.oauth_server import OAuthServer, serve_oauth
+from tests.timing import scaled
 from trio_mcp import (
     AuthorizationError,
     AuthorizationResponse,
@@ -54,7 +55,7 @@ from trio_mcp.transports.http.oauth_flow import _DpopKey
 
 REDIRECT = "http://127.0.0.1:8765/callback"
 # Bounds one test's flows and calls: loopback exchanges that take milliseconds.
-TEST_TIMEOUT = 30
+TEST_TIMEOUT = scaled(60)
 
 # -- the rules -----------------------------------------------------------------------------------
 

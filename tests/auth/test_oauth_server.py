@@ -13,6 +13,7 @@ import trio
 
 from tests.oauth_server import OAuthServer, serve_oauth
 from tests.stdio_peer import ROOT
+from tests.timing import scaled
 
 REDIRECT = "http://127.0.0.1:9/callback"
 RESOURCE = "http://127.0.0.1:8000/mcp"
@@ -220,7 +221,7 @@ async def test_runs_as_a_program_for_development() -> None:
     )
     assert process.stdout is not None
     try:
-        with trio.fail_after(30):
+        with trio.fail_after(scaled(60)):
             printed = b""
             while b"(Ctrl-C stops it)\n" not in printed:
                 chunk = await process.stdout.receive_some()

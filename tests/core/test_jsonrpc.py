@@ -241,6 +241,70 @@ def test_invalid_messages_say_what_is_wrong(obj: Any, fragment: str) -> None:
     assert fragment in result.error.message
 
 
+@pytest.mark.parametrize(
+    ("obj", "echo_id", "reason"),
+    [
+        pytest.param(
+            {**V, "id": 777, "result": 1, "error": {"code": 1, "message": "m"}},
+            777,
+            "it carries both result and error",
+            id="result-and-error",
+        ),
+        pytest.param({**V, "id": 5}, 5, "it carries neither result nor error", id="neither"),
+        pytest.param(
+            {**V, "id": "k", "method": None}, "k", "neither result nor error", id="null-method"
+        ),
+        pytest.param(
+            {"jsonrpc": "1.0", "id": 3, "result": {}}, 3, '"jsonrpc" must be', id="jsonrpc-1.0"
+        ),
+        pytest.param({"id": 3, "result": {}}, 3, '"jsonrpc" must be', id="no-jsonrpc"),
+        pytest.param({**V, "result": 1}, None, "got null", id="result-without-id"),
+        pytest.param({**V, "id": 1.0, "result": 1}, None, "got number", id="result-float-id"),
+        pytest.param(
+            {**V, "id": [2], "error": {"code": 1, "message": "m"}},
+            None,
+            "got array",
+            id="error-array-id",
+        ),
+        pytest.param({**V, "id": 4, "error": "boom"}, 4, '"error" must be', id="error-string"),
+        pytest.param(
+            {**V, "id": 4, "error": {"code": 1.5, "message": "m"}},
+            4,
+            'an integer "code"',
+            id="error-float-code",
+        ),
+    ],
+)
+def test_a_malformed_response_is_never_answered(obj: Any, echo_id: Any, reason: str) -> None:
+    """JSON-RPC: a response gets no response, malformed or not (Rule 4)."""
+    result = classify(obj)
+    assert isinstance(result, InvalidMessage)
+    assert result.response is True
+    assert result.answer is False
+    assert result.error.id == echo_id  # the request of ours it may have been meant to answer
+    assert type(result.error.id) is type(echo_id)
+    assert reason in result.reason
+    assert not result.reason.startswith("Invalid Request")
+    assert result.error.message.startswith("Invalid Request: malformed response: ")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {**V, "id": 1, "method": 5},
+        {"id": 1, "method": "m"},
+        {**V},
+        {},
+        {**V, "method": "m", "params": [1]},
+    ],
+)
+def test_other_invalid_messages_are_no_responses(obj: Any) -> None:
+    result = classify(obj)
+    assert isinstance(result, InvalidMessage)
+    assert result.response is False
+    assert result.reason == result.error.message
+
+
 # -- parse --------------------------------------------------------------------------------------
 
 

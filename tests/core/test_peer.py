@@ -284,6 +284,28 @@ def test_late_response_after_cancel_is_dropped() -> None:
     assert peer.receive_response(ErrorResponse(request.id, -32603, "cancelled")) is None
 
 
+def test_a_malformed_answer_fails_its_request_once() -> None:
+    peer = Peer()
+    asked = peer.start_request("elicitation/create")
+    outcome = peer.receive_malformed(asked.id, "it carries both result and error")
+    assert outcome == Outcome(
+        asked.id, "elicitation/create", malformed="it carries both result and error"
+    )
+    assert not outcome.ok
+    assert not peer.is_pending(asked.id)
+    # Forgotten: a second malformed answer, or a late good one, names nothing.
+    assert peer.receive_malformed(asked.id, "again") is None
+    assert peer.receive_response(Response(asked.id, {})) is None
+
+
+@pytest.mark.parametrize("request_id", [None, 99, "1", *NOT_IDS])
+def test_a_malformed_answer_to_no_pending_request_names_nothing(request_id: Any) -> None:
+    peer = Peer()
+    peer.start_request("ping")
+    assert peer.receive_malformed(request_id, "why") is None
+    assert peer.is_pending(1)
+
+
 # -- Rule 4 and 6: cancelling our requests ---------------------------------------------------------
 
 

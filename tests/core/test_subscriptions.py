@@ -1,5 +1,6 @@
-"""The filter of a `subscriptions/listen` request, sans-IO: read strictly, granted by the
-server's capabilities, and matched against each notification."""
+"""Subscriptions, sans-IO: the filter of a `subscriptions/listen` request (read strictly,
+granted by the server's capabilities, matched against each notification), and the bounded set
+of URIs a handshake-era session subscribed to."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp._core.subscriptions import SubscriptionFilter, tagged
+from trio_mcp._core.subscriptions import SessionSubscriptions, SubscriptionFilter, tagged
 from trio_mcp._exceptions import RemoteProtocolError
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -94,3 +95,40 @@ def test_task_ids_are_asked_granted_with_the_extension_and_carried_alone() -> No
         SubscriptionFilter.parse({"notifications": {"taskIds": "t1"}})
     assert raised.value.code == -32602
     assert "taskIds" in raised.value.message
+
+
+# -- a session's resources/subscribe set (Rule 4) -----------------------------------------------
+
+
+def test_a_sessions_subscriptions_are_bounded_in_count() -> None:
+    held = SessionSubscriptions(max_count=2, max_bytes=1000)
+    held.add("test://a")
+    held.add("test://b")
+    held.add("test://a")  # held already: no new one
+    with pytest.raises(RemoteProtocolError) as info:
+        held.add("test://c")
+    assert info.value.code == -32000
+    assert "max_subscriptions=2" in info.value.message
+    assert info.value.data == {"limit": "max_subscriptions", "max": 2}
+    assert list(held) == ["test://a", "test://b"]
+    held.discard("test://a")
+    held.add("test://c")  # room again
+    assert list(held) == ["test://b", "test://c"]
+
+
+def test_a_sessions_subscriptions_are_bounded_in_bytes() -> None:
+    held = SessionSubscriptions(max_count=100, max_bytes=20)
+    held.add("x://" + "é" * 4)  # 4 + 8 bytes in UTF-8
+    assert held.bytes == 12
+    with pytest.raises(RemoteProtocolError) as info:
+        held.add("x://12345")  # 9 more: 21 > 20
+    assert "max_subscription_bytes" in info.value.message
+    assert info.value.data == {"limit": "max_subscription_bytes", "max": 20}
+    assert (len(held), held.bytes) == (1, 12)  # nothing changed
+    held.add("x://1234")  # 8 more: exactly 20
+    assert held.bytes == 20
+    held.discard("x://1234")
+    held.discard("x://never")
+    assert held.bytes == 12
+    held.clear()
+    assert (len(held), held.bytes, list(held)) == (0, 0, [])

@@ -14,6 +14,7 @@ from trio_mcp._core.versions import (
     LATEST_HANDSHAKE_VERSION,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
+    batch_refusal,
     revision,
 )
 
@@ -59,6 +60,17 @@ def test_features_per_revision(
 def test_an_unknown_revision_is_no_row() -> None:
     with pytest.raises(KeyError):
         revision("1999-01-01")
+
+
+@pytest.mark.parametrize("name", [*SUPPORTED_VERSIONS, None, "1999-01-01"])
+def test_batches_are_taken_under_2025_03_26_only(name: str | None) -> None:
+    refusal = batch_refusal(name)
+    if name == "2025-03-26":
+        assert refusal is None
+        return
+    assert refusal is not None
+    assert refusal.startswith("Invalid Request: JSON-RPC batches are part of MCP 2025-03-26 only")
+    assert (f"MCP {name} has none" if name else "no version is negotiated yet") in refusal
 
 
 def _date_comparisons(path: Path) -> list[str]:

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import trio
 
+from tests.timing import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 PID_SERVER = str(ROOT / "tests" / "fixtures" / "pid_server.py")
 #: Seconds any one step (a server starting, stopping, a call) may take on a busy machine.
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 
 class Served:

@@ -22,6 +22,8 @@ from tests.deploy.procs import PID_SERVER, ROOT, TIMEOUT, Served, balancer, free
 from tests.deploy.procs import serving as serving_process
 from trio_mcp import Client, ConnectionClosed, open_client
 
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
+
 DEPLOY = ROOT / "deploy"
 WORKERS = 3
 SESSIONS = 50
@@ -58,6 +60,9 @@ async def _start_workers(
                 str(port),
                 "--allow-host",
                 "127.0.0.1",
+                # Behind the balancer every connection comes from its address (deploy/README).
+                "--max-connections-per-address",
+                "0",
                 *args,
                 env=env,
             )

@@ -8,10 +8,13 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import trio
 
 from tests.deploy.procs import PID_SERVER, ROOT, TIMEOUT, alive, serving
 from trio_mcp import open_client
+
+pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
 
 
 async def _pid_of_a_new_connection(url: str, version: str = "2025-11-25") -> int:

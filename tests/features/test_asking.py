@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from tests.helpers import RawPeer, init_params, open_memory_peer
+from tests.timing import scaled
 from trio_mcp import Accepted, Cancelled, Context, Declined, Server
 from trio_mcp._core.request_state import StateSeal, binding
 from trio_mcp._exceptions import RemoteProtocolError
@@ -29,7 +30,7 @@ from trio_mcp._features.asking import Choices, elicit_form
 
 MODERN = "2026-07-28"
 EVERYTHING: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 
 
 def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import (
     Accepted,
     Context,
@@ -493,7 +494,7 @@ async def test_over_streamable_http_with_routing_headers() -> None:
         wrong = await client.request(
             "tasks/get", {"taskId": task_id, "_meta": meta()}, **{"mcp-name": "other"}
         )
-        with trio.fail_after(10):
+        with trio.fail_after(scaled(60)):
             while got["status"] != "completed":
                 await trio.sleep(0.05)
                 got = (

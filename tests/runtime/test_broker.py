@@ -18,10 +18,11 @@ import trio
 import trio.testing
 
 from tests.helpers import MODERN, RawPeer, open_memory_peer
+from tests.timing import scaled
 from trio_mcp import InProcessBroker, Server
 from trio_mcp._runtime.broker import LIST_CHANGED, RESOURCE_UPDATED
 
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 URI = "test://watched"
 OTHER = "test://other"
 UPDATED = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": URI}}

@@ -26,6 +26,7 @@ import demo_tools
 from tests.fixtures import echo_tools
 from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
 from tests.http_helpers import read_request, serve_bare
+from tests.timing import scaled
 from trio_mcp import (
     CallToolResult,
     Client,
@@ -50,7 +51,7 @@ ECHO_TOOLS = str(FIXTURES / "echo_tools.py")
 CLIENT_TOOLS = str(FIXTURES / "client_tools.py")
 SDK_SERVER = str(FIXTURES / "sdk_server.py")
 #: Bounds any one test's waits on a subprocess or a socket.
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 
 
 def serve_command(target: str) -> list[str]:
@@ -678,6 +679,7 @@ async def test_closing_terminates_a_server_that_will_not_exit() -> None:
         os.kill(pid, 0)
 
 
+@pytest.mark.slow
 async def test_sdk_server_over_stdio() -> None:
     progress: list[Progress] = []
     with trio.fail_after(TIMEOUT):
@@ -724,6 +726,7 @@ async def sdk_http_server() -> AsyncIterator[str]:
         await process.wait()
 
 
+@pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     progress: list[Progress] = []
     with trio.fail_after(TIMEOUT):

@@ -26,6 +26,7 @@ import trio.testing
 from tests.fixtures import asking_tools
 from tests.helpers import LATEST, MODERN, REPO_ROOT, scripted
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import (
     Accepted,
     Cancelled,
@@ -49,7 +50,7 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 ASKING_TOOLS = str(FIXTURES / "asking_tools.py")
 SDK_ASKING_SERVER = str(FIXTURES / "sdk_asking_server.py")
 #: Bounds a test's waits (virtual seconds under the autojump clock, real ones elsewhere).
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 
 FORM: dict[str, Any] = {
     "message": "Your details?",
@@ -745,6 +746,7 @@ async def exercise_sdk(client: Client, answering: Answering) -> None:
     assert answering.asked[-2:] == ["Who are you?", "And a title for Gaunt?"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_stdio(version: str) -> None:
     answering = Answering(Accepted({"confident": True}))
@@ -781,6 +783,7 @@ async def sdk_http_server() -> AsyncIterator[str]:
         await process.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
     # Handshake era: its requests come on the SSE stream of the POST that carries the call.

@@ -21,11 +21,12 @@ import trio.testing
 
 from tests.helpers import MODERN, REPO_ROOT
 from tests.http_helpers import read_request, serve_bare
+from tests.timing import scaled
 from trio_mcp import ConnectionClosed, RequestError, Server, open_client
 from trio_mcp._runtime import subscribing
 from trio_mcp.testing import connect
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 WATCHED = "test://watched"
 
@@ -288,6 +289,7 @@ async def _sdk(kind: str) -> AsyncIterator[Any]:
         await process.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["stdio", "http"])
 async def test_the_sdk_server_s_announcements_reach_the_callbacks(kind: str) -> None:
     heard: list[str] = []

@@ -24,10 +24,11 @@ from tests.fixtures import header_server
 from tests.fixtures.header_server import HEADER_MISMATCH, MODERN, HeaderServer
 from tests.helpers import scripted
 from tests.http_helpers import read_request, serve_bare
+from tests.timing import scaled
 from trio_mcp import RequestError, open_client
 
 #: Bounds any one test's waits on a socket or a subprocess.
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 HANDSHAKE = "2025-11-25"
 REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request"}
 

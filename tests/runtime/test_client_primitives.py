@@ -273,12 +273,14 @@ async def exercise_sdk(client: Any) -> None:
         await client.get_prompt("nothing")
 
 
+@pytest.mark.slow
 async def test_sdk_server_over_stdio() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_client([sys.executable, SDK_SERVER]) as client:
             await exercise_sdk(client)
 
 
+@pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     with trio.fail_after(TIMEOUT):
         async with sdk_http_server() as url, open_client(url) as client:

@@ -17,8 +17,10 @@ from pydantic import BaseModel
 from tests.fixtures import task_tools
 from tests.helpers import MODERN
 from tests.runtime.test_client import http_server
+from tests.timing import scaled
 from trio_mcp import (
     Accepted,
+    Client,
     Context,
     Declined,
     ElicitRequest,
@@ -35,7 +37,7 @@ from trio_mcp._core.client_records import task_info
 from trio_mcp._runtime.task_client import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval
 
 ERAS = ["2025-11-25", MODERN]
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 
 
 async def yes(request: ElicitRequest) -> Accepted[Any]:
@@ -211,17 +213,21 @@ def test_malformed_tasks_are_refused(wire: dict[str, Any]) -> None:
 @pytest.mark.parametrize("kind", ["stdio", "streamable-http"])
 async def test_over_real_transports(kind: str, version: str) -> None:
     seen: list[TaskInfo] = []
+
+    async def calls(client: Client) -> tuple[ToolResult, ToolResult, ToolResult, float]:
+        result = await client.call_tool("slow", {"seconds": 0.2}, on_task_status=seen.append)
+        asked = await client.call_tool("confirm")
+        started = trio.current_time()
+        told = await client.call_tool("pushed")
+        return result, asked, told, trio.current_time() - started
+
     with trio.fail_after(TIMEOUT):
         if kind == "stdio":
             target: Any = [sys.executable, "-m", "trio_mcp", "run", task_tools.__file__]
             async with open_client(
                 target, protocol_version=version, tasks=True, elicitation_handler=yes
             ) as client:
-                result = await client.call_tool(
-                    "slow", {"seconds": 0.2}, on_task_status=seen.append
-                )
-                asked = await client.call_tool("confirm")
-                told = await client.call_tool("pushed")
+                result, asked, told, took = await calls(client)
         else:
             async with (
                 http_server(task_tools.server) as (base, _),
@@ -229,15 +235,11 @@ async def test_over_real_transports(kind: str, version: str) -> None:
                     base + "/mcp", protocol_version=version, tasks=True, elicitation_handler=yes
                 ) as client,
             ):
-                result = await client.call_tool(
-                    "slow", {"seconds": 0.2}, on_task_status=seen.append
-                )
-                asked = await client.call_tool("confirm")
-                told = await client.call_tool("pushed")
+                result, asked, told, took = await calls(client)
     assert result.text == "slept 0.2"
     # `pushed` asks to be polled hourly, and polls come every MAX_POLL_INTERVAL (30 s) at most:
-    # within the test's deadline (TIMEOUT, 20 s), only the states the server pushed end it.
-    assert TIMEOUT < MAX_POLL_INTERVAL
+    # ending sooner, it was ended by the states the server pushed.
+    assert took < MAX_POLL_INTERVAL
     assert told.text == "pushed yes"
     assert asked.text == "yes"
     assert seen[0].status == "working"

@@ -15,11 +15,12 @@ import trio.testing
 
 from tests.helpers import RawPeer, init_params
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import LogMessage, Server, open_client
 from trio_mcp.transports import memory_channel_pair
 
 # Virtual seconds (autojump_clock): far longer than anything here takes when it works.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 HELLO = {"level": "info", "data": "hello, everyone"}
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import (
     Accepted,
     CallNext,
@@ -40,7 +41,7 @@ class Confirm(BaseModel):
     ok: bool
 
 
-TIMEOUT = 30
+TIMEOUT = scaled(30)
 
 
 def make_server(*middleware: Any) -> Server:

@@ -18,10 +18,11 @@ import trio.testing
 from tests.fixtures import primitives_server as fixture
 from tests.helpers import RawPeer, init_params, open_memory_peer
 from tests.schema_check import validate_server_message
+from tests.timing import scaled
 from trio_mcp import CacheHint, Server
 from trio_mcp.transports import memory_channel_pair
 
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 MODERN = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -16,6 +16,7 @@ import trio
 
 from tests.helpers import LATEST, MODERN, open_memory_peer
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import AuthInfo, CallNext, RequestError, ResolvedRequest, Server
 from trio_mcp._core.jsonrpc import Request
 from trio_mcp.middleware import (
@@ -32,7 +33,7 @@ from trio_mcp.middleware._rate import Bucket, full_at, take
 from trio_mcp.testing import connect
 
 #: Bounds each HTTP test (a server starts on a loopback port).
-TIMEOUT = 30
+TIMEOUT = scaled(30)
 META: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -208,6 +209,11 @@ def test_the_keys() -> None:
         "peer:10.0.0.1"
     )
     assert by_client(record("tools/call", "tool", session_id="s1")) == "session:s1"
+    # An IPv6 client by its /64, as the connection cap counts it: its privacy addresses vary.
+    for peer in ("2001:db8:1:2::7", "2001:db8:1:2:aaaa:bbbb:cccc:dddd"):
+        assert by_client(record("tools/call", "tool", peer=peer)) == "peer:2001:db8:1:2::/64"
+    assert by_client(record("tools/call", "tool", peer="::ffff:10.0.0.1")) == "peer:10.0.0.1"
+    assert by_client(record("tools/call", "tool", peer="not an ip")) == "peer:not an ip"
     assert by_session(record("tools/call", "tool", peer="10.0.0.1", session_id="s1")) == (
         "session:s1"
     )

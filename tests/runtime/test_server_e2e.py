@@ -14,6 +14,7 @@ import trio.testing
 import demo_tools
 from demo_tools import wh40k
 from tests.helpers import DEMO_TOOLS, RawPeer, open_memory_peer
+from tests.timing import scaled
 from trio_mcp import (
     AudioContent,
     Context,
@@ -548,7 +549,7 @@ async def test_a_hanging_sync_tool_does_not_starve_other_sync_tools() -> None:
 
     @server.tool(timeout=0.05)
     def hang() -> str:
-        release.wait(10)
+        release.wait(600)  # until the test ends: a starved call would wait as long
         return "late"
 
     @server.tool()
@@ -564,7 +565,7 @@ async def test_a_hanging_sync_tool_does_not_starve_other_sync_tools() -> None:
                 message = await peer.receive()
                 if message.get("id") in ids:
                     got += 1
-            with trio.fail_after(5):
+            with trio.fail_after(scaled(60)):
                 quick = await peer.call("fast")
     finally:
         release.set()

@@ -19,11 +19,13 @@ import trio.testing
 
 from tests.helpers import open_memory_peer, scripted
 from tests.http_helpers import serve
+from tests.timing import scaled
 from trio_mcp import (
     Client,
     ClientTimeoutError,
     ConnectionClosed,
     Context,
+    RemoteProtocolError,
     RequestError,
     Server,
     open_client,
@@ -38,7 +40,7 @@ from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
 # Virtual seconds (autojump_clock): far longer than anything here takes when it works.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 ROOTS = {"roots": [{"uri": "file:///work", "name": "work"}]}
 
 
@@ -640,3 +642,129 @@ async def test_a_tool_waiting_on_the_client_at_the_in_flight_limit_still_gets_it
                 answers[message["id"]] = message["result"]["content"][0]["text"]
     assert json.loads(answers[asking]) == ROOTS
     assert answers[waiting] == "after"
+
+
+# -- d: malformed answers (never answered; the waiter fails at once) ---------------------------
+
+#: An answer carrying both `result` and `error`: no valid response (JSON-RPC 2.0).
+BOTH: dict[str, Any] = {"result": ROOTS, "error": {"code": 1, "message": "m"}}
+
+
+def patient_server() -> Server:
+    """A server whose `ask` tool would wait 600 s for the client, and reports what it met."""
+    server = Server("two-way")
+
+    @server.tool()
+    async def ask(ctx: Context) -> dict[str, Any]:
+        """Ask for the roots with the default ask timeout; report what happened."""
+        assert ctx._requester is not None
+        started = trio.current_time()
+        try:
+            await ctx._requester("roots/list", {}, timeout=600)
+        except RemoteProtocolError as exc:
+            return {"error": str(exc), "waited": trio.current_time() - started}
+        return {"error": None, "waited": trio.current_time() - started}
+
+    return server
+
+
+async def test_a_malformed_answer_is_never_answered_and_fails_the_asking_tool_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Defect: the server answered a response carrying both result and error with -32600 (an
+    answer in the client's own id space), and the asking tool waited out its whole timeout."""
+    with trio.fail_after(TIMEOUT):
+        async with open_memory_peer(patient_server()) as peer:
+            call = await peer.start_request("tools/call", {"name": "ask", "arguments": {}})
+            question = await peer.receive()
+            assert question["method"] == "roots/list"
+            # One malformed answer to nothing of the server's, one to its question.
+            await peer.send({"jsonrpc": "2.0", "id": 777, **BOTH})
+            await peer.send({"jsonrpc": "2.0", "id": question["id"], **BOTH})
+            await peer.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+            replies = [await peer.receive(), await peer.receive()]
+    by_id = {reply["id"]: reply for reply in replies}
+    assert set(by_id) == {"p", call}  # nothing answers 777 nor the question's id
+    assert by_id["p"]["result"] == {}
+    outcome = by_id[call]["result"]["structuredContent"]
+    assert outcome["waited"] == 0  # at once, not after 600 s
+    assert "malformed response" in outcome["error"]
+    assert "both result and error" in outcome["error"]
+    assert "roots/list" in outcome["error"]
+
+
+async def test_over_streamable_http_a_malformed_answer_is_400_and_fails_the_tool_at_once() -> None:
+    """A POSTed malformed response: 400, its error naming no request, and the tool that asked
+    fails at once (spec 2025-11-25, Streamable HTTP: a response the server cannot accept)."""
+    with trio.fail_after(TIMEOUT):
+        async with serve(patient_server()) as served:
+            session = served.client()
+            assert (await session.initialize()).status == 200
+            call = session.make_request("tools/call", {"name": "ask", "arguments": {}})
+            async with served.http.stream(
+                "POST", served.url, headers=session.headers(), json=call
+            ) as stream:
+                lines = stream.aiter_lines()
+                question = await _next_event(lines)
+                assert question["method"] == "roots/list"
+                refused = await served.http.post(
+                    served.url,
+                    headers=session.headers(),
+                    json={"jsonrpc": "2.0", "id": question["id"], **BOTH},
+                )
+                answer = await _next_event(lines)
+            stray = await served.http.post(
+                served.url, headers=session.headers(), json={"jsonrpc": "2.0", "id": 777, **BOTH}
+            )
+    assert refused.status_code == 400
+    body = refused.json()
+    assert "id" not in body
+    assert body["error"]["code"] == -32600
+    assert "both result and error" in body["error"]["message"]
+    assert answer["id"] == call["id"]
+    outcome = answer["result"]["structuredContent"]
+    assert "malformed response" in outcome["error"]
+    assert outcome["waited"] < 10
+    assert stray.status_code == 400
+    assert "id" not in stray.json()
+
+
+async def _next_event(lines: AsyncIterator[str]) -> Any:
+    async for line in lines:
+        if line.startswith("data: ") and line != "data: ":
+            return json.loads(line.removeprefix("data: "))
+    raise AssertionError("the stream ended")
+
+
+async def test_a_client_call_answered_malformed_fails_at_once_and_is_not_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The client side: a malformed answer fails the call it names, and the server gets no
+    answer to it (the client answers requests only)."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
+    seen: list[Any] = []
+
+    async def answer(message: Any, send: Callable[[Any], Any]) -> None:
+        seen.append(message)
+        if message.get("method") == "initialize":
+            await send({"jsonrpc": "2.0", "id": message["id"], "result": init})
+        elif message.get("method") == "tools/list":
+            await send({"jsonrpc": "2.0", "id": 777, **BOTH})  # to nothing of the client's
+            await send({"jsonrpc": "2.0", "id": message["id"], **BOTH})
+        elif message.get("method") == "ping":
+            await send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+    with trio.fail_after(TIMEOUT):
+        async with scripted(answer) as client:
+            started = trio.current_time()
+            with pytest.raises(RemoteProtocolError, match="malformed response") as info:
+                await client.list_tools()
+            assert trio.current_time() == started
+            assert "both result and error" in str(info.value)
+            await client.ping()
+    assert [m.get("method") for m in seen] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "ping",
+    ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import DEMO_TOOLS, run_pytest
 from trio_mcp import SUPPORTED_VERSIONS
 
@@ -69,6 +71,7 @@ async def test_without_a_server(mcp_client):
 """
 
 
+@pytest.mark.slow
 def test_the_plugin_in_a_users_suite(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(ROOT_CONFTEST)
     (tmp_path / "test_missing.py").write_text(MISSING_SERVER)

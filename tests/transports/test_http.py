@@ -34,10 +34,14 @@ from tests.http_helpers import (
     serve,
 )
 from tests.schema_check import validate_server_message, validate_transcript
+from tests.timing import LONG_GRACE, scaled
 from trio_mcp import MemoryEventStore, Server
 from trio_mcp._run import serve_http
+from trio_mcp.transports.http.headers import request_headers
 
 BATTLE = "wh40k.battle_simulation"
+#: Bounds one wait inside a test (the whole test is bounded by `serve`).
+TIMEOUT = scaled(60)
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -198,7 +202,6 @@ async def test_unsupported_protocol_version_header_is_400() -> None:
         (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700, None),
         (b"", -32700, None),
         # A readable id is echoed, as on stdio.
-        (b'{"jsonrpc": "2.0", "id": 1}', -32600, 1),
         (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600, 1),
         (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
         (b'"just a string"', -32600, None),
@@ -213,6 +216,31 @@ async def test_malformed_or_invalid_message_is_400_with_a_jsonrpc_error(
         ok = await client.request("ping")
     assert_refused(response, 400, code, request_id)
     assert ok.status == 200  # a bad message never kills a session
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 1}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "error": "boom"}',
+        b'{"jsonrpc": "1.0", "id": 1, "result": {}}',
+    ],
+)
+async def test_a_malformed_response_is_400_with_an_error_naming_no_request(body: bytes) -> None:
+    """A response is never answered (JSON-RPC): the refusal's error has no id at all (spec
+    2025-11-25, Streamable HTTP: "a JSON-RPC error response that has no id")."""
+    async with serve() as served:
+        client = await session(served)
+        response = await served.http.post(served.url, headers=client.headers(), content=body)
+        ok = await client.request("ping")
+    assert response.status_code == 400, response.text
+    refused = response.json()
+    assert "id" not in refused
+    assert refused["error"]["code"] == -32600
+    assert refused["error"]["message"].startswith("Invalid Request: malformed response: ")
+    validate_server_message(refused, LATEST)
+    assert ok.status == 200
 
 
 # -- 401 / 403 ---------------------------------------------------------------------------------
@@ -551,7 +579,7 @@ async def test_session_limit_is_503_when_every_session_is_busy() -> None:
         async with trio.open_nursery() as nursery:
             for client in busy:
                 nursery.start_soon(client.call, "test.wait")
-            with trio.fail_after(10):
+            with trio.fail_after(TIMEOUT):
                 await gate.all_in.wait()
             third = await served.client().initialize()
             sse = await served.http.get(served.base + "/sse")
@@ -591,7 +619,7 @@ async def test_delete_cancels_the_sessions_running_calls() -> None:
             await gate.started.wait()
             deleted = await client.delete()
         assert deleted.status_code in (200, 204)
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
     (reply,) = replies
     assert reply.status == 200  # a POST with a request gets a stream, even an empty one
@@ -612,7 +640,7 @@ async def test_idle_sessions_expire_but_busy_ones_do_not() -> None:
 
             nursery.start_soon(call)
             await gate.started.wait()
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 status = 200
                 while status == 200:
                     # Let the idle time elapse (a request would reset it), then look.
@@ -730,7 +758,7 @@ async def test_legacy_sse_session() -> None:
                 post_url, headers={"content-type": "text/plain"}, content=b"{}"
             )
         # The stream is closed: the session goes, and a later POST is told so.
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             status = 202
             while status == 202:
                 status = (await served.http.post(post_url, json=PING)).status_code
@@ -776,7 +804,7 @@ async def test_legacy_sse_2024_11_05_session_matches_its_schema() -> None:
             sent.append(message)
             posted = await served.http.post(served.base + endpoint, json=message)
             assert posted.status_code == 202
-        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6}'):
+        for raw in (b"{oops", b'{"jsonrpc": "2.0", "id": 6, "method": 7}'):
             posted = await served.http.post(
                 served.base + endpoint, headers={"content-type": "application/json"}, content=raw
             )
@@ -814,7 +842,7 @@ async def test_every_message_of_a_session_matches_the_schema(version: str) -> No
             batch = [client.make_request("ping"), client.make_request("tools/list")]
             batched = await client.post(batch)
             assert [m["id"] for m in batched.last] == [b["id"] for b in batch]
-        refused = await client.post({"jsonrpc": "2.0", "id": 1})
+        refused = await client.post({"jsonrpc": "2.0", "id": 1, "method": 7})
         assert refused.status == 400
         deleted = await client.delete()
         assert deleted.status_code in (200, 204)
@@ -869,7 +897,7 @@ async def test_client_disconnecting_mid_call_cancels_the_call() -> None:
             nursery.start_soon(call)
             await gate.started.wait()
             nursery.cancel_scope.cancel()  # httpx closes the connection mid-request
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
         # The session lives on, and the cancelled call's id is free again.
         again = await client.post(
@@ -896,7 +924,7 @@ async def test_notifications_cancelled_from_a_second_post_cancels_the_call() -> 
                 "notifications/cancelled", {"requestId": call_id, "reason": "test"}
             )
             assert cancel.status == 202
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await gate.cancelled.wait()
     (reply,) = replies
     assert reply.status == 200  # a POST with a request gets a stream, even an empty one
@@ -904,7 +932,7 @@ async def test_notifications_cancelled_from_a_second_post_cancels_the_call() -> 
 
 
 async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
-    async with serve() as served:
+    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
         client = await session(served)
         request = client.make_request(
             "tools/call", {"name": BATTLE, "arguments": {}, "_meta": {"progressToken": 1}}
@@ -917,9 +945,9 @@ async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
                 if not text:
                     served.stop.set()  # the battle (0.5 s) has begun: shut down now
                 text += chunk
-        # The server ends soon after the call, well inside its 10 s grace period, while this
+        # The server ends soon after the call, long before its grace period, while this
         # client's connections are still open.
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
     messages = parse_sse(text)
     assert messages[-1]["id"] == request["id"]
@@ -931,7 +959,7 @@ async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
 
 @pytest.mark.parametrize("last", ["json", "sse"])
 async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -> None:
-    async with serve() as served:
+    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
         client = await session(served)
         # The last answer on the (reused) connection decides how it is left idle.
         if last == "json":
@@ -939,9 +967,9 @@ async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -
         else:
             await client.call(BATTLE, {}, progressToken=1)
         # This client's connection is idle and open: the server closes it and ends at once,
-        # instead of waiting out its 10 s grace period.
+        # instead of waiting out its grace period.
         served.stop.set()
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
 
 
@@ -971,7 +999,7 @@ async def test_a_client_reading_nothing_does_not_block_others(kept: bool) -> Non
             await trio.testing.wait_all_tasks_blocked(cushion=0.05)
             flooded = gate.flooded
             assert 0 < flooded < 5000
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 others = [await session(served) for _ in range(3)]
                 for client in others:
                     added = await client.call("calculator.add", {"a": 1, "b": 2})
@@ -981,12 +1009,12 @@ async def test_a_client_reading_nothing_does_not_block_others(kept: bool) -> Non
             assert gate.flooded == flooded  # still stuck
         if not kept:
             # The reader vanished, and nothing can give it the rest: its call is cancelled.
-            with trio.fail_after(5):
+            with trio.fail_after(TIMEOUT):
                 await gate.cancelled.wait()
             return
         # The reader vanished, and could come back for the rest: its call runs to its end, what
         # it sends kept in the store, within the store's bound.
-        with trio.fail_after(30):
+        with trio.fail_after(TIMEOUT):
             await gate.flood_ended.wait()
         assert gate.flooded == 5000
         assert not gate.cancelled.is_set()
@@ -1005,7 +1033,7 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
     gate = Gate()
     received: list[Any] = []
     async with (
-        serve(gate.server()) as served,
+        serve(gate.server(shutdown_grace=LONG_GRACE)) as served,
         served.http.stream("GET", served.base + "/sse") as stream,
     ):
         lines = stream.aiter_lines()
@@ -1032,8 +1060,8 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
         async for line in lines:
             if line.startswith("data: "):
                 received.append(json.loads(line.removeprefix("data: ")))
-        # The open stream did not hold the shutdown for the whole 10 s grace period.
-        with trio.fail_after(5):
+        # The open stream did not hold the shutdown for the whole grace period.
+        with trio.fail_after(TIMEOUT):
             await served.finished.wait()
     assert [m["id"] for m in received] == [1, 2]
     assert received[1]["result"]["content"][0]["text"] == "released"
@@ -1059,12 +1087,9 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
     assert bad_origin.status_code == 403
     assert batch.status_code == 200
     assert [m["error"]["code"] for m in batch.json()] == [-32600, -32600]
-    # 2025-11-25 has no batches: one error for the whole array, naming the revision that has.
-    assert refused.status_code == 200
-    [whole] = refused.json()
-    assert whole["id"] is None
-    assert whole["error"]["code"] == -32600
-    assert "batches are part of MCP 2025-03-26 only" in whole["error"]["message"]
+    # 2025-11-25 has no batches: 400, one error for the whole array naming the revision that has.
+    assert_refused(refused, 400)
+    assert "batches are part of MCP 2025-03-26 only" in refused.json()["error"]["message"]
     narrow = Server(versions=("2025-11-25",))
     async with serve(narrow, stateless=True) as served:
         response = await served.http.post(
@@ -1073,3 +1098,115 @@ async def test_review_findings_malformed_origin_batches_without_requests_statele
             content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
         )
     assert response.status_code == 400  # not a 500: 2025-03-26 (the header's default) is not served
+
+
+CAMPAIGN = "wh40k.campaign"  # 0.6 s a battle: 100 battles outlast any test
+WITH_TASKS: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+async def sse_messages(lines: Any) -> list[Any]:
+    """The JSON-RPC messages of an SSE stream's lines until it ends."""
+    return [
+        json.loads(line.removeprefix("data: "))
+        async for line in lines
+        if line.startswith("data: ") and line != "data: "
+    ]
+
+
+async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() -> None:
+    """Defect 24.5 over Streamable HTTP: a session's GET stream and a 2026-07-28 listen stream
+    hear the end of the tasks they follow ("Server shutting down") before they end, and the
+    store keeps each task settled with that reason."""
+    server = demo_tools.build_server()
+    long = {"battles": 100}
+    async with serve(server) as served:
+        client = await session(served)
+        mine = (await client.call(CAMPAIGN, long, **{CAPABILITIES: WITH_TASKS})).result["taskId"]
+        modern = served.client(MODERN)
+        declared = {**MODERN_META, CAPABILITIES: WITH_TASKS}
+        followed = (await modern.call(CAMPAIGN, long, **declared)).result["taskId"]
+        listen = modern.make_request(
+            "subscriptions/listen", {"_meta": declared, "notifications": {"taskIds": [followed]}}
+        )
+        listen_headers = {**modern.headers(), **request_headers(listen, MODERN)}
+        get_headers = client.headers(accept="text/event-stream")
+        async with (
+            served.http.stream("GET", served.url, headers=get_headers) as get,
+            served.http.stream("POST", served.url, headers=listen_headers, json=listen) as heard,
+        ):
+            get_lines, heard_lines = get.aiter_lines(), heard.aiter_lines()
+            while not (await heard_lines.__anext__()).startswith("data: "):
+                pass  # the acknowledgement: the listen follows the task
+            assert (await get_lines.__anext__()).startswith("id: ")  # primed: the GET is open
+            served.stop.set()
+            on_get = await sse_messages(get_lines)
+            on_listen = await sse_messages(heard_lines)
+        await served.finished.wait()  # bounded by `serve`'s own deadline
+    for messages, task_id in ((on_get, mine), (on_listen, followed)):
+        ends = [
+            m["params"]
+            for m in messages
+            if m.get("method") == "notifications/tasks" and m["params"]["status"] == "failed"
+        ]
+        assert [end["taskId"] for end in ends] == [task_id], messages
+        assert ends[0]["statusMessage"] == "Server shutting down"
+        assert ends[0]["error"]["code"] == -32000
+        record = await server.task_runtime.store.get(task_id, server.task_runtime.clock())
+        assert record is not None
+        assert (record.status, record.status_message) == ("failed", "Server shutting down")
+    assert on_listen[-1] == {  # the listen itself answered once, with its plain result
+        "jsonrpc": "2.0",
+        "id": listen["id"],
+        "result": {
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]},
+        },
+    }
+
+
+BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+]
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_a_batch_in_a_session_without_batches_is_400(version: str) -> None:
+    """Defect 24.7: a JSON array POSTed in a 2025-11-25 session got 200 and an array holding
+    one -32600; that revision's transport takes one message per POST (conformance scenario
+    json-rpc-batch-rejection): 400, with the JSON-RPC error as the body."""
+    async with serve() as served:
+        client = await session(served, version)
+        refused = await served.http.post(served.url, headers=client.headers(), json=BATCH)
+        notes = [{"jsonrpc": "2.0", "method": "notifications/initialized"}] * 2
+        notified = await served.http.post(served.url, headers=client.headers(), json=notes)
+        still = await client.request("ping")  # the session goes on
+    for response in (refused, notified):
+        error = assert_refused(response, 400)["error"]
+        assert f"MCP {version} has none" in error["message"]
+        assert "2025-03-26" in error["message"]
+    assert still.result == {}
+
+
+async def test_batches_are_taken_where_the_revision_has_them_and_nowhere_else() -> None:
+    async with serve() as served:
+        old = await session(served, "2025-03-26")
+        kept = await served.http.post(served.url, headers=old.headers(), json=BATCH)
+        init = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}]
+        fresh = await served.http.post(served.url, headers=POST_HEADERS, json=init)
+        modern = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": MODERN}, json=BATCH
+        )
+    async with serve(stateless=True) as served:
+        assumed = await served.http.post(served.url, headers=POST_HEADERS, json=BATCH)
+        named = await served.http.post(
+            served.url, headers={**POST_HEADERS, "mcp-protocol-version": LATEST}, json=BATCH
+        )
+    # 2025-03-26 has batches: answered as one array, in a session or assumed without one.
+    for response in (kept, assumed):
+        assert response.status_code == 200
+        assert [m["id"] for m in response.json()] == [1, 2]
+    assert "no version is negotiated yet" in assert_refused(fresh, 400)["error"]["message"]
+    assert f"MCP {MODERN} has none" in assert_refused(modern, 400)["error"]["message"]
+    assert f"MCP {LATEST} has none" in assert_refused(named, 400)["error"]["message"]

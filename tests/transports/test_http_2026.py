@@ -27,6 +27,7 @@ import demo_tools
 from tests.helpers import MODERN, init_params
 from tests.http_helpers import POST_HEADERS, Gate, McpHttp, Served, serve
 from tests.schema_check import validate_definition, validate_server_message, validate_transcript
+from tests.timing import scaled
 from trio_mcp import Param, RequestError, Server, open_client
 from trio_mcp._core.versions import HANDSHAKE_VERSIONS
 from trio_mcp._run import http_app
@@ -35,7 +36,7 @@ from trio_mcp.transports.http.headers import decode_value, encode_value
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 VERSION = "io.modelcontextprotocol/protocolVersion"
 META: dict[str, Any] = {VERSION: MODERN, CAPS: {}}
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 ERROR_OBJECTS = {"InvalidParamsError", "MethodNotFoundError"}
 
 

@@ -18,12 +18,13 @@ import trio
 
 from tests.helpers import LATEST
 from tests.http_helpers import read_request, serve, serve_bare
+from tests.timing import scaled
 from tests.transports.test_http_stream import small_server
 from trio_mcp import RetryPolicy, Root, open_client
 from trio_mcp.transports.http import client as http_client
 from trio_mcp.transports.http.client import GET_ATTEMPTS
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 INIT = {
     "protocolVersion": LATEST,
     "capabilities": {"tools": {"listChanged": True}},

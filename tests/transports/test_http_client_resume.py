@@ -14,10 +14,11 @@ import pytest
 import trio
 
 from tests.http_helpers import read_request, serve, serve_bare
+from tests.timing import scaled
 from trio_mcp import Context, Progress, RemoteProtocolError, Server, open_client
 from trio_mcp.transports.http.client import SseDecoder, SseEvent
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
 
 

@@ -35,6 +35,8 @@ from tests.http_helpers import (
     read_to_eof,
     serve,
 )
+from trio_mcp import HttpOptions
+from trio_mcp.transports.http.serving import client_key
 
 # -- request smuggling ---------------------------------------------------------------------------
 
@@ -334,6 +336,92 @@ async def test_running_out_of_file_descriptors_is_logged_once_and_serving_goes_o
     assert not log.count("Traceback")
 
 
+CROWDED = "the most one client address may"
+
+
+async def test_one_address_cannot_take_the_connections_every_client_needs() -> None:
+    """Defect 24.6: 1,100 connections from one address, each dribbling a request body, held
+    every one of the 896 connections a server with 1,024 open files serves: every other client
+    got 503 for as long as they were held (body deadlines are a minute long)."""
+    async with fd_limited_server(1024) as (address, log):
+        host, port = address
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+        head = raw_post(address, b"", f"MCP-Protocol-Version: {LATEST}", "Content-Length: 1000")
+        crowd: list[trio.SocketStream] = []
+        try:
+            with trio.fail_after(SERVE_TIMEOUT):
+                for _ in range(1100):
+                    stream = await trio.open_tcp_stream(host, port)
+                    crowd.append(stream)
+                    with contextlib.suppress(trio.BrokenResourceError):
+                        await stream.send_all(head + body[:1])  # and the rest ever so slowly
+                # Another address is served at once, while the crowd holds its connections.
+                async with await trio.open_tcp_stream(
+                    host, port, local_address="127.0.0.2"
+                ) as other:
+                    await other.send_all(raw_ping(address))
+                    assert (await read_response(other)).status == 200
+                await log.wait_for(CROWDED)
+                # The crowd's own address is refused a new one: 429, then closed.
+                async with await trio.open_tcp_stream(host, port) as more:
+                    refused = parse_response(await read_to_eof(more))
+        finally:
+            for stream in crowd:
+                await stream.aclose()
+    assert refused.status == 429
+    assert (refused.headers["connection"], refused.headers["retry-after"]) == ("close", "1")
+    assert "from your address" in json.loads(refused.body)["error"]["message"]
+    assert log.count(CROWDED) == 1  # one episode, however many were refused
+    assert "127.0.0.1 holds 256 connections" in await log.wait_for(CROWDED)
+
+
+async def test_the_cap_per_address_is_configurable_and_can_be_lifted() -> None:
+    async with serve(
+        max_connections_per_address=2, keep_alive_timeout=60, stateless=True
+    ) as served:
+        host, port = host_port(served)
+        held = [await trio.open_tcp_stream(host, port) for _ in range(2)]
+        with trio.fail_after(SERVE_TIMEOUT):
+            for stream in held:
+                await stream.send_all(raw_ping(served))
+                assert (await read_response(stream)).status == 200
+            async with await trio.open_tcp_stream(host, port) as third:
+                assert parse_response(await read_to_eof(third)).status == 429
+            async with await trio.open_tcp_stream(host, port, local_address="127.0.0.2") as other:
+                await other.send_all(raw_ping(served))
+                assert (await read_response(other)).status == 200
+        for stream in held:
+            await stream.aclose()
+    async with serve(
+        max_connections_per_address=None, keep_alive_timeout=60, stateless=True
+    ) as served:
+        with trio.fail_after(SERVE_TIMEOUT):
+            many = [await trio.open_tcp_stream(*host_port(served)) for _ in range(300)]
+            for stream in many:  # past the default 256: every one served
+                await stream.send_all(raw_ping(served))
+            statuses = {(await read_response(stream)).status for stream in many}
+        for stream in many:
+            await stream.aclose()
+    assert statuses == {200}
+    with pytest.raises(ValueError, match="max_connections_per_address"):
+        HttpOptions(max_connections_per_address=0)
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        (("203.0.113.7", 4000), "203.0.113.7"),
+        (("::ffff:203.0.113.7", 4000, 0, 0), "203.0.113.7"),
+        (("2001:db8:1:2:aaaa::1", 4000, 0, 0), "2001:db8:1:2::/64"),
+        (("2001:db8:1:2:bbbb::9", 4001, 0, 0), "2001:db8:1:2::/64"),
+        (("fe80::1%eth0", 4000, 0, 2), "fe80::/64"),
+        ("/run/mcp.sock", None),
+    ],
+)
+def test_a_client_counts_as_its_address_and_an_ipv6_one_as_its_64(address: Any, key: str) -> None:
+    assert client_key(address) == key
+
+
 # -- a legacy SSE client that does not read its stream ------------------------------------------
 
 
@@ -436,7 +524,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_send_timeout() -
         serve(gate.server(), stateless=True, send_timeout=1.0) as served,
         _deaf_client(served),
     ):
-        with trio.fail_after(30):
+        with trio.fail_after(SERVE_TIMEOUT):
             await gate.cancelled.wait()  # the connection closed, the call cancelled
         assert gate.flooded < 5000  # it did not run to its end
         await served_still(served)
@@ -450,7 +538,7 @@ async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
         serve(server, stateless=True, send_timeout=3600.0) as served,
         _deaf_client(served),
     ):
-        with trio.fail_after(30):
+        with trio.fail_after(SERVE_TIMEOUT):
             # A counter the server's task moves, not an event: poll it (the buffers are full
             # long before 50 events of 16 KiB).
             while gate.flooded < 50:  # noqa: ASYNC110
@@ -460,7 +548,7 @@ async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
 
 
 async def served_still(served: Any) -> None:
-    with trio.fail_after(30):
+    with trio.fail_after(SERVE_TIMEOUT):
         stream = await trio.open_tcp_stream(*host_port(served))
         async with stream:
             await stream.send_all(raw_ping(served))

@@ -38,10 +38,12 @@ from tests.helpers import DEMO_TOOLS, init_params
 from tests.http_helpers import POST_HEADERS, parse_sse
 from tests.stdio_peer import ROOT
 from tests.test_interop_sdk import PRIMITIVES, exercise_demo_codex, exercise_primitives
+from tests.timing import scaled
 
 #: Bounds the server's start, one SDK session, and the server's stop, each.
-TIMEOUT = 30
+TIMEOUT = scaled(60)
 pytestmark = [
+    pytest.mark.slow,  # every test here runs a peer's process
     pytest.mark.filterwarnings("ignore:ping is removed as of 2026-07-28"),
     pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),
 ]

@@ -17,11 +17,12 @@ import trio
 import trio_mcp
 from tests.helpers import LATEST, MODERN
 from tests.http_helpers import McpHttp, serve
+from tests.timing import scaled
 from tests.transports.test_http_stream import Stream, session
 from trio_mcp import Context, MemoryEventStore, Server
 from trio_mcp.transports.http.replay import parse_event_id
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 
 
 class Held:

@@ -19,9 +19,11 @@ import trio
 from tests.helpers import LATEST, init_params
 from tests.http_helpers import POST_HEADERS, McpHttp, Served, serve
 from tests.schema_check import validate_server_message
+from tests.timing import LONG_GRACE, scaled
 from trio_mcp import ConnectionClosed, Context, Server
+from trio_mcp.transports.http.outbox import Outbox
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 
 
 def small_server() -> Server:
@@ -241,14 +243,32 @@ async def test_a_quiet_stream_carries_keep_alive_comments_and_ends_with_its_sess
 
 
 async def test_shutdown_ends_an_open_stream() -> None:
-    async with serve(small_server()) as served:
+    server = small_server()
+    server.shutdown_grace = LONG_GRACE  # so ending at all shows the stream did not hold it
+    async with serve(server) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):
             async with listen(client) as stream:
                 served.stop.set()
                 assert await stream.rest() == []
-            with trio.fail_after(5):
-                await served.finished.wait()
+            await served.finished.wait()
+
+
+async def test_a_stream_hung_up_at_shutdown_first_sends_what_was_queued() -> None:
+    """What the server queued as it began to stop (its tasks' ends) is not dropped: the
+    stream ends once it has taken it; a closed session's queue goes with the session."""
+    outbox = Outbox(1 << 20)
+    stream = outbox.listen()
+    await outbox.put({"jsonrpc": "2.0", "method": "notifications/tasks", "params": {}})
+    outbox.hang_up()
+    with trio.fail_after(TIMEOUT):
+        assert b"notifications/tasks" in (await outbox.next(stream) or b"")
+        assert await outbox.next(stream) is None
+    closed = Outbox(1 << 20)
+    stream = closed.listen()
+    await closed.put({"jsonrpc": "2.0", "method": "notifications/tasks", "params": {}})
+    closed.close()
+    assert await closed.next(stream) is None
 
 
 async def test_a_quiet_post_stream_carries_keep_alive_comments() -> None:

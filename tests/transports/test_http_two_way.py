@@ -23,11 +23,12 @@ import trio
 from tests.helpers import LATEST, init_params
 from tests.http_helpers import McpHttp, Served, serve
 from tests.schema_check import validate_server_message
+from tests.timing import scaled
 from trio_mcp import ClientTimeoutError, ConnectionClosed, Context, RequestError, Server
 from trio_mcp._exceptions import LocalProtocolError
 from trio_mcp._runtime.session import SessionRuntime
 
-TIMEOUT = 20
+TIMEOUT = scaled(60)
 ROOTS = {"roots": [{"uri": "file:///work", "name": "work"}]}
 
 

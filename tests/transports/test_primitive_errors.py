@@ -18,6 +18,7 @@ from tests.fixtures import primitives_server as fixture
 from tests.http_helpers import McpHttp, serve
 from tests.schema_check import validate_server_message
 from tests.stdio_peer import ROOT, open_server
+from tests.timing import scaled
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
@@ -202,7 +203,7 @@ def check(answer: Any, version: str, case: tuple[Any, ...]) -> None:
 
 
 async def test_every_error_over_a_subprocess() -> None:
-    with trio.fail_after(120):
+    with trio.fail_after(scaled(120)):
         async with open_server([sys.executable, "-m", "trio_mcp", "run", SERVER]) as peer:
             await peer.initialize(HANDSHAKE)
             for case in ERRORS:
@@ -214,7 +215,7 @@ async def test_every_error_over_a_subprocess() -> None:
 
 
 async def test_every_error_over_http() -> None:
-    with trio.fail_after(120):
+    with trio.fail_after(scaled(120)):
         async with serve(fixture.server) as served:
             handshake = served.client(HANDSHAKE)
             assert (await handshake.initialize()).status == 200

@@ -27,15 +27,16 @@ from tests.helpers import LATEST, MODERN, python_json
 from tests.http_helpers import POST_HEADERS, McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, RedisProcess, Worker
 from tests.redis_helpers import fleet as redis_fleet
+from tests.timing import scaled
 from trio_mcp import RedisBroker
 from trio_mcp._runtime.broker import RESOURCE_UPDATED
 from trio_mcp.transports.http.headers import request_headers
 
-pytestmark = NEEDS_REDIS_PACKAGE
+pytestmark = [NEEDS_REDIS_PACKAGE, pytest.mark.slow]  # starts Redis and workers
 
 WATCHED = "test://watched"
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 UPDATED = {
     "jsonrpc": "2.0",
     "method": "notifications/resources/updated",

@@ -26,6 +26,7 @@ import trio.testing
 from tests.helpers import MODERN, open_memory_peer, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, REDIS_SERVER, RedisProcess, fleet
+from tests.timing import scaled
 from trio_mcp import Server
 from trio_mcp.middleware import Rate, RateDecision, RateLimiter, RedisRateStore, by_target
 from trio_mcp.middleware._rate import Bucket, take
@@ -35,7 +36,7 @@ from trio_mcp.testing import connect
 pytestmark = NEEDS_REDIS_PACKAGE
 
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 PREFIX = "trio-mcp-test:rate:"
 META: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -60,7 +61,7 @@ def store(url: str, **options: Any) -> RedisRateStore:
 def redis_client(server: RedisProcess) -> Any:
     import redis  # noqa: PLC0415 - the module is skipped without it
 
-    return redis.Redis(port=server.port, socket_timeout=5)
+    return redis.Redis(port=server.port, socket_timeout=TIMEOUT)
 
 
 def make_server(store_: RedisRateStore, **options: Any) -> Server:

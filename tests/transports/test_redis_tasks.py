@@ -27,12 +27,13 @@ import trio
 from tests.helpers import MODERN, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, ROOT, RedisProcess, Worker, fleet
+from tests.timing import scaled
 from trio_mcp import RedisTaskStore, RemoteProtocolError, TaskRecord
 
-pytestmark = NEEDS_REDIS_PACKAGE
+pytestmark = [NEEDS_REDIS_PACKAGE, pytest.mark.slow]  # starts Redis and workers
 
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
-TIMEOUT = 60
+TIMEOUT = scaled(60)
 TASKS = "io.modelcontextprotocol/tasks"
 META = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -281,6 +282,24 @@ async def test_a_killed_workers_task_fails_when_its_lease_runs_out(
     )
     assert f":{a.process.pid}:" in failed["error"]["data"]["worker"]
     assert again == failed  # settled for good, and saved
+
+
+async def test_a_worker_stopped_by_sigterm_leaves_its_tasks_failed_saying_why(
+    redis_server: RedisProcess,
+) -> None:
+    """Defect 24.5 with a shared store: a worker told to stop settles the tasks it runs in
+    Redis before it exits, so the fleet sees at once why they ended (not a lapsed lease)."""
+    with trio.fail_after(TIMEOUT):
+        async with task_fleet(redis_server.url) as (fleet_, a, b):
+            task_id = (await fleet_.call(a, "forever", {}))["taskId"]
+            assert (await fleet_.get(b, task_id))["status"] == "working"
+            a.process.terminate()
+            assert await a.process.wait() == 0
+            seen = await fleet_.get(b, task_id)  # at once: long before the 3 s lease runs out
+    assert seen["status"] == "failed", seen
+    assert seen["statusMessage"] == "Server shutting down"
+    assert seen["error"]["code"] == -32000
+    assert seen["error"]["message"].startswith("Server shutting down")
 
 
 async def until_status(fleet_: Fleet, worker: Worker, task_id: str, *statuses: str) -> Any:

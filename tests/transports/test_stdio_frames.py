@@ -21,11 +21,12 @@ import trio
 import trio.testing
 
 from tests.helpers import demo_command
+from tests.timing import scaled
 from trio_mcp import Server, tool
 from trio_mcp._core.framing import LineTooLong
 from trio_mcp.transports.stdio import FrameReader, FrameWriter, open_stdio_frames
 
-TIMEOUT = 10
+TIMEOUT = scaled(60)
 F_SETPIPE_SZ = 1031  # Linux fcntl: set a pipe's capacity
 
 
@@ -202,7 +203,7 @@ def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
             stdin=stdin,
             stdout=stdout,
             stderr=subprocess.PIPE,
-            timeout=30,
+            timeout=TIMEOUT,
         )
     assert done.returncode == 0, done.stderr.decode()
     messages = [json.loads(line) for line in answers.read_bytes().splitlines()]

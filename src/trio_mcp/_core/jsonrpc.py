@@ -3,9 +3,17 @@
 Rule 1: output is one line of valid JSON (UTF-8, no NaN/Infinity: they become null).
 Rule 2: input is parsed strictly (NaN/Infinity rejected) and classified into exactly one of
         Request, Notification, Response, ErrorResponse, or an InvalidMessage that still knows
-        the id to answer with. Nothing is ever silently dropped: an InvalidMessage is answered.
+        the id to answer with. Nothing is ever silently dropped: an invalid request is
+        answered; a malformed notification is logged.
 Rule 3: ids are `int` or `str` and are echoed with their exact type; bool, float and null are
         not ids.
+Rule 4: a response is never answered, malformed or not (JSON-RPC 2.0: a response gets no
+        response, and an answer would land in the peer's own id space, where a request of its
+        own may wait on that id). A message without a method (or with a null one) that has an
+        `id`, a `result` or an `error` is a response; a malformed one (both `result` and
+        `error`, neither, a bad `jsonrpc`, id or error object) is an InvalidMessage marked
+        `response`, which the receiver logs and drops, failing at once the request of its own
+        that the id names, if one waits.
 
 The codec is pydantic-core's Rust JSON (already a dependency through pydantic); the benchmark in
 `benchmarks/` compares it with the standard library's `json`.
@@ -52,10 +60,14 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 #: In JSON-RPC's range for implementation-defined server errors: the server cannot answer the
-#: request (it is shutting down) or cannot take it now (too many requests wait already).
+#: request (it is shutting down) or cannot take it now (too many requests wait already, or the
+#: session holds all the subscriptions it may).
 SERVER_UNAVAILABLE: Final = -32000
 
 RequestId = int | str
+
+# How the error of a malformed response begins (Rule 4); `InvalidMessage.reason` drops it.
+_MALFORMED_RESPONSE: Final = "Invalid Request: malformed response: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +109,23 @@ class ErrorResponse:
 class InvalidMessage:
     """Something that arrived but is not a valid message; it is answered with `error`.
 
-    `answer` is False for a malformed *notification* (a method and no id): JSON-RPC forbids
-    answering notifications, so the receiver logs it instead.
+    `answer` is False for a malformed *notification* (a method and no id) and a malformed
+    *response* (`response`: no method, Rule 4): JSON-RPC forbids answering either, so the
+    receiver logs it instead. For a malformed response `error.id` is the id it carries, when
+    that is a valid id: the request of the receiver's own it may have been meant to answer.
     """
 
     error: ErrorResponse
     answer: bool = True
+    response: bool = False
+
+    @property
+    def reason(self) -> str:
+        """What is wrong with a malformed response, without the words its error begins with.
+
+        For another invalid message: its error's message.
+        """
+        return self.error.message.removeprefix(_MALFORMED_RESPONSE)
 
 
 Message = Request | Notification | Response | ErrorResponse
@@ -190,11 +213,11 @@ def classify(obj: Any) -> Message | InvalidMessage:
     has_id = "id" in obj
     raw_id = obj.get("id")
     echo_id: RequestId | None = raw_id if has_id and is_request_id(raw_id) else None
+    if obj.get("method") is None and (has_id or "result" in obj or "error" in obj):
+        return _classify_response(obj, echo_id)  # Rule 4: never answered
     if obj.get("jsonrpc") != "2.0":
         return _invalid(echo_id, 'Invalid Request: "jsonrpc" must be exactly "2.0"')
-    if obj.get("method") is not None or ("result" not in obj and "error" not in obj):
-        return _classify_call(obj, echo_id)
-    return _classify_response(obj, echo_id)
+    return _classify_call(obj, echo_id)
 
 
 def _classify_call(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
@@ -231,21 +254,30 @@ def _bad_params(method: str, has_id: bool, echo_id: RequestId | None) -> Invalid
 
 
 def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
-    # A response from the peer (the server sends no requests yet, but a client does).
+    # A response from the peer (Rule 4): well formed, or an InvalidMessage never answered.
     raw_id = obj.get("id")
-    if "result" in obj and "error" not in obj and is_request_id(raw_id):
-        return Response(raw_id, obj["result"])
-    error = obj.get("error")
-    if (
-        isinstance(error, dict)
-        and "result" not in obj
-        and (raw_id is None or is_request_id(raw_id))
-    ):
-        code = error.get("code")
-        message = error.get("message")
+    has_result, has_error = "result" in obj, "error" in obj
+    if obj.get("jsonrpc") != "2.0":
+        why = '"jsonrpc" must be exactly "2.0"'
+    elif has_result and has_error:
+        why = "it carries both result and error"
+    elif not (has_result or has_error):
+        why = "it carries neither result nor error"
+    elif has_result:
+        if is_request_id(raw_id):
+            return Response(raw_id, obj["result"])
+        why = f'"id" must be a string or an integer, got {json_type(raw_id)}'
+    elif raw_id is not None and not is_request_id(raw_id):
+        why = f'"id" must be a string, an integer or null, got {json_type(raw_id)}'
+    else:
+        error = obj["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
         if type(code) is int and isinstance(message, str):
             return ErrorResponse(raw_id, code, message, error.get("data"))
-    return _invalid(echo_id, "Invalid Request: malformed response object")
+        why = '"error" must be an object with an integer "code" and a string "message"'
+    error_of = ErrorResponse(echo_id, INVALID_REQUEST, _MALFORMED_RESPONSE + why)
+    return InvalidMessage(error_of, answer=False, response=True)
 
 
 def parse(data: bytes | bytearray | str) -> tuple[list[Message | InvalidMessage], bool]:

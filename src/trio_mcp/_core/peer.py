@@ -19,7 +19,9 @@ Rule 4: an outbound id is forgotten exactly once: by its answer, by `cancel_outb
         `close`. Whatever arrives for a forgotten or unknown id afterwards (a late answer after a
         cancellation, a second answer) is reported as None for the caller to log and drop: spec
         2025-11-25, basic/utilities/cancellation: "The sender of the cancellation notification
-        SHOULD ignore any response to the request that arrives afterward".
+        SHOULD ignore any response to the request that arrives afterward". A malformed answer
+        (`jsonrpc` Rule 4) to a pending request forgets it too (`receive_malformed`): its
+        waiter fails at once, rather than waiting for an answer that already came.
 Rule 5: an incoming `notifications/cancelled` never raises: unknown or finished ids, malformed
         params and ids of the wrong type are ignored (same page, Error Handling). A valid one
         only *names* the inbound request to stop; the id stays in flight until the runtime calls
@@ -66,24 +68,27 @@ class ErrorDetail:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The answer to one of our requests: exactly one of `result` and `error` is meaningful.
+    """The answer to one of our requests: a result, an error, or a malformed answer.
 
     Attributes:
         request_id: The id we sent the request with (its exact type).
         method: The request's method, for logs and for the waiter's own checks.
         result: The response's `result` when the request succeeded, else None.
         error: The error when the peer answered with one, else None.
+        malformed: Why the peer's answer was no valid response (Rule 4), else None; then
+            `result` and `error` are None.
     """
 
     request_id: RequestId
     method: str
     result: Any = None
     error: ErrorDetail | None = None
+    malformed: str | None = None
 
     @property
     def ok(self) -> bool:
-        """Whether the peer answered with a result rather than an error."""
-        return self.error is None
+        """Whether the peer answered with a result rather than an error or a malformed answer."""
+        return self.error is None and self.malformed is None
 
 
 class Peer:
@@ -213,6 +218,24 @@ class Peer:
             error = ErrorDetail(message.code, message.message, message.data)
             return Outcome(request_id, method, error=error)
         return Outcome(request_id, method, result=message.result)
+
+    def receive_malformed(self, request_id: RequestId | None, why: str) -> Outcome | None:
+        """Match a malformed answer from the peer to the request of ours it names (Rule 4).
+
+        Args:
+            request_id: The id the malformed message carries (None when it had no valid id).
+            why: What is wrong with it, for the waiter's error.
+
+        Returns:
+            The outcome (`malformed` set), after which the id is no longer pending; or None
+            when no request of ours awaits that id.
+        """
+        if request_id is None or not is_request_id(request_id):
+            return None
+        method = self._pending.pop(request_id, None)
+        if method is None:
+            return None
+        return Outcome(request_id, method, malformed=why)
 
     # -- cancellation -----------------------------------------------------------------------------
 

@@ -30,14 +30,19 @@ from .meta import LOG_LEVEL as _META_LOG_LEVEL
 from .meta import PROTOCOL_VERSION as _META_VERSION
 from .meta import SERVER_INFO, progress_token
 from .peer import Peer
+from .subscriptions import (
+    DEFAULT_MAX_SUBSCRIPTION_BYTES,
+    DEFAULT_MAX_SUBSCRIPTIONS,
+    SessionSubscriptions,
+)
 from .types import LOG_LEVELS, LogLevel
 from .versions import (
-    BATCH_VERSIONS,
     HANDSHAKE_ONLY_METHODS,
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    batch_refusal,
     revision,
 )
 
@@ -143,6 +148,8 @@ class ServerSession:
         peer: The connection's two-way request bookkeeping; a fresh one when None.
         discover_capabilities: The capabilities `server/discover` (2026-07-28) announces, when
             they differ from the handshake's (default: `capabilities`).
+        max_subscriptions: URIs the client may be subscribed to at once.
+        max_subscription_bytes: Bytes of URIs the client may be subscribed to at once.
     """
 
     def __init__(
@@ -154,6 +161,8 @@ class ServerSession:
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         peer: Peer | None = None,
         discover_capabilities: dict[str, Any] | None = None,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
     ) -> None:
         unknown = [v for v in versions if v not in SUPPORTED_VERSIONS]
         if unknown:
@@ -174,8 +183,8 @@ class ServerSession:
         self.log_level: LogLevel | None = "info"
         #: Requests in flight both ways: the client's (`begin`..`end`) and the server's own.
         self.peer = peer if peer is not None else Peer()
-        #: URIs the client subscribed to (`resources/subscribe`): where updates go.
-        self.subscriptions: set[str] = set()
+        #: URIs the client subscribed to (`resources/subscribe`): where updates go; bounded.
+        self.subscriptions = SessionSubscriptions(max_subscriptions, max_subscription_bytes)
         #: The tasks whose status changes the client hears of (handshake era), oldest first.
         self.followed_tasks: dict[str, None] = {}
         # The scope of a request with no `_meta`, shared while the session's state holds;
@@ -252,15 +261,9 @@ class ServerSession:
             RemoteProtocolError: -32600 naming the revisions with batches, when the session
                 speaks another or has not negotiated one yet (`initialize` is never batched).
         """
-        version = self.protocol_version
-        if version is not None and revision(version).batches:
-            return
-        speaks = f"this session speaks {version}" if version else "no version is negotiated yet"
-        raise RemoteProtocolError(
-            f"Invalid Request: JSON-RPC batches are part of MCP {', '.join(BATCH_VERSIONS)} "
-            f"only, and {speaks}; send the messages one by one",
-            INVALID_REQUEST,
-        )
+        refusal = batch_refusal(self.protocol_version)
+        if refusal is not None:
+            raise RemoteProtocolError(refusal, INVALID_REQUEST)
 
     def adopt(self, version: str) -> None:
         """Act as if `initialize` had negotiated `version` (stateless HTTP: no handshake).

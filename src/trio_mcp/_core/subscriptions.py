@@ -1,4 +1,7 @@
-"""What a `subscriptions/listen` request (2026-07-28) asks for, and what the server grants, sans-IO.
+"""Resource subscriptions, sans-IO: what a listen asks and is granted, what a session holds.
+
+Rules 1 to 3 are the 2026-07-28 `subscriptions/listen` request's; Rule 4 is the handshake
+era's `resources/subscribe`.
 
 Rule 1: a filter is read strictly (spec 2026-07-28, Subscriptions): `params.notifications` is an
         object whose fields are all optional; the three list fields are booleans,
@@ -11,26 +14,44 @@ Rule 2: the server grants only what it announces (`granted`): a list kind whose 
         granted.
 Rule 3: every message of a stream carries the id of the request that opened it in
         `params._meta` under `SUBSCRIPTION_ID` (`tagged`).
+Rule 4: what one handshake-era session subscribes to is bounded (`SessionSubscriptions`): at
+        most `max_count` URIs and `max_bytes` bytes of them (UTF-8) at once. A subscription
+        past either is refused with a JSON-RPC error naming the bound, and nothing changes;
+        subscribing again to a URI held already always succeeds. The set lives and dies with
+        its session: the runtime empties it when the session ends, however it ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
-from .jsonrpc import INVALID_PARAMS, RequestId
+from .jsonrpc import INVALID_PARAMS, SERVER_UNAVAILABLE, RequestId
 from .meta import SUBSCRIPTION_ID, TASKS_EXTENSION
 
 __all__ = [
     "ACKNOWLEDGED",
+    "DEFAULT_MAX_SUBSCRIPTIONS",
+    "DEFAULT_MAX_SUBSCRIPTION_BYTES",
     "LISTEN",
     "RESOURCE_UPDATED",
     "TASK_STATUS",
+    "SessionSubscriptions",
     "SubscriptionFilter",
     "tagged",
 ]
+
+#: URIs one session may be subscribed to at once (Rule 4): as `MAX_FOLLOWED_TASKS` and the
+#: requests in flight per connection (1,024), far more than a client shows a person or a model
+#: reads, while a client that subscribes in a loop is stopped long before memory matters.
+DEFAULT_MAX_SUBSCRIPTIONS: Final = 1024
+#: Bytes of subscribed URIs one session may hold (Rule 4): 1 MiB, the bound of one session's
+#: unsent notifications (`HttpOptions.max_unsent_bytes`, a listen stream's queue), so 1,000
+#: sessions hold at most 1 GiB. 1,024 URIs of a typical length (under 1 KiB) fit; 3,000 of 16
+#: KiB each (48 MiB) do not.
+DEFAULT_MAX_SUBSCRIPTION_BYTES: Final = 1 << 20
 
 LISTEN: Final = "subscriptions/listen"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
@@ -138,3 +159,90 @@ def tagged(params: Mapping[str, Any] | None, subscription_id: RequestId) -> dict
     meta = out.get("_meta")
     out["_meta"] = {**(meta if isinstance(meta, dict) else {}), SUBSCRIPTION_ID: subscription_id}
     return out
+
+
+class SessionSubscriptions:
+    """The URIs one session subscribed to (`resources/subscribe`), bounded (Rule 4).
+
+    Args:
+        max_count: URIs held at once.
+        max_bytes: Bytes of URIs (UTF-8) held at once.
+    """
+
+    __slots__ = ("_uris", "bytes", "max_bytes", "max_count")
+
+    def __init__(
+        self,
+        max_count: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        max_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
+    ) -> None:
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self._uris: dict[str, int] = {}  # URI -> its size in bytes
+        #: Bytes of the URIs held now.
+        self.bytes = 0
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._uris
+
+    def __len__(self) -> int:
+        return len(self._uris)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._uris))
+
+    def add(self, uri: str) -> None:
+        """Subscribe to `uri` (a URI held already is kept as it is).
+
+        Raises:
+            RemoteProtocolError: -32000 naming the bound when `uri` would pass one; nothing
+                changed then.
+        """
+        size = self.check(uri)
+        if size:
+            self._uris[uri] = size
+            self.bytes += size
+
+    def check(self, uri: str) -> int:
+        """Whether `uri` may be added: its size in bytes, or 0 when it is held already.
+
+        Raises:
+            RemoteProtocolError: -32000 naming the bound when `uri` would pass one.
+        """
+        if uri in self._uris:
+            return 0
+        size = len(uri.encode("utf-8", "surrogatepass"))
+        if len(self._uris) >= self.max_count:
+            raise _over(
+                f"this session holds {len(self._uris)}, the most it may "
+                f"(max_subscriptions={self.max_count})",
+                "max_subscriptions",
+                self.max_count,
+            )
+        if self.bytes + size > self.max_bytes:
+            raise _over(
+                f"this session's URIs would take {self.bytes + size} bytes "
+                f"(max_subscription_bytes={self.max_bytes})",
+                "max_subscription_bytes",
+                self.max_bytes,
+            )
+        return size
+
+    def discard(self, uri: str) -> None:
+        """Unsubscribe from `uri`, if subscribed."""
+        size = self._uris.pop(uri, None)
+        if size is not None:
+            self.bytes -= size
+
+    def clear(self) -> None:
+        """Forget every subscription (the session ended)."""
+        self._uris = {}
+        self.bytes = 0
+
+
+def _over(what: str, limit: str, value: int) -> RemoteProtocolError:
+    return RemoteProtocolError(
+        f"Too many subscriptions: {what}; unsubscribe from some first",
+        SERVER_UNAVAILABLE,
+        {"limit": limit, "max": value},
+    )

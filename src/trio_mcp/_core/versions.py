@@ -28,6 +28,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Revision",
+    "batch_refusal",
     "revision",
 ]
 
@@ -130,3 +131,23 @@ def revision(name: str) -> Revision:
         KeyError: for a revision this package does not speak (callers check support first).
     """
     return _BY_NAME[name]
+
+
+def batch_refusal(version: str | None) -> str | None:
+    """Why a JSON-RPC batch is refused under `version`; None when that revision has batches.
+
+    Args:
+        version: The revision in force (a session's, or a request's own); None when none is
+            negotiated yet (`initialize` itself is never batched).
+
+    Returns:
+        The -32600 message, naming the revisions that have batches; None to accept the batch.
+    """
+    row = _BY_NAME.get(version) if version is not None else None
+    if row is not None and row.batches:
+        return None
+    now = f"MCP {version} has none" if version else "no version is negotiated yet"
+    return (
+        f"Invalid Request: JSON-RPC batches are part of MCP {', '.join(BATCH_VERSIONS)} only, "
+        f"and {now}; send the messages one by one"
+    )

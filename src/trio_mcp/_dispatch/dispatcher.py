@@ -41,14 +41,18 @@ a function's `Context.auth` is None.
 
 Resources and prompts have no `isError` result: an unknown URI is the revision's
 resource-not-found error with `data.uri`, and arguments or template variables that fail
-validation are -32602, one line per problem.
+validation or the value rules (a decoded `{name}` holding "/", say) are -32602, one line per
+problem, as is a URI longer than the server's `max_uri_length` (checked before anything else,
+`data.maxUriLength`). Slow steps of ours run in a worker thread, through the invoker: matching
+a URI longer than `LONG_URI` against the templates, walking a directory for `resources/list`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -81,7 +85,7 @@ from .._features.asking import AnswerInvalidError, AskBook, InputRequired
 from .._features.completion import Completer, completion_result
 from .._features.context import Context, NotificationSender, Requester
 from .._features.prompts import Prompt, PromptRegistry, messages_of
-from .._features.registry import Registry
+from .._features.registry import Registry, page_of
 from .._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from .._features.schema import ArgumentsInvalid, ResultInvalid
 from .._features.tasks import TASKS_EXTENSION, TaskEngine, declares_tasks
@@ -199,6 +203,49 @@ class _InputRound:
 LIST_METHODS: Final = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 
 
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """A slow step of ours (a long URI matched, a directory walked), as a `Callee`.
+
+    The invoker runs it as it runs a sync function: in a worker thread, off the event loop.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool = False
+    inline: bool = False
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A resource a template lists (a directory's file): its list entry, the template's scopes."""
+
+    wire: dict[str, Any]
+    scopes: frozenset[str]
+
+    def definition(self, version: str) -> dict[str, Any]:
+        """Its `resources/list` entry (the same in every revision)."""
+        return self.wire
+
+
+def _listed_by(templates: list[ResourceTemplate]) -> list[_Listed]:
+    """What the templates with a `listing` list (blocking: run as `_Work`)."""
+    return [
+        _Listed(entry, template.scopes)
+        for template in templates
+        if template.listing is not None
+        for entry in template.listing()
+    ]
+
+
+def _cursor(params: dict[str, Any] | None) -> str | None:
+    cursor = (params or {}).get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
+    return cursor
+
+
 class Dispatcher:
     """Answers MCP requests against a server's registries.
 
@@ -264,7 +311,9 @@ class Dispatcher:
             "server/discover": Route(plain("protocol"), self._discover),
             "tools/list": Route(plain("list"), self._tools_list),
             "tools/call": Route(self.targets.tool, self._tool_now, self._tool_later),
-            "resources/list": Route(plain("list"), self._resources_list),
+            "resources/list": Route(
+                self._resources_list_target, self._resources_list, self._resources_list_later
+            ),
             "resources/templates/list": Route(plain("list"), self._templates_list),
             "resources/read": Route(self.targets.resource, self._read_now, self._read_later),
             "resources/subscribe": Route(self.targets.resource, self._subscribe),
@@ -325,6 +374,16 @@ class Dispatcher:
             request, "protocol", scopes=self.targets.base_scopes, auth=auth, now=True
         )
 
+    def _resources_list_target(
+        self, request: Request, auth: AuthInfo | None, inline_ok: bool
+    ) -> ResolvedRequest:
+        # A template that lists resources (a directory) is walked in a worker thread.
+        walks = any(template.listing is not None for template in self.resources.templates)
+        return ResolvedRequest(
+            request, "list", scopes=self.targets.base_scopes, auth=auth,
+            now=inline_ok and not walks,
+        )  # fmt: skip
+
     def _task_target(
         self, request: Request, auth: AuthInfo | None, inline_ok: bool
     ) -> ResolvedRequest:
@@ -373,6 +432,9 @@ class Dispatcher:
             return self.answer_now(session, call, session_id)
         try:
             call = call.bound(session.scope(call.method, call.params), session_id)
+            if not call.matched:  # a long URI: matched off the event loop
+                work = _Work(call.method, functools.partial(self.targets.matched, call))
+                call = await self.invoker.invoke(work, {})
 
             async def innermost(call: ResolvedRequest) -> dict[str, Any]:
                 if route.later is None or call.error is not None:
@@ -440,6 +502,24 @@ class Dispatcher:
         result = self._list("resources", self.resources.static, call)
         return session.complete(_scope(call), result)
 
+    async def _resources_list_later(
+        self,
+        session: ServerSession,
+        call: ResolvedRequest,
+        notify: NotificationSender,
+        requester: Requester | None,
+    ) -> dict[str, Any]:
+        listing = [t for t in self.resources.templates if t.listing is not None]
+        if not listing:
+            return self._resources_list(session, call)
+        cursor = _cursor(call.params)
+        work = _Work("resources/list", functools.partial(_listed_by, listing))
+        found: list[_Listed] = await self.invoker.invoke(work, {})
+        items, next_cursor = page_of(
+            "resources", [*self.resources.static, *found], cursor, self.page_size
+        )
+        return session.complete(_scope(call), self._page("resources", items, next_cursor, call))
+
     def _templates_list(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
         result = self._list("resourceTemplates", self.resources.templates, call)
         return session.complete(_scope(call), result)
@@ -448,11 +528,13 @@ class Dispatcher:
         return session.complete(_scope(call), self._list("prompts", self.prompts, call))
 
     def _list(self, key: str, registry: Registry[Any], call: ResolvedRequest) -> dict[str, Any]:
+        items, next_cursor = registry.page(_cursor(call.params), self.page_size)
+        return self._page(key, items, next_cursor, call)
+
+    def _page(
+        self, key: str, items: Iterable[Any], next_cursor: str | None, call: ResolvedRequest
+    ) -> dict[str, Any]:
         scope = _scope(call)
-        cursor = (call.params or {}).get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise RemoteProtocolError('Invalid params: "cursor" must be a string', INVALID_PARAMS)
-        items, next_cursor = registry.page(cursor, self.page_size)
         auth = call.auth
         if auth is not None and self.hide_unauthorized:
             # A page may come out shorter than `page_size`; cursors stay the registry's.
@@ -468,11 +550,12 @@ class Dispatcher:
         return ServerSession.cacheable(scope, result, hints)
 
     def _subscribe(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+        assert call.name is not None
+        session.subscriptions.check(call.name)  # past a bound: refused first, nothing kept
         if call.target is None:
             raise self._not_found(call)  # only what exists can be watched
         if call.invalid is not None:
             raise self._invalid_variables(call, call.invalid)
-        assert call.name is not None
         session.subscriptions.add(call.name)
         return session.complete(_scope(call), {})
 

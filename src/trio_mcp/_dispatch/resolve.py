@@ -34,6 +34,7 @@ from .._features.schema import ArgumentsInvalid
 from .._features.tools import ToolRegistry
 
 __all__ = [
+    "LONG_URI",
     "Kind",
     "ResolvedRequest",
     "Targets",
@@ -45,6 +46,11 @@ Kind = Literal[
 ]
 
 _NO_ARGUMENTS: Final[Mapping[str, Any]] = MappingProxyType({})
+#: Characters of a URI past which it is matched against the templates in a worker thread, not
+#: on the event loop (`ResolvedRequest.matched`): up to 4 KiB a match costs some microseconds a
+#: template; a 64 KiB one (the default cap) up to a few milliseconds a template, which a server
+#: of many templates must not make every other client wait for.
+LONG_URI: Final = 4096
 
 
 class ResolvedRequest(NamedTuple):
@@ -76,6 +82,9 @@ class ResolvedRequest(NamedTuple):
         scope: The revision and client facts it runs under, once bound to its session.
         session_id: An id of the session it belongs to, once bound (stable for the session's
             life; every stateless request has one of its own).
+        matched: False for a resource request whose URI is long enough to be matched off the
+            event loop, until it is (`Targets.matched`): its target and scopes are not known
+            before.
         peer: The address of the client's end of the connection, as the Streamable HTTP
             transport saw it (a proxy's, behind one); None over stdio, in memory and for
             legacy HTTP+SSE sessions. What tells apart sessionless clients without a token
@@ -95,6 +104,7 @@ class ResolvedRequest(NamedTuple):
     now: bool = False
     scope: RequestScope | None = None
     session_id: str | None = None
+    matched: bool = True
     peer: str | None = None
 
     @property
@@ -218,6 +228,35 @@ class Targets:
             return ResolvedRequest(
                 request, kind, error=error, scopes=self.base_scopes, auth=auth, now=inline_ok
             )
+        if len(uri) > LONG_URI and self.resources.static.get(uri) is None:
+            # Matched in a worker thread by whoever waits anyway (`matched`), or refused: the
+            # length check costs nothing.
+            try:
+                self.resources.check_length(uri)
+            except RemoteProtocolError as exc:
+                return ResolvedRequest(
+                    request, kind, None, uri, error=exc, scopes=self.base_scopes, auth=auth,
+                    now=inline_ok,
+                )  # fmt: skip
+            return ResolvedRequest(
+                request, kind, None, uri, scopes=self.base_scopes, auth=auth, matched=False
+            )
+        return self._matched(request, kind, uri, auth, inline_ok)
+
+    def matched(self, call: ResolvedRequest) -> ResolvedRequest:
+        """The record of a resource request whose long URI was left unmatched, matched now.
+
+        Blocking for as long as the match takes: run it in a worker thread.
+        """
+        if call.matched:
+            return call
+        assert call.name is not None
+        found = self._matched(call.request, call.kind, call.name, call.auth, inline_ok=False)
+        return found._replace(scope=call.scope, session_id=call.session_id, peer=call.peer)
+
+    def _matched(
+        self, request: Request, kind: Kind, uri: str, auth: AuthInfo | None, inline_ok: bool
+    ) -> ResolvedRequest:
         try:
             found = self.resources.match(uri)
         except RemoteProtocolError as exc:  # a URI no template may even look at

@@ -69,9 +69,10 @@ class Requester(Protocol):
     """How the runtime sends one request of the server's to the client (handshake era).
 
     `await requester(method, params, timeout=...)` returns the client's `result`; raises
-    `RequestError` for an error answer, `ConnectionClosed` when the connection ends, and
-    `ClientTimeoutError` when `timeout` seconds pass first (the request is then cancelled with
-    `notifications/cancelled`). Cancelling the caller cancels the request the same way.
+    `RequestError` for an error answer, `RemoteProtocolError` for a malformed one (at once),
+    `ConnectionClosed` when the connection ends, and `ClientTimeoutError` when `timeout` seconds
+    pass first (the request is then cancelled with `notifications/cancelled`). Cancelling the
+    caller cancels the request the same way.
     """
 
     async def __call__(
@@ -551,6 +552,8 @@ class Context(Generic[LifespanT]):
 
         Raises:
             RequestError: when the client answers with a JSON-RPC error.
+            RemoteProtocolError: when the client's answer is no valid response (both
+                result and error, neither, ...): it fails at once.
             ConnectionClosed: when the connection ends before the answer.
             LocalProtocolError: when this request's transport cannot carry requests to the
                 client.

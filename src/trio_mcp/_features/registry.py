@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from .._core.jsonrpc import INVALID_PARAMS
 from .._exceptions import RemoteProtocolError, ToolDefinitionError
 
-__all__ = ["Named", "Registry"]
+__all__ = ["Named", "Registry", "page_of"]
 
 
 class Named(Protocol):
@@ -135,18 +135,7 @@ class Registry(Generic[T]):
         Raises:
             RemoteProtocolError: -32602 for a cursor this registry did not issue.
         """
-        items = self._listed()
-        start = 0
-        if cursor is not None:
-            start = self._decode_cursor(cursor)
-            if start > len(items):
-                raise RemoteProtocolError(
-                    f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS
-                )
-        if page_size is None:
-            return items[start:], None
-        end = start + page_size
-        return items[start:end], (self._encode_cursor(end) if end < len(items) else None)
+        return page_of(self.kind, self._listed(), cursor, page_size)
 
     def _changed(self) -> None:
         self._order = None
@@ -154,15 +143,37 @@ class Registry(Generic[T]):
         if self.on_change is not None:
             self.on_change()
 
-    def _encode_cursor(self, offset: int) -> str:
-        return base64.urlsafe_b64encode(f"{self.kind}:{offset}".encode()).decode("ascii")
 
-    def _decode_cursor(self, cursor: Any) -> int:
-        try:
-            text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
-            prefix, _, number = text.partition(":")
-            if prefix == self.kind and number.isdigit():
-                return int(number)
-        except (ValueError, AttributeError, UnicodeError):
-            pass
-        raise RemoteProtocolError(f"Invalid params: unknown cursor {cursor!r}", INVALID_PARAMS)
+def page_of(
+    kind: str, items: list[Any], cursor: str | None, page_size: int | None
+) -> tuple[list[Any], str | None]:
+    """One page of `items` and the cursor of the next (Rule 1); cursors name `kind`.
+
+    Raises:
+        RemoteProtocolError: -32602 for a cursor of another kind, one that does not decode, or
+            one past the end.
+    """
+    start = 0
+    if cursor is not None:
+        start = _decode_cursor(kind, cursor)
+        if start > len(items):
+            raise RemoteProtocolError(f"Invalid params: stale cursor {cursor!r}", INVALID_PARAMS)
+    if page_size is None:
+        return items[start:], None
+    end = start + page_size
+    return items[start:end], (_encode_cursor(kind, end) if end < len(items) else None)
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(kind: str, cursor: Any) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        prefix, _, number = text.partition(":")
+        if prefix == kind and number.isdigit():
+            return int(number)
+    except (ValueError, AttributeError, UnicodeError):
+        pass
+    raise RemoteProtocolError(f"Invalid params: unknown cursor {cursor!r}", INVALID_PARAMS)

@@ -13,7 +13,13 @@ Rule 3: a static value or a file (`Server.add_resource(uri, value)`) is read whe
         at registration: a file's bytes come off the disk at each read (in a worker thread),
         with its MIME type guessed from its name.
 Rule 4: a URI is resolved against the resources first (exact URI), then the templates in
-        registration order: the first template that matches wins.
+        registration order: the first template that matches wins. A URI longer than
+        `max_uri_length` is refused (-32602) before any template sees it.
+Rule 5: a template's matched values pass the template's value rules (`uri_template` Rule 5)
+        before they are validated and before the function runs: decoded, a `{name}` holding
+        "/", a backslash or NUL, or being "." or "..", is refused (-32602, one line per problem),
+        and a `{+path}` comes normalised, kept under its root. Variables named in `verbatim`
+        are passed as they are decoded.
 """
 
 from __future__ import annotations
@@ -28,17 +34,19 @@ from typing import Any, Final, TypeVar
 
 from pydantic_core import to_json
 
+from .._core.jsonrpc import INVALID_PARAMS
 from .._core.types import Annotations, CacheHint, EmbeddedResource, Icon, ResourceContents
 from .._core.versions import revision
-from .._exceptions import ToolDefinitionError
+from .._exceptions import RemoteProtocolError, ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
 from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry
-from .schema import CompiledTool, compile_signature
+from .schema import ArgumentsInvalid, CompiledTool, compile_signature
 from .signature import describe_function
-from .uri_template import UriTemplate
+from .uri_template import UnsafeValue, UriTemplate
 
 __all__ = [
+    "DEFAULT_MAX_URI_LENGTH",
     "Resource",
     "ResourceMeta",
     "ResourceRegistry",
@@ -52,6 +60,10 @@ __all__ = [
 
 _ATTR: Final = "__mcp_resource__"
 F = TypeVar("F", bound=Callable[..., Any])
+
+# 64 KiB: eight times the request line nginx and Apache accept (8 KiB), the MCP Python SDK's
+# own default, and far longer than any real resource URI; it bounds what one match costs.
+DEFAULT_MAX_URI_LENGTH: Final = 65536
 
 TEXT: Final = "text/plain"
 BINARY: Final = "application/octet-stream"
@@ -79,6 +91,7 @@ class ResourceMeta:
     cache: CacheHint | None = None
     completions: Mapping[str, Callable[..., Any]] | None = None
     scopes: Iterable[str] | None = None
+    verbatim: Iterable[str] | None = None
 
     def over(self, base: ResourceMeta) -> ResourceMeta:
         """These options, with what they leave None taken from `base`."""
@@ -106,6 +119,7 @@ def resource(
     cache: CacheHint | None = None,
     completions: Mapping[str, Callable[..., Any]] | None = None,
     scopes: Iterable[str] | None = None,
+    verbatim: Iterable[str] | None = None,
 ) -> Callable[[F], F]:
     """Mark a function as an MCP resource, or a resource template when `uri` has variables.
 
@@ -132,13 +146,17 @@ def resource(
             `HttpOptions(auth=...)` (403 insufficient_scope otherwise); by default it is
             also left out of its list for a token without them. Not enforced over stdio or
             in memory, where there is no token.
+        verbatim: Template variables whose values reach the function as they are decoded,
+            without the value rules: by default a `{name}` value holding "/", a backslash or
+            NUL, or being "." or "..", is refused before the function runs, and a `{+path}`
+            comes normalised (see the README's resources section).
 
     Returns:
         The function itself, unchanged but for the attached metadata.
     """
     options = ResourceMeta(
         uri, name, title, description, mime_type, size, icons, annotations, meta,
-        inline, timeout, cache, completions, scopes,
+        inline, timeout, cache, completions, scopes, verbatim,
     )  # fmt: skip
     _check_options(options, "@resource")
 
@@ -232,6 +250,11 @@ class ResourceTemplate(_Described):
     template: UriTemplate = field(default_factory=lambda: UriTemplate("x:"))
     compiled: CompiledTool | None = None
     completers: Mapping[str, Completer] = field(default_factory=dict)
+    #: Variables passed as they are decoded, without the value rules (Rule 5).
+    verbatim: frozenset[str] = frozenset()
+    #: For a template that serves a known set of URIs (a directory): lists them, as
+    #: `resources/list` entries; it may block (it runs in a worker thread).
+    listing: Callable[[], list[dict[str, Any]]] | None = None
 
     @property
     def uri_template(self) -> str:
@@ -250,7 +273,8 @@ class ResourceTemplate(_Described):
         """The function's keyword arguments for `uri`, or None when it does not match.
 
         Raises:
-            ArgumentsInvalid: when a variable's value fails validation (one line each).
+            ArgumentsInvalid: when a variable's value breaks the value rules (Rule 5) or fails
+                validation (one line each).
         """
         values = self.template.match(uri)
         if values is None:
@@ -260,9 +284,17 @@ class ResourceTemplate(_Described):
     def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The function's keyword arguments for the template's matched `values`.
 
+        The value rules come first (Rule 5): an unsafe value is refused before any conversion.
+
         Raises:
-            ArgumentsInvalid: when a variable's value fails validation (one line each).
+            ArgumentsInvalid: when a variable's value breaks the value rules or fails
+                validation (one line each).
         """
+        try:
+            values = self.template.safe(dict(values), self.verbatim)
+        except UnsafeValue as exc:
+            hint = "" if exc.path else f"; a path belongs in {{+{exc.name}}}, kept under its root"
+            raise ArgumentsInvalid([f"{exc}{hint}"]) from None
         assert self.compiled is not None
         return self.compiled.validate(values)
 
@@ -310,7 +342,9 @@ class ResourceRegistry:
     `notifications/resources/list_changed`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_uri_length: int = DEFAULT_MAX_URI_LENGTH) -> None:
+        #: The longest URI read or watched; a longer one is refused before any matching.
+        self.max_uri_length = max_uri_length
         self.static: Registry[Resource] = Registry(
             "resources", _holder, key=lambda r: r.uri, key_label="URI"
         )
@@ -349,13 +383,31 @@ class ResourceRegistry:
                 return registry
         raise KeyError(key)
 
+    def check_length(self, uri: str) -> None:
+        """Refuse a URI longer than `max_uri_length` (Rule 4).
+
+        Raises:
+            RemoteProtocolError: -32602 naming the limit.
+        """
+        if len(uri) > self.max_uri_length:
+            raise RemoteProtocolError(
+                f"Invalid params: the URI is {len(uri):,} characters long; this server reads "
+                f"URIs of at most {self.max_uri_length:,} (Server(max_uri_length=...))",
+                INVALID_PARAMS,
+                {"maxUriLength": self.max_uri_length},
+            )
+
     def match(
         self, uri: str
     ) -> tuple[Resource | ResourceTemplate, Mapping[str, str | list[str]]] | None:
         """What serves `uri` and the template's matched values (Rule 4); None if nothing.
 
         The values are not validated yet (`ResourceTemplate.validate`); a resource has none.
+
+        Raises:
+            RemoteProtocolError: -32602 for a URI longer than `max_uri_length`.
         """
+        self.check_length(uri)
         found = self.static.get(uri)
         if found is not None:
             return found, {}
@@ -369,7 +421,9 @@ class ResourceRegistry:
         """What serves `uri` and the arguments to call it with (Rule 4); None if nothing.
 
         Raises:
-            ArgumentsInvalid: when a template matches but a variable fails validation.
+            RemoteProtocolError: -32602 for a URI longer than `max_uri_length`.
+            ArgumentsInvalid: when a template matches but a variable breaks the value rules
+                or fails validation (Rule 5).
         """
         found = self.match(uri)
         if found is None:
@@ -415,6 +469,10 @@ def make_resource(
         )
     _check_options(options, f"resource {options.uri!r}")
     parsed = UriTemplate(options.uri)
+    if options.verbatim and not parsed.is_template:
+        raise ToolDefinitionError(
+            f"resource {options.uri!r} has no variables: verbatim names none of them"
+        )
     if isinstance(target, Path):
         return _file_resource(target, parsed, options)
     if not is_function:
@@ -558,4 +616,14 @@ def _function_resource(
         declared,
         where=f"resource template {parsed.text!r} ({qualname})",
     )
-    return ResourceTemplate(**common, template=parsed, compiled=compiled, completers=completers)
+    given = options.verbatim or ()
+    verbatim = frozenset([given] if isinstance(given, str) else given)
+    unknown = sorted(verbatim - set(variables))
+    if unknown:
+        raise ToolDefinitionError(
+            f"resource template {parsed.text!r}: verbatim names {', '.join(unknown)}, which the "
+            f"template lacks; name some of {', '.join(variables)}"
+        )
+    return ResourceTemplate(
+        **common, template=parsed, compiled=compiled, completers=completers, verbatim=verbatim
+    )

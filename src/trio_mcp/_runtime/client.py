@@ -6,7 +6,9 @@ Rule 1: the client never sees bytes of a transport, sockets or subprocesses. It 
 Rule 2: responses are matched to requests by id. The client's `Peer` gives each request its id
         and matches answers to it; the caller's waiter is in `_pending` from the moment it is
         sent until the caller returns, however it returns (answer, error, cancellation), so many
-        calls share one connection and a finished call frees its id.
+        calls share one connection and a finished call frees its id. Nothing the server sends
+        that is not a request is answered (`jsonrpc` Rule 4): a malformed answer is logged and
+        dropped, and the call whose id it carries fails at once with `RemoteProtocolError`.
 Rule 3: timeouts belong to the caller (`with trio.fail_after(...)` around a call). A call that
         is cancelled after it was sent tells the server with `notifications/cancelled`, under a
         short shielded scope, and its late response (if any) is dropped.
@@ -100,6 +102,7 @@ from .._core.jsonrpc import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     ErrorResponse,
+    InvalidMessage,
     Notification,
     Request,
     RequestId,
@@ -201,11 +204,12 @@ ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class _Pending:
-    __slots__ = ("answer", "done", "progress")
+    __slots__ = ("answer", "done", "malformed", "progress")
 
     def __init__(self, progress: ProgressHandler | None) -> None:
         self.done = trio.Event()
         self.answer: Response | ErrorResponse | None = None
+        self.malformed: str | None = None  # why the answer that came was no valid response
         self.progress = progress
 
 
@@ -895,6 +899,10 @@ class Client:
             del self._pending[request_id]
             self._peer.cancel_outbound(request_id)  # a send that failed: forget the id
         answer = pending.answer
+        if pending.malformed is not None:
+            raise RemoteProtocolError(
+                f"the server answered {method} with a malformed response ({pending.malformed})"
+            )
         if answer is None:
             raise ConnectionClosed(self._closed or "connection closed")
         if isinstance(answer, ErrorResponse):
@@ -1247,8 +1255,28 @@ class Client:
                 await self._notification(message)
             elif isinstance(message, Request):
                 await self._server_request(message)
-            else:
-                logger.warning("ignored an invalid message from the server: %s", message)
+            else:  # never answered (Rule 2)
+                self._invalid(message)
+
+    def _invalid(self, message: InvalidMessage) -> None:
+        # A malformed answer fails the call it names at once (Rule 2); nothing is answered.
+        outcome = (
+            self._peer.receive_malformed(message.error.id, message.reason)
+            if message.response
+            else None
+        )
+        pending = self._pending.get(outcome.request_id) if outcome is not None else None
+        if outcome is None or pending is None:
+            logger.warning("ignored an invalid message from the server: %s", message.error.message)
+            return
+        logger.warning(
+            "dropped a malformed answer to %s (id %r), which fails: %s",
+            outcome.method,
+            outcome.request_id,
+            message.reason,
+        )
+        pending.malformed = message.reason
+        pending.done.set()
 
     def _answer(self, answer: Response | ErrorResponse) -> None:
         # The peer drops what no request of ours awaits: unknown ids, second answers, answers

@@ -21,6 +21,10 @@ Rule 5: exactly one response per request, shutdown included: a request still run
         client cancelled it. Those last answers get `FINAL_ANSWER_SECONDS` to go out. (A
         response whose own send was cut short by the teardown is not sent twice: with the
         output that congested, it may be lost.)
+Rule 6: the tasks a connection hosts (its calls that became tasks, when no server-wide host
+        runs them) end with it: at the end of input, before the session is closed, and at a
+        teardown by cancellation, before the session ends, `stop_tasks` settles them and tells
+        their final states on the connection, within `FINAL_ANSWER_SECONDS`.
 Used by stdio, the in-memory transport and legacy HTTP+SSE (`Server.serve_connection`);
 Streamable HTTP drives a `SessionRuntime` per request instead.
 """
@@ -81,23 +85,30 @@ async def serve_frames(
     send: trio.abc.SendChannel[bytes],
     *,
     auth: AuthInfo | None = None,
+    stop_tasks: Callable[[], Awaitable[Any]] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve one session of `server` over a pair of frame channels until `receive` ends.
 
     `auth` is the verified token of the connection's client, when its transport authenticated
     it (legacy HTTP+SSE: the stream's GET); every request of the connection carries it.
+    `stop_tasks` settles and tells the tasks the connection hosts, as it ends (Rule 6).
     """
-    await _Connection(server, send, auth).run(receive, task_status)
+    await _Connection(server, send, auth, stop_tasks).run(receive, task_status)
 
 
 class _Connection:
     """A session served over a pair of frame channels (see the module rules)."""
 
     def __init__(
-        self, server: SessionOwner, send: trio.abc.SendChannel[bytes], auth: AuthInfo | None
+        self,
+        server: SessionOwner,
+        send: trio.abc.SendChannel[bytes],
+        auth: AuthInfo | None = None,
+        stop_tasks: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.server = server
+        self._stop_tasks = stop_tasks
         self.runtime = SessionRuntime(server, self.send, auth=auth)
         self._send_channel = send
         # A memory channel can take a frame without a trip through the scheduler when it has
@@ -129,6 +140,7 @@ class _Connection:
             await self._serve(receive, task_status)
         finally:
             try:
+                await self._tasks_told()  # torn down by cancellation: what input's end did
                 await self._pay_what_is_owed()
             finally:
                 # However the loop ended (end of input, cancellation, a crash), nobody can be
@@ -150,6 +162,8 @@ class _Connection:
                         else:
                             await self._frame(frame, nursery)
                     await self._flushed()
+            # The tasks it hosts end with it (Rule 6), told while the session can still be.
+            await self._tasks_told()
             # Nothing more can arrive, the client's answers included: calls waiting for one
             # fail now, and may still finish within the grace period.
             self.runtime.close("the client closed the connection")
@@ -162,6 +176,16 @@ class _Connection:
                     self._tasks + self._held_requests,
                 )
             nursery.cancel_scope.cancel()
+
+    async def _tasks_told(self) -> None:
+        """Settle the tasks this connection hosts and tell their ends (Rule 6), once, bounded."""
+        stop, self._stop_tasks = self._stop_tasks, None
+        if stop is None:
+            return
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + FINAL_ANSWER_SECONDS
+            await stop()
+            await self._flushed()
 
     async def _pay_what_is_owed(self) -> None:
         """Answer every request torn down unanswered (Rule 5), within a short bound."""

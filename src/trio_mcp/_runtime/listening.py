@@ -1,8 +1,10 @@
 """`subscriptions/listen` (2026-07-28): the server's open notification streams.
 
 Rule 1: a listen is a request that stays in flight: it runs in its request's task and cancel
-        scope like any other (so it counts against the in-flight limits of its transport), and
-        its answer's stream is the subscription: over Streamable HTTP the POST's SSE stream,
+        scope like any other (over a channel it counts against the connection's in-flight
+        limit; Streamable HTTP bounds listen streams apart from requests, per client and in
+        all: `streamable` Rule 4), and its answer's stream is the subscription: over
+        Streamable HTTP the POST's SSE stream,
         over a channel (stdio, memory) the connection, each message tagged with the
         subscription's id. It sends `notifications/subscriptions/acknowledged` first, naming
         what the server granted (`SubscriptionFilter.granted`), and after it only the
@@ -90,6 +92,8 @@ class Listener:
         self._dropping = False  # in an episode of drops: warned already
         self._finished = False  # the server closes it once what is queued has gone out
         self._ready = trio.Event()
+        self._ended = False
+        self._emptied = trio.Event()  # set (and replaced) when the queue empties or it ends
 
     @property
     def can_notify(self) -> bool:
@@ -151,6 +155,21 @@ class Listener:
         self._ready.set()
         return True
 
+    async def sent_all(self) -> None:
+        """Wait until what is queued now has gone out, or the stream has ended."""
+        while self._queue and not self._ended:
+            await self._emptied.wait()
+
+    def ended(self) -> None:
+        """The stream is over (`Listening` says so): nothing queued will go out any more."""
+        self._ended = True
+        self._emptied.set()
+
+    @property
+    def finishing(self) -> bool:
+        """Whether the server closes it once what is queued has gone out (`finish`)."""
+        return self._finished
+
     def finish(self) -> None:
         """Let the stream end once what is queued has gone out (the server closes it)."""
         self._finished = True
@@ -163,6 +182,8 @@ class Listener:
         """
         while True:
             if not self._queue:
+                self._emptied.set()
+                self._emptied = trio.Event()
                 if self._finished:
                     return
                 self._dropping = False  # the client caught up
@@ -187,6 +208,7 @@ class Listening:
         self.hub = hub
         self.max_bytes = max_bytes
         self._live: dict[Listener, None] = {}
+        self._left = trio.Event()  # set (and replaced) whenever a stream ends
 
     def __len__(self) -> int:
         return len(self._live)
@@ -227,6 +249,9 @@ class Listening:
                 nursery.cancel_scope.cancel()  # the list watcher
         finally:
             del self._live[listener]
+            listener.ended()
+            self._left.set()
+            self._left = trio.Event()
 
     def close(self) -> int:
         """End every stream open now, once what it has queued has gone out (Rule 2).
@@ -240,6 +265,16 @@ class Listening:
         for listener in listeners:
             listener.finish()
         return len(listeners)
+
+    async def sent_all(self) -> None:
+        """Wait until every open stream has sent what it has queued now (or has ended)."""
+        for listener in list(self._live):
+            await listener.sent_all()
+
+    async def wait_closed(self) -> None:
+        """Wait until every stream `close` ended has sent what it had queued and ended."""
+        while any(listener.finishing for listener in self._live):
+            await self._left.wait()
 
     async def _watch(
         self, listener: Listener, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

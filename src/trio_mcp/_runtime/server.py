@@ -21,7 +21,9 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, Literal, TypeVar, overload
@@ -33,6 +35,7 @@ from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.jsonrpc import Request
 from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
+from .._core.subscriptions import DEFAULT_MAX_SUBSCRIPTION_BYTES, DEFAULT_MAX_SUBSCRIPTIONS
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import (
@@ -44,6 +47,7 @@ from .._dispatch import (
 )
 from .._exceptions import LifespanError, ToolDefinitionError
 from .._features.context import Context
+from .._features.directories import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, make_directory
 from .._features.prompts import (
     Prompt,
     PromptMeta,
@@ -53,6 +57,7 @@ from .._features.prompts import (
 )
 from .._features.reflect import check_scopes
 from .._features.resources import (
+    DEFAULT_MAX_URI_LENGTH,
     Resource,
     ResourceMeta,
     ResourceRegistry,
@@ -79,7 +84,7 @@ from .broker import (
     Broker,
     InProcessBroker,
 )
-from .connection import Frames, serve_frames
+from .connection import FINAL_ANSWER_SECONDS, Frames, serve_frames
 from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
@@ -164,6 +169,13 @@ class Server:
             `shutdown_grace`): open a database pool there. What it yields is every
             `Context.lifespan` (`Context[AppState]` types it). If it raises, the server does
             not start.
+        max_subscriptions: Resources one session may be subscribed to at once
+            (`resources/subscribe`); past it, -32000 naming the bound.
+        max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
+            it, -32000 naming the bound. A session's subscriptions end with it.
+        max_uri_length: The longest URI (in characters) a client may read, subscribe to or
+            have matched against the resource templates; a longer one is answered -32602
+            naming this limit, before any template sees it. Default 65,536.
     """
 
     def __init__(
@@ -187,11 +199,18 @@ class Server:
         broker: Broker | None = None,
         required_scopes: Iterable[str] = (),
         hide_unauthorized: bool = True,
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
+        max_uri_length: int = DEFAULT_MAX_URI_LENGTH,
         middleware: Sequence[MiddlewareLike] = (),
         lifespan: Lifespan | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
+        if max_subscriptions < 0 or max_subscription_bytes < 0:
+            raise ValueError("max_subscriptions and max_subscription_bytes must not be negative")
+        if max_uri_length < 1:
+            raise ValueError("max_uri_length must be positive")
         unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
         if unknown:
             raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
@@ -202,11 +221,13 @@ class Server:
         self.max_in_flight = max_in_flight
         self.shutdown_grace = shutdown_grace
         self.versions = versions
+        self.max_subscriptions = max_subscriptions
+        self.max_subscription_bytes = max_subscription_bytes
         self.registry = ToolRegistry()
         #: The handler `on_roots_changed` registered (not public API).
         self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
         #: The resources and resource templates (not public API: see `resources`).
-        self.resource_registry = ResourceRegistry()
+        self.resource_registry = ResourceRegistry(max_uri_length)
         #: The prompts (not public API: see `prompts`).
         self.prompt_registry = PromptRegistry()
         self.dispatcher = Dispatcher(
@@ -583,6 +604,7 @@ class Server:
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
         scopes: Iterable[str] | None = None,
+        verbatim: Iterable[str] | None = None,
     ) -> Resource | ResourceTemplate:
         """Register a resource or a resource template.
 
@@ -590,7 +612,7 @@ class Server:
         `uri` has variables), a `pathlib.Path` (the file, read at each read, its MIME type
         guessed from its name) or any other value (static contents: `str` is text, `bytes` a
         blob, anything else JSON). `add_resource(fn)`: a function tagged `@resource(uri)`.
-        Keyword arguments override what `@resource` says.
+        Keyword arguments override what `@resource` says (see `@resource` for each).
 
         Returns:
             The registered resource or template.
@@ -600,7 +622,7 @@ class Server:
         """
         options = ResourceMeta(
             None, name, title, description, mime_type, size, icons, annotations, meta, inline,
-            timeout, cache, completions, scopes,
+            timeout, cache, completions, scopes, verbatim,
         )  # fmt: skip
         if value is _MISSING:
             if isinstance(target, str):
@@ -634,6 +656,7 @@ class Server:
         cache: CacheHint | None = None,
         completions: Mapping[str, Callable[..., Any]] | None = None,
         scopes: Iterable[str] | None = None,
+        verbatim: Iterable[str] | None = None,
     ) -> Callable[[F], F]:
         """Decorator registering a function as a resource (or template) on this server now.
 
@@ -648,11 +671,78 @@ class Server:
                 uri, fn, name=name, title=title, description=description,
                 mime_type=mime_type, size=size, icons=icons, annotations=annotations,
                 meta=meta, inline=inline, timeout=timeout, cache=cache,
-                completions=completions, scopes=scopes,
+                completions=completions, scopes=scopes, verbatim=verbatim,
             )  # fmt: skip
             return fn
 
         return register
+
+    def add_directory(
+        self,
+        uri: str,
+        root: str | os.PathLike[str],
+        *,
+        glob: str | Sequence[str] | None = None,
+        hidden: bool = False,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_listed: int = DEFAULT_MAX_LISTED,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon | Mapping[str, Any]] | None = None,
+        annotations: Annotations | Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        cache: CacheHint | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> ResourceTemplate:
+        """Serve the files under a folder as resources, each read confined to the folder.
+
+        `server.add_directory("file:///docs/", "docs")` serves `docs/guide/intro.md` as
+        `file:///docs/guide/intro.md`: one resource template (`file:///docs/{+path}`) reads
+        any file under the folder, and `resources/list` lists them. Every read is resolved
+        (symlinks and ".." included) and refused as not found when it lands outside the
+        folder, on a hidden name, on something not a regular file or not matched by `glob`.
+        MIME types are guessed from the names; a file is text when its type is textual (or
+        unknown and its bytes are UTF-8), else a blob.
+
+        Args:
+            uri: A URI prefix (`{+path}` is added to it), or a template with one path variable:
+                `{+path}` or `{/path*}` (any depth), `{name}` (top-level files only).
+            root: The folder.
+            glob: Globs of the files served, relative to the folder (`"*.md"`,
+                `"docs/**/*.txt"`: `**` spans folders); default: every file.
+            hidden: Serve names starting with "." (`.git`, `.env`) too; default: never.
+            max_bytes: Larger files are refused (-32603) and not listed; default 10 MiB.
+            max_listed: The most files `resources/list` names; default 10,000.
+            name: The template's name (default: the folder's name).
+            title: A human-readable display name.
+            description: What the folder holds.
+            icons: Icons for user interfaces.
+            annotations: Audience, priority and last-modified hints.
+            meta: `_meta` of its listing entry.
+            timeout: Seconds after which a read is cancelled and answered with an error.
+            cache: Caching hints of its reads (2026-07-28 `ttlMs`, `cacheScope`).
+            scopes: OAuth scopes a caller's token must grant to read its files (see
+                `add_resource`).
+
+        Returns:
+            The registered template.
+
+        Raises:
+            ToolDefinitionError: for a root that is not a folder, a URI that cannot name its
+                files, or a template already registered.
+        """
+        options = ResourceMeta(
+            None, name, title, description, None, None, icons, annotations, meta, None,
+            timeout, cache, None, scopes,
+        )  # fmt: skip
+        new = make_directory(
+            uri, root, glob=glob, hidden=hidden, max_bytes=max_bytes, max_listed=max_listed,
+            options=options,
+        )  # fmt: skip
+        self.resource_registry.add(new)
+        return new
 
     def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
         """Register every `@resource`-tagged function of a module, class or instance.
@@ -910,6 +1000,27 @@ class Server:
         finally:
             self._relaying = False
 
+    async def wind_down(self) -> None:
+        """Tell every follower how its tasks end, and end the listen streams: the server stops.
+
+        Each task still running in this process is settled `failed` with the status message
+        "Server shutting down" (in its store too, shared or not) and its final state told to
+        the sessions and `subscriptions/listen` streams that follow it; then every listen
+        stream ends once what it has queued has gone out, answered with its plain result.
+        Takes at most two seconds: a client that does not read cannot hold it.
+
+        `run`, `serve_http` and `trio-mcp run` call it on SIGINT and SIGTERM, before they end
+        their connections; call it yourself before you stop connections you serve with
+        `serve_connection` or `http_app`. (A connection that ends by itself settles and tells
+        the tasks it hosts without it.)
+        """
+        deadline = trio.current_time() + FINAL_ANSWER_SECONDS
+        with trio.move_on_at(deadline):
+            await self.task_runtime.stop_all()
+        self.listening.close()
+        with trio.move_on_at(deadline):
+            await self.listening.wait_closed()
+
     async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
         # What another worker published (broker Rule 4): told here, never published again.
         if topic == RESOURCE_UPDATED:
@@ -970,6 +1081,8 @@ class Server:
             versions=self.versions,
             # 2026-07-28 hears of changes on subscriptions/listen streams: the same announcement.
             discover_capabilities=self.capabilities(),
+            max_subscriptions=self.max_subscriptions,
+            max_subscription_bytes=self.max_subscription_bytes,
         )
 
     async def resolve(
@@ -984,6 +1097,8 @@ class Server:
         task's record may live in a remote store, hence the wait.
         """
         call = self.dispatcher.resolve(request, auth)
+        if not call.matched:  # a long URI, matched off the event loop
+            call = await trio.to_thread.run_sync(self.dispatcher.targets.matched, call)
         if peer is not None:
             call = call._replace(peer=peer)
         if call.kind == "task" and call.name is not None:
@@ -1023,5 +1138,18 @@ class Server:
         # The connection's calls that become tasks run here, and end with the connection.
         async with self.running(), trio.open_nursery() as tasks:
             with self.task_runtime.lend(tasks):
-                await serve_frames(self, receive, send, auth=auth, task_status=task_status)
+                await serve_frames(
+                    self,
+                    receive,
+                    send,
+                    auth=auth,
+                    stop_tasks=functools.partial(self._stop_hosted_tasks, tasks),
+                    task_status=task_status,
+                )
             tasks.cancel_scope.cancel()
+
+    async def _stop_hosted_tasks(self, nursery: trio.Nursery) -> None:
+        # A connection's end: the tasks it hosts are settled, and their ends told on the
+        # session and on every listen stream that follows them before the streams end.
+        if await self.task_runtime.stop_all(nursery):
+            await self.listening.sent_all()

@@ -11,6 +11,9 @@ Rule 2: the server may ask the client too (`SessionRuntime.request`): the sessio
         that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
         short shielded scope, best effort: nothing may be left to carry it) and a late answer
         is dropped; when the input ends, every waiter fails with `ConnectionClosed`. A
+        malformed answer (`jsonrpc` Rule 4: both result and error, neither, ...) is never
+        answered: it is logged and dropped, and the waiter its id names fails at once with
+        `RemoteProtocolError` instead of waiting out its timeout. A
         connection carries such requests; without one (Streamable HTTP) a request goes on the
         stream of the client's request being answered (`via`, which `answer` binds into the
         `Requester` it hands the dispatcher), or, outside a call, on the session's own stream
@@ -221,8 +224,12 @@ class SessionRuntime:
         self.server.hub.add(self)
 
     def end(self) -> None:
-        """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3)."""
+        """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3).
+
+        Its subscriptions end with it: nothing may hold their memory after it.
+        """
         self.cancel_all()
+        self.session.subscriptions.clear()
         if self._started:
             self._started = False
             self.server.session_ended(self.info())
@@ -424,6 +431,8 @@ class SessionRuntime:
 
         Raises:
             RequestError: when the client answers with a JSON-RPC error.
+            RemoteProtocolError: when the client's answer is no valid response (both
+                result and error, neither, ...): it fails at once.
             ConnectionClosed: when the connection (or `via`'s stream) ended or ends before
                 the answer.
             ClientTimeoutError: when `timeout` passed first.
@@ -486,6 +495,11 @@ class SessionRuntime:
             raise ConnectionClosed(self.peer.closed or "connection closed")
         if outcome.error is not None:
             raise RequestError(outcome.error.message, outcome.error.code, outcome.error.data)
+        if outcome.malformed is not None:
+            raise RemoteProtocolError(
+                f"the client answered {method} with a malformed response ({outcome.malformed})",
+                INVALID_REQUEST,
+            )
         return outcome.result
 
     def close(self, reason: str) -> None:
@@ -614,12 +628,35 @@ class SessionRuntime:
         scope = self._scopes.get(request_id)
         return scope is not None and scope.cancel_called
 
-    @staticmethod
-    def invalid(message: InvalidMessage) -> dict[str, Any] | None:
-        """The error response for an invalid message (None for a malformed notification)."""
+    def invalid(self, message: InvalidMessage) -> dict[str, Any] | None:
+        """The error response for an invalid message; None for one never answered.
+
+        A malformed notification is logged. A malformed response is logged and dropped, and
+        the request of the server's whose id it carries, if one waits, fails at once (Rule 2).
+        """
         if message.answer:
             return _wire_error(message.error)
-        logger.warning("ignored a malformed notification: %s", message.error.message)
+        if not message.response:
+            logger.warning("ignored a malformed notification: %s", message.error.message)
+            return None
+        why = message.reason
+        outcome = self.peer.receive_malformed(message.error.id, why)
+        if outcome is None:
+            logger.warning(
+                "dropped a malformed response (id %r, awaited by no request): %s",
+                message.error.id,
+                why,
+            )
+            return None
+        logger.warning(
+            "dropped a malformed response to %s (id %r), which fails: %s",
+            outcome.method,
+            outcome.request_id,
+            why,
+        )
+        waiter = self._waiters[outcome.request_id]
+        waiter.outcome = outcome
+        waiter.done.set()
         return None
 
     def cancel_all(self) -> None:

@@ -18,8 +18,11 @@ Rule 3: a task's questions are minted a key each and wait in `inputRequests` unt
         ask's timeout (`ClientTimeoutError` in the tool). The task is `input_required` while
         any is open.
 Rule 4: the worker is the only writer of its record, apart from `tasks/cancel`, which settles
-        it `cancelled` at once and then cancels the worker, whose outcome no longer counts. A
-        worker stopped from outside (its host or connection ended) settles it `failed`.
+        it `cancelled` at once and then cancels the worker, whose outcome no longer counts, and
+        the server's shutdown (`stop_all`), which does the same with `failed` and the status
+        message "Server shutting down", while its sessions and streams can still be told
+        (Rule 6). A worker stopped from outside otherwise (its host or connection ended)
+        settles it `failed` itself.
 Rule 5: a store may be shared by a fleet's workers (tasks Rule 5). A task's record names this
         runtime (`worker_id`) and its lease, renewed every third of the store's `lease` while
         the task runs. `tasks/get`, on any worker, settles `failed` a live task whose lease ran
@@ -70,7 +73,7 @@ import trio
 
 from .._core.asking import ASK_METHODS
 from .._core.auth import Principal
-from .._core.jsonrpc import INTERNAL_ERROR
+from .._core.jsonrpc import INTERNAL_ERROR, SERVER_UNAVAILABLE
 from .._exceptions import ClientTimeoutError, RemoteProtocolError
 from .._features.context import AskWire, Context
 from .._features.tasks import (
@@ -94,6 +97,8 @@ _SETTLE_SECONDS: Final = 5.0
 #: Seconds between two looks in the mailbox of a task with questions open (Rule 7), when no
 #: signal says mail came: answers through a worker without a broker wait at most this long.
 MAIL_POLL: Final = 1.0
+#: The status message of a task the server stopped as it shut down (Rule 4).
+SHUTTING_DOWN: Final = "Server shutting down"
 #: Seconds between two warnings that the task store is full (Rule 2): a busy server refusing
 #: every call would otherwise log one line per call.
 FULL_WARNING_INTERVAL: Final = 60.0
@@ -347,6 +352,53 @@ class TaskRuntime:
         elif record.owner not in (None, self.worker_id):
             await self._signal(record, "cancel")
         return True
+
+    async def stop_all(self, where: trio.Nursery | None = None) -> int:
+        """Settle the tasks running here `failed`, "Server shutting down", and stop them (Rule 4).
+
+        For the server's shutdown, before its sessions and streams end: each task's record is
+        saved settled (in a shared store too: other workers and a later `tasks/get` see why it
+        ended), its final state told (Rule 6), and then its work cancelled.
+
+        Args:
+            where: Only the tasks whose workers run in this nursery (a connection's, `lend`);
+                None: every task running in this process.
+
+        Returns:
+            How many tasks were settled.
+        """
+        calls = [
+            call for call in list(self._live.values()) if where is None or call.nursery is where
+        ]
+        async with trio.open_nursery() as nursery:
+            for call in calls:
+                nursery.start_soon(self._stop_for_shutdown, call)
+        return len(calls)
+
+    async def _stop_for_shutdown(self, call: _Call) -> None:
+        record = call.record
+        assert record is not None
+        try:
+            async with call.telling:
+                if record.terminal or self._live.get(record.task_id) is not call:
+                    return  # settled meanwhile, and told by whoever settled it
+                record.status = "failed"
+                record.status_message = SHUTTING_DOWN
+                record.error = {
+                    "code": SERVER_UNAVAILABLE,
+                    "message": f"{SHUTTING_DOWN}: the task was stopped before it finished",
+                }
+                record.input_requests.clear()
+                record.updated_at = self.clock()
+                if await self._save(record):
+                    await self._tell(record)
+        except RemoteProtocolError as exc:  # the store is out of reach: the lease path remains
+            logger.warning("could not settle task %s at shutdown: %s", record.task_id, exc)
+        finally:
+            if self._live.get(record.task_id) is call:
+                del self._live[record.task_id]
+            call.cancelled = True  # its outcome no longer counts
+            call.scope.cancel()
 
     async def signalled(self, payload: Mapping[str, Any]) -> None:
         """Act on a signal another worker sent about a task run here (Rule 7)."""

@@ -13,12 +13,14 @@ Rule 1: the bucket. Each key (a client, a session, a target: `key`) has a bucket
         none, so it is forgotten: evicted from memory, expired in Redis. Each rule (the method
         or family `methods` names, or the default) has buckets of its own.
 Rule 2: the key. `by_client` (the default) is the verified token's principal; without a token,
-        the client's address over Streamable HTTP (`ResolvedRequest.peer`), since a session
-        id is no identity there: `initialize` is free, so a client can mint one per request,
-        and every 2026-07-28 request has one of its own; over stdio and in memory, the session
-        (one connection, one client). `by_session` and `by_target` (the tool's or prompt's
-        name, the resource's URI: one bucket shared by every client) are the others; a key
-        function of one's own returns a string, or None to leave the request unlimited.
+        the client's address over Streamable HTTP (`ResolvedRequest.peer`; an IPv6 one by its
+        /64), since a session id is no identity there: `initialize` is free, so a client can
+        mint one per request, and every 2026-07-28 request has one of its own. Behind a
+        reverse proxy that address is the proxy's, one bucket for every client without a
+        token. Over stdio and in memory, the session (one connection, one client).
+        `by_session` and `by_target` (the tool's or prompt's name, the resource's URI: one
+        bucket shared by every client) are the others; a key function of one's own returns a
+        string, or None to leave the request unlimited.
 Rule 3: the answer. A refused `tools/call` is a tool error result (`isError`) saying the limit
         and when to retry: a model reads it and can wait, or do something else meanwhile,
         where a JSON-RPC error is taken by most clients for a failed request, and only some
@@ -47,6 +49,7 @@ from .._core.jsonrpc import SERVER_UNAVAILABLE
 from .._dispatch.middleware import CallNext, Middleware
 from .._dispatch.resolve import ResolvedRequest
 from .._exceptions import RequestError, ToolError
+from ..transports.http.asgi import client_key
 
 __all__ = [
     "DEFAULT_EXEMPT",
@@ -249,12 +252,17 @@ KeyFunction = Callable[[ResolvedRequest], "str | None"]
 
 
 def by_client(request: ResolvedRequest) -> str:
-    """The client (Rule 2): the token's principal, else its address, else its session."""
+    """The client (Rule 2): the token's principal, else its address, else its session.
+
+    An IPv6 address counts by its /64, as the connection cap per address counts it: a host
+    has the block whole, and its privacy addresses change within it.
+    """
     principal = request.principal
     if principal is not None:
         return "principal:" + json.dumps(principal)
-    if request.peer is not None:
-        return "peer:" + request.peer
+    peer = request.peer
+    if peer is not None:
+        return "peer:" + (client_key((peer,)) or peer)
     return f"session:{request.session_id}"
 
 

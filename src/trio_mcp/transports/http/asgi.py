@@ -16,6 +16,7 @@ Nothing here knows MCP sessions or routes; `app`, `streamable` and `legacy_sse` 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final, Protocol
@@ -36,6 +37,7 @@ __all__ = [
     "cancel_on_disconnect",
     "check_content_type",
     "check_framing",
+    "client_key",
     "content_length",
     "encode",
     "event",
@@ -91,6 +93,9 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         headers: Extra response headers (Allow, Retry-After, WWW-Authenticate).
         code: The JSON-RPC error code.
         request_id: The id of the refused request, when it is known.
+        id_member: Whether the body's error has an `id` member (`request_id`, or null); False
+            for a refused response, whose error names no request (spec 2025-11-25, Streamable
+            HTTP: "a JSON-RPC error response that has no id").
     """
 
     def __init__(
@@ -100,6 +105,8 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         headers: Iterable[tuple[bytes, bytes]] = (),
         code: int = INVALID_REQUEST,
         request_id: int | str | None = None,
+        *,
+        id_member: bool = True,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -107,6 +114,7 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
         self.headers = list(headers)
         self.code = code
         self.request_id = request_id
+        self.id_member = id_member
 
 
 def header_map(scope: Scope) -> dict[bytes, bytes]:
@@ -124,6 +132,27 @@ def peer_of(scope: Scope) -> str | None:
     if not client or not client[0]:
         return None
     return str(client[0])
+
+
+def client_key(address: Any) -> str | None:
+    """Who a peer address counts as, for a limit per client address.
+
+    `max_connections_per_address` (`serving` Rule 8) and `RateLimiter`'s `by_client` count
+    by it. An IPv4 address is itself (an IPv4-mapped IPv6 address too); an IPv6 address
+    counts as its /64, the block one host or site usually has whole (its privacy addresses
+    change within it). None for an address that is not an IP one (a Unix socket's).
+    """
+    if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
+        return None
+    try:
+        ip = ipaddress.ip_address(address[0].partition("%")[0])  # no IPv6 zone
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
 
 
 async def check_framing(scope: Scope, receive: Receive, options: BodyOptions) -> None:
@@ -248,7 +277,10 @@ def content_length(body: bytes) -> tuple[bytes, bytes]:
 
 async def refuse(send: Send, refused: Refused) -> None:
     """Answer a refused request: its status, and its JSON-RPC error as the body (Rule 1)."""
-    body = dumps(error_response(refused.request_id, refused.code, refused.message))
+    error = error_response(refused.request_id, refused.code, refused.message)
+    if not refused.id_member:
+        del error["id"]
+    body = dumps(error)
     await send_json(send, refused.status, body, refused.headers)
 
 

@@ -140,7 +140,12 @@ class HttpOptions:
         max_in_flight_per_session: Requests running at once in one session (Streamable HTTP
             or legacy SSE); past it, 429.
         max_in_flight_sessionless: Requests running at once, server-wide, outside sessions
-            (every request in stateless mode, and 2026-07-28 requests); past it, 503.
+            (every request in stateless mode, and 2026-07-28 requests); past it, 503. Listen
+            streams are not counted here: they have bounds of their own.
+        max_listens: 2026-07-28 `subscriptions/listen` streams open at once, server-wide;
+            past it, 503.
+        max_listens_per_client: Such streams open at once from one client (the principal of
+            its verified token, else its network address); past it, 429.
         session_idle_timeout: Seconds after which a session with nothing running expires.
         legacy_max_unsent_bytes: Legacy SSE: bytes of answers a session may hold that its
             stream has not yet sent (a client that reads its stream slowly or not at all);
@@ -152,6 +157,11 @@ class HttpOptions:
         max_connections: Connections served at once by `serve_http`; past it, a new
             connection is answered 503 and closed. None: the open-files limit
             (RLIMIT_NOFILE) less an eighth of it (at least 32), kept for everything else.
+        max_connections_per_address: Connections one client address (an IPv6 client's /64)
+            may hold at once under `serve_http`; past it, a new connection from that address
+            is answered 429 and closed, so that one client cannot take every connection and
+            lock the others out. None: no bound, for a server behind a reverse proxy, where
+            every connection comes from the proxy's address (the proxy bounds each client).
         keep_alive_timeout: Seconds a connection may sit idle between requests before the
             server closes it; under `serve_http` (Hypercorn) also the time a new connection,
             or one between requests, has to send a whole request head.
@@ -200,6 +210,16 @@ class HttpOptions:
     # server could not hold many more anyway; more load wants more workers behind the load
     # balancer, which the 503 sends on to another one (e.g. nginx's proxy_next_upstream).
     max_in_flight_sessionless: int = 1024
+    # 1,000, as max_sessions: a listen stream is what a 2026-07-28 client holds where a
+    # handshake-era one holds a session and its GET stream (a connection, a task, a queue of at
+    # most 1 MiB), so the server holds as many of them, beside the requests in flight.
+    max_listens: int = 1000
+    # 16: a client needs one stream (two while it replaces one: the trio-mcp client opens the
+    # new one before it closes the old), so 16 leave room for a few clients behind one address
+    # (a desktop's agents, a small NAT), while one client cannot take the server's streams.
+    # Behind a reverse proxy every client has the proxy's address: verify tokens (the bound is
+    # then per user and client) or raise it.
+    max_listens_per_client: int = 16
     # 30 minutes: the same order as common reverse proxies' idle session lifetimes; a client
     # that comes back later is told 404 and re-initializes (spec: session management).
     session_idle_timeout: float = 1800.0
@@ -215,6 +235,13 @@ class HttpOptions:
     # None: derived from the open-files limit, which every connection counts against (as
     # nginx's worker_connections must stay below it); see transports/http/serving.py.
     max_connections: int | None = None
+    # 256 from one address: nginx limit_conn and HAProxy's src_conn_cur bound connections per
+    # client address for this very attack, and Postfix by default gives one client at most half
+    # its process limit (smtpd_client_connection_count_limit), so that one client cannot take
+    # them all. 256 is under a third of the 896 connections a server with the common 1,024 open
+    # files serves, and far above what one MCP client holds: its GET stream and one connection
+    # per call in flight (browsers open at most 6 per host).
+    max_connections_per_address: int | None = 256
     # 5 s: Hypercorn's own default, as Apache httpd's KeepAliveTimeout and Node.js's
     # keepAliveTimeout. An MCP client reuses its connection for its next request at once or
     # not for a while, and opening a new one costs a loopback or LAN round trip.
@@ -237,6 +264,10 @@ class HttpOptions:
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
 
     def __post_init__(self) -> None:
+        if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
+            raise ValueError(
+                "HttpOptions.max_connections_per_address must be 1 or more, or None for no bound"
+            )
         if self.auth is not None and self.bearer_token is not None:
             raise ValueError(
                 "HttpOptions takes bearer_token or auth, not both: bearer_token is "

@@ -12,8 +12,9 @@ Rule 1: a session in the table has one `Outbox`: the messages of the server's th
 Rule 2: the session's own tasks (its list watcher, its roots handler) run in the application's
         nursery (`spawner`), each under a cancel scope of its own that `close` cancels: they
         end with the session. Their exceptions are logged, never raised into that nursery.
-Rule 3: `close` (the session ended) and `hang_up` (the server is shutting down) end the stream
-        being read: `next` then returns None and the stream ends as an HTTP response should.
+Rule 3: `close` (the session ended) ends the stream being read at once, and `hang_up` (the
+        server is shutting down) once it has taken what was queued (a task's end, told as the
+        server stops): `next` then returns None and the stream ends as an HTTP response should.
 Nothing here knows MCP beyond the shape of a JSON-RPC message (a request has an `id`).
 """
 
@@ -128,8 +129,8 @@ class Outbox:
         while not self._queue and not self._ended(stream):
             self._wake = trio.Event()
             await self._wake.wait()
-        if self._ended(stream):
-            return None
+        if self.closed or stream != self._generation or not self._queue:
+            return None  # ended; hung up, it ends once it has taken what was queued (Rule 3)
         frame, _ = self._queue.popleft()
         self._bytes -= len(frame)
         return frame
@@ -147,7 +148,7 @@ class Outbox:
             scope.cancel()
 
     def hang_up(self) -> None:
-        """The server is shutting down: end the stream being read, keep the session (Rule 3)."""
+        """The server is shutting down: end the stream once read out, keep the session (Rule 3)."""
         self._hung_up = True
         self._wake.set()
 

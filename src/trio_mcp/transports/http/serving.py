@@ -25,6 +25,14 @@ Rule 7: a process may serve a listening socket it inherited (`listen_fd`) instea
         one: several worker processes then accept from one socket, and the kernel gives each
         new connection to one of them (`trio-mcp run --workers`). Each serves its own
         connections to the end as above; nothing is shared between them but the socket.
+Rule 8: one client address holds at most `max_connections_per_address` of them (IPv6 clients
+        counted by their /64, which one host or site usually has whole): past it, a new
+        connection from that address is answered 429 with Retry-After and closed as in Rule 1,
+        so that one client, slow on purpose or not, cannot fill `max_connections` and lock
+        every other client out. Each episode of refusals from one address is logged once (a
+        warning when it starts). Behind a reverse proxy every connection comes from the
+        proxy's address: there the cap must be raised or set to None (the proxy limits its
+        clients itself: nginx limit_conn, HAProxy src_conn_cur).
 
 Why an accept loop of our own: Hypercorn's trio worker accepts with `trio.serve_listeners`,
 which bounds nothing, cannot answer an overload, and logs a full traceback every 0.1 s for as
@@ -53,9 +61,17 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
+from .asgi import client_key
 from .options import HttpOptions
 
-__all__ = ["bind_listener", "check_bind", "connection_limit", "listener_url", "serve_app"]
+__all__ = [
+    "bind_listener",
+    "check_bind",
+    "client_key",
+    "connection_limit",
+    "listener_url",
+    "serve_app",
+]
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -76,16 +92,26 @@ _UNLIMITED_CONNECTIONS: Final = 10_000
 #: connection, which can destroy the 503 before the client reads it.
 _LINGER: Final = 2.0
 
-_BUSY_BODY: Final = dumps(
-    error_response(None, INVALID_REQUEST, "Too many connections; try again later")
+
+def _refusal(status: bytes, message: str) -> bytes:
+    """A whole HTTP/1.1 response turning a connection away, JSON-RPC error as its body."""
+    body = dumps(error_response(None, INVALID_REQUEST, message))
+    return (
+        b"HTTP/1.1 %s\r\n"
+        b"content-type: application/json\r\n"
+        b"content-length: %d\r\n"
+        b"retry-after: 1\r\n"
+        b"connection: close\r\n\r\n" % (status, len(body))
+    ) + body
+
+
+#: Past `max_connections` (Rule 1): the server is busy, whoever asks.
+_BUSY: Final = _refusal(b"503 Service Unavailable", "Too many connections; try again later")
+#: Past `max_connections_per_address` (Rule 8): this client holds its share already.
+_CROWDED: Final = _refusal(
+    b"429 Too Many Requests",
+    "Too many connections from your address; close some, or try again later",
 )
-_BUSY: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\n"
-    b"content-type: application/json\r\n"
-    b"content-length: %d\r\n"
-    b"retry-after: 1\r\n"
-    b"connection: close\r\n\r\n" % len(_BUSY_BODY)
-) + _BUSY_BODY
 
 
 def connection_limit(configured: int | None) -> tuple[int, int]:
@@ -163,7 +189,11 @@ async def serve_app(
         listeners.append(trio.SocketListener(trio.socket.from_stdlib_socket(sock)))
     binds = [_url(sock.getsockname()) for sock in sockets]
     acceptor = _Acceptor(
-        ASGIWrapper(app), config, *connection_limit(options.max_connections), options.send_timeout
+        ASGIWrapper(app),
+        config,
+        *connection_limit(options.max_connections),
+        options.send_timeout,
+        per_address=options.max_connections_per_address,
     )
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:
@@ -233,8 +263,8 @@ def _url(address: Any) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _turn_away_now(stream: trio.SocketStream) -> None:
-    """Answer 503 and close without waiting: drop what the client sent so far, write, close.
+def _turn_away_now(stream: trio.SocketStream, answer: bytes) -> None:
+    """Answer (503 or 429) and close without waiting: drop what the client sent, write, close.
 
     Best effort, for when too many turned-away clients are being waited for already: a request
     that arrives after the close makes the kernel reset the connection, which can destroy the
@@ -247,7 +277,7 @@ def _turn_away_now(stream: trio.SocketStream) -> None:
             while sock.recv(65536):
                 pass
         with contextlib.suppress(OSError):
-            sock.send(_BUSY)
+            sock.send(answer)
 
 
 class _Connection(TCPServer):
@@ -289,12 +319,20 @@ class _Connection(TCPServer):
 
 
 class _Acceptor:
-    """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2, 4)."""
+    """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2, 4, 8)."""
 
     def __init__(
-        self, app: ASGIWrapper, config: Config, limit: int, turn_away: int, send_timeout: float
+        self,
+        app: ASGIWrapper,
+        config: Config,
+        limit: int,
+        turn_away: int,
+        send_timeout: float,
+        *,
+        per_address: int | None = None,
     ) -> None:
         self.app = app
+        self.per_address = per_address  # connections one client address may hold (Rule 8)
         self.send_timeout = send_timeout
         self.streams: set[trio.SocketStream] = set()  # connections served now
         self._closed = trio.Event()  # set (and replaced) whenever one closes
@@ -303,9 +341,11 @@ class _Acceptor:
         self.limit = limit
         self.turn_away_limit = turn_away
         self.open = 0  # connections served now
-        self.turning_away = 0  # connections being answered 503 now
+        self.turning_away = 0  # connections being answered 503 or 429 now
         self._last_shortage: float | None = None  # when accept last failed for a shortage
         self._recovered = True  # accepted again since the episode's warning
+        self.by_address: dict[str, int] = {}  # connections served now, by `client_key`
+        self._crowded_at: dict[str, float] = {}  # when each address was last turned away
 
     async def accept(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
         """Accept from `listener` until cancelled, starting each connection in `nursery`."""
@@ -321,15 +361,51 @@ class _Acceptor:
             if not self._recovered:
                 self._recovered = True
                 logger.info("accepting connections again (%d open)", self.open)
-            if self.open < self.limit:
+            key = self._key(stream)
+            if self.open >= self.limit:
+                answer = _BUSY
+            elif key is not None and self.by_address.get(key, 0) >= (self.per_address or 0):
+                answer = _CROWDED
+                self._crowded(key)
+            else:
                 self.open += 1
                 self.streams.add(stream)
-                nursery.start_soon(self._serve, stream)
-            elif self.turning_away < self.turn_away_limit:
+                if key is not None:
+                    self.by_address[key] = self.by_address.get(key, 0) + 1
+                nursery.start_soon(self._serve, stream, key)
+                continue
+            if self.turning_away < self.turn_away_limit:
                 self.turning_away += 1
-                nursery.start_soon(self._turn_away, stream)
+                nursery.start_soon(self._turn_away, stream, answer)
             else:  # turning away as many as we wait for already: answer this one in passing
-                _turn_away_now(stream)
+                _turn_away_now(stream, answer)
+
+    def _key(self, stream: trio.SocketStream) -> str | None:
+        """The address `stream` counts against (Rule 8); None when no cap applies."""
+        if self.per_address is None:
+            return None
+        try:
+            return client_key(stream.socket.getpeername())
+        except OSError:  # the client is gone already: its connection ends at its first read
+            return None
+
+    def _crowded(self, key: str) -> None:
+        """Log an address's episode of refusals once, when it starts (Rule 8)."""
+        now = trio.current_time()
+        last = self._crowded_at.get(key)
+        if last is None or now - last > _EPISODE_GAP:
+            logger.warning(
+                "%s holds %d connections, the most one client address may "
+                "(max_connections_per_address); its new ones are answered 429 until some close "
+                "(behind a reverse proxy every client has the proxy's address: raise the bound "
+                "or set it to None)",
+                key,
+                self.by_address.get(key, 0),
+            )
+            # Episodes that ended are forgotten here: the table holds only recent ones.
+            for old in [k for k, t in self._crowded_at.items() if now - t > _EPISODE_GAP]:
+                del self._crowded_at[old]
+        self._crowded_at[key] = now
 
     def _short(self, exc: OSError) -> None:
         now = trio.current_time()
@@ -343,7 +419,7 @@ class _Acceptor:
             self._recovered = False
         self._last_shortage = now
 
-    async def _serve(self, stream: trio.SocketStream) -> None:
+    async def _serve(self, stream: trio.SocketStream, key: str | None) -> None:
         try:
             # Hypercorn's connection handler; it tells an SSL stream from a plain one itself.
             connection = _Connection(self.app, self.config, self.context, {}, stream)  # type: ignore[arg-type]
@@ -356,6 +432,12 @@ class _Acceptor:
         finally:
             self.open -= 1
             self.streams.discard(stream)
+            if key is not None:
+                left = self.by_address[key] - 1
+                if left:
+                    self.by_address[key] = left
+                else:
+                    del self.by_address[key]
             self._closed.set()
             self._closed = trio.Event()
             # Hypercorn closes the stream itself, except when cancelled (the shutdown's
@@ -374,10 +456,10 @@ class _Acceptor:
             for stream in list(self.streams):
                 await trio.aclose_forcefully(stream)
 
-    async def _turn_away(self, stream: trio.SocketStream) -> None:
+    async def _turn_away(self, stream: trio.SocketStream, answer: bytes) -> None:
         try:
             with trio.move_on_after(_LINGER):
-                await stream.send_all(_BUSY)
+                await stream.send_all(answer)
                 await stream.send_eof()
                 while await stream.receive_some(65536):
                     pass  # the request nobody will serve: read so that closing resets nothing

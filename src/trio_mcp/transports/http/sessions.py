@@ -71,6 +71,10 @@ class Resolved(Protocol):
     def scopes(self) -> tuple[str, ...]:
         """The OAuth scopes it needs."""
 
+    @property
+    def auth(self) -> AuthInfo | None:
+        """The verified token it came with."""
+
 
 class HttpSession(Protocol):
     """One MCP session as the HTTP transport sees it."""
@@ -144,6 +148,12 @@ class HttpBackend(Protocol):
 
     def base_scopes(self) -> tuple[str, ...]:
         """The OAuth scopes every request needs (a `Server`'s `required_scopes`)."""
+
+    def stays_open(self, request: Request) -> bool:
+        """Whether the request's answer is a stream that stays open until the client closes it.
+
+        A 2026-07-28 `subscriptions/listen`: it is bounded apart from the requests in flight.
+        """
 
     async def resolve(
         self, request: Request, auth: AuthInfo | None, peer: str | None = None

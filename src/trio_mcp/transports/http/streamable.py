@@ -14,7 +14,12 @@ Rule 2: a request's answer is `application/json` when the response is the first 
         the response go on that stream, in order. A request of the server's goes only on the
         stream of the request it serves (its session decides whether it may be sent at all:
         not in stateless mode, not under 2026-07-28); the client's answer comes as a POST of
-        its own, answered 202 once the session has routed it to the waiting task.
+        its own, answered 202 once the session has routed it to the waiting task. A malformed
+        answer (both result and error, neither, ...: `jsonrpc` Rule 4) is never answered in
+        JSON-RPC: the session named drops it and fails the waiting task at once, and the POST
+        gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP: a response the
+        server cannot accept gets an HTTP error status, its body "a JSON-RPC error response
+        that has no id"; 202 would say it was accepted).
 Rule 3: a client that disconnects while its request runs, before its stream could be resumed
         (Rule 8), cancels that request, and with it any request of the server's it waits on
         (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
@@ -24,6 +29,12 @@ Rule 3: a client that disconnects while its request runs, before its stream coul
         as the cancellation, and is.
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
+        A request whose answer stays open until the client closes it (a 2026-07-28
+        `subscriptions/listen`: the backend says which, `HttpBackend.stays_open`) takes none of
+        those slots: such streams have their own bounds, per client (`max_listens_per_client`,
+        429) and server-wide (`max_listens`, 503), so idle streams never starve requests. A
+        client is the principal of its verified token, else its network address (2026-07-28
+        has no session to tell clients apart by).
 Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
         MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
         the mode) and must be well formed before it is handed on: `headers` checks its `_meta`
@@ -63,6 +74,12 @@ Rule 8: with an event store (`HttpOptions.event_store`, in memory by default) ev
         nothing left to send (410: a client that resumes every stream ending without its
         answer, a cancelled call's for one, would otherwise come back for ever). Readers that
         resume must reach the process that runs the call (its session is there anyway).
+Rule 9: a POST carries one message. A batch (a JSON array of them) is taken only where the
+        revision in force has batches (2025-03-26: a session's negotiated one, in stateless mode
+        the MCP-Protocol-Version header's or its default): elsewhere, and always with an
+        `initialize` in it (nothing is negotiated yet) or under 2026-07-28, it is refused whole
+        with 400 and a -32600 error (spec 2025-06-18 and later, transports: the body MUST be a
+        single JSON-RPC message), after the session is found and before any of it runs.
 """
 
 from __future__ import annotations
@@ -70,16 +87,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
+from typing import Any, NoReturn
 
 import trio
 
-from ..._core.auth import AuthInfo
-from ..._core.jsonrpc import ErrorResponse, InvalidMessage, Notification, Request, Response, parse
+from ..._core.auth import AuthInfo, principal_of
+from ..._core.jsonrpc import (
+    SERVER_UNAVAILABLE,
+    ErrorResponse,
+    InvalidMessage,
+    Notification,
+    Request,
+    Response,
+    parse,
+)
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
-from ..._core.versions import HTTP_DEFAULT_VERSION
+from ..._core.versions import HTTP_DEFAULT_VERSION, batch_refusal
 from ..._exceptions import ConnectionClosed, RemoteProtocolError
 from .asgi import (
     JSON_HEADER,
@@ -103,7 +128,7 @@ from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox
 from .replay import SessionStreams, StreamLog, parse_event_id
-from .sessions import Entry, HttpBackend, HttpSession, SessionTable
+from .sessions import Entry, HttpBackend, HttpSession, Resolved, SessionTable
 
 __all__ = ["StreamableHttp"]
 
@@ -136,6 +161,9 @@ class StreamableHttp:
         self._handed: dict[int, int] = {}
         # Requests handed to sessionless sessions (stateless mode, 2026-07-28), server-wide.
         self._sessionless = 0
+        # Open streams of requests that stay open (Rule 4), server-wide and by client.
+        self._streams = 0
+        self._streams_of: dict[Hashable, int] = {}
         # Sessions with a request being answered, and how many: what `shut_down` stops.
         self._answering: dict[int, tuple[HttpSession, int]] = {}
         # Set by `hang_up`: the server is shutting down, GET streams are refused.
@@ -172,6 +200,8 @@ class StreamableHttp:
         body = await read_body(receive, headers, self.options)
         messages, is_batch = parse(body)
         if not is_batch and isinstance(messages[0], InvalidMessage):
+            if messages[0].response:
+                await self._malformed_response(headers, messages[0], auth)
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
@@ -188,15 +218,19 @@ class StreamableHttp:
         resolved = [calls.get(i, m) for i, m in enumerate(messages)]
         message: Any = resolved if is_batch else resolved[0]
         version = headers.get(b"mcp-protocol-version")
-        modern = self._is_modern(version, messages)
+        modern_version = self._modern_version(version, messages)
+        modern = modern_version is not None
         has_request = any(isinstance(m, Request) for m in messages)
         if modern:
             raw = messages if is_batch else messages[0]
+            _check_batch(raw, modern_version)
             sid, session = None, self._modern_session(scope, headers, raw)
         else:
-            first = messages[0]
-            is_init = not is_batch and isinstance(first, Request) and first.method == "initialize"
+            is_init = not is_batch and _is_initialize(messages[0])
+            if is_batch and any(_is_initialize(m) for m in messages):
+                _check_batch(messages, None)  # no revision is in force before `initialize`
             sid, session, entry = self._session_for(headers, is_init, version, has_request, auth)
+            _check_batch(message, session.protocol_version)
         if not has_request:
             answer = await session.handle(message, _no_notify)
             if answer is not None:  # a batch with invalid entries: those are answered
@@ -205,9 +239,23 @@ class StreamableHttp:
             await send_json(send, 202, b"", _sid(sid))
             return
         if modern or self.options.stateless or entry is None:
+            if _is_request(message) and self.backend.stays_open(message.request):
+                await self._answer_stream(scope, session, message, receive, send, modern=modern)
+                return
             await self._answer_sessionless(session, message, receive, send, modern=modern)
         else:
             await self._answer_in_session(session, message, sid, receive, send, entry=entry)
+
+    async def _malformed_response(
+        self, headers: dict[bytes, bytes], message: Any, auth: AuthInfo | None
+    ) -> NoReturn:
+        """Drop a malformed response in the session it names, then refuse the POST (Rule 2)."""
+        raw = headers.get(b"mcp-session-id")
+        entry = None if raw is None else self._sessions.get(raw.decode("latin-1"), auth)
+        if entry is not None and entry.session is not None:
+            await entry.session.handle(message, _no_notify)  # fails the task that waits
+        error = message.error
+        raise Refused(400, error.message, code=error.code, id_member=False)
 
     async def get(
         self,
@@ -435,13 +483,64 @@ class StreamableHttp:
         finally:
             self._sessionless -= weight
 
-    def _is_modern(self, version: bytes | None, messages: Sequence[Any]) -> bool:
-        """Whether this POST is a 2026-07-28 one (Rule 5): by its header or its body."""
+    async def _answer_stream(
+        self,
+        scope: Scope,
+        session: HttpSession,
+        call: Resolved,
+        receive: Receive,
+        send: Send,
+        *,
+        modern: bool,
+    ) -> None:
+        """Answer a request whose stream stays open, within the bounds of such streams (Rule 4)."""
+        request = call.request
+        client = _client_of(scope, call.auth)
+        opts = self.options
+        if self._streams_of.get(client, 0) >= opts.max_listens_per_client:
+            # 429: this client's own doing (RFC 6585); it may close one of its streams.
+            raise Refused(
+                429,
+                f"Too many subscriptions/listen streams open from this client "
+                f"(max_listens_per_client={opts.max_listens_per_client}); close one first",
+                [(b"retry-after", b"1")],
+                SERVER_UNAVAILABLE,
+                request.id,
+            )
+        if self._streams >= opts.max_listens:
+            raise Refused(
+                503,
+                f"Too many subscriptions/listen streams open (max_listens={opts.max_listens}); "
+                "try again later",
+                [(b"retry-after", b"5")],
+                SERVER_UNAVAILABLE,
+                request.id,
+            )
+        answer = session.start(call)  # refused at once (a duplicate id): no stream
+        if answer is not None:
+            await send_json(send, modern_status(answer) if modern else 200, encode(answer))
+            return
+        self._streams += 1
+        self._streams_of[client] = self._streams_of.get(client, 0) + 1
+        try:
+            await self._answer(session, call, None, receive, send, modern=modern)
+        finally:
+            self._streams -= 1
+            left = self._streams_of[client] - 1
+            if left:
+                self._streams_of[client] = left
+            else:
+                del self._streams_of[client]
+
+    def _modern_version(self, version: bytes | None, messages: Sequence[Any]) -> str | None:
+        """The revision of a 2026-07-28 POST (Rule 5), by its header or its body; else None."""
         if version is not None and version.decode("latin-1") in self.backend.sessionless_versions:
-            return True
-        return any(
-            isinstance(m, Request) and requested_version(m.params) is not None for m in messages
-        )
+            return version.decode("latin-1")
+        for m in messages:
+            named = requested_version(m.params) if isinstance(m, Request) else None
+            if named is not None:
+                return str(named)
+        return None
 
     def _modern_session(
         self, scope: Scope, headers: dict[bytes, bytes], message: Any
@@ -451,8 +550,6 @@ class StreamableHttp:
         Its revision has no sessions: it gets one of its own, and an Mcp-Session-Id header is
         ignored (spec 2026-07-28, Streamable HTTP: backward compatibility), in every mode.
         """
-        if isinstance(message, list):
-            raise Refused(400, "Invalid Request: a 2026-07-28 request cannot be sent in a batch")
         if isinstance(message, Request):
             try:
                 check_request_metadata(scope["headers"], headers, message)
@@ -760,6 +857,22 @@ def _dropped_notice(outbox: Outbox) -> dict[str, Any]:
     }
 
 
+def _check_batch(message: Any, version: str | None) -> None:
+    """Refuse a batch (a JSON array) where the revision in force has none (Rule 9).
+
+    Raises:
+        Refused: 400 with -32600, naming the revisions that have batches.
+    """
+    if isinstance(message, list):
+        refusal = batch_refusal(version)
+        if refusal is not None:
+            raise Refused(400, refusal)
+
+
+def _is_initialize(message: Any) -> bool:
+    return isinstance(message, Request) and message.method == "initialize"
+
+
 async def _no_notify(method: str, params: dict[str, Any]) -> None:
     # Notifications from the client produce no server notifications; nothing to route.
     logger.debug("dropped notification %s with no request to carry it", method)
@@ -782,6 +895,11 @@ async def _next_kept_alive(
         await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
 
 
+def _is_request(item: Any) -> bool:
+    """Whether a decoded item is a request (which comes resolved: `Resolved`)."""
+    return not isinstance(item, list) and not _is_message(item)
+
+
 def _is_message(item: Any) -> bool:
     """Whether a decoded item is no request (requests come resolved, by the MCP side)."""
     return isinstance(item, Notification | Response | ErrorResponse | InvalidMessage)
@@ -790,6 +908,19 @@ def _is_message(item: Any) -> bool:
 def _opens_stream(item: Any) -> bool:
     # A message of the server's (a notification, or a request to the client), not the answer.
     return isinstance(item, dict) and "method" in item
+
+
+def _client_of(scope: Scope, auth: AuthInfo | None) -> Hashable:
+    """Who a request comes from, for per-client bounds (Rule 4).
+
+    The principal of its verified token, else its network address without the port (one
+    client opens many connections).
+    """
+    principal = principal_of(auth)
+    if principal is not None:
+        return ("principal", principal)
+    client = scope.get("client")
+    return ("address", client[0] if client else None)
 
 
 def _sid(sid: str | None) -> list[tuple[bytes, bytes]]:
