@@ -371,17 +371,27 @@ async def test_a_token_is_a_client_wherever_it_connects_from() -> None:
 async def test_a_refused_call_of_a_task_tool_is_answered_at_once() -> None:
     limiter = RateLimiter(Rate(1, per=3600))
     server, _ = make_server(limiter)
+    started: list[str] = []
 
     @server.tool(task=True)
     async def slow() -> str:
         return "done"
 
+    @server.tool(task=0)  # a task before its function (and the chain) runs
+    async def at_once() -> str:
+        started.append("at_once")
+        return "done"
+
     async with connect(server, tasks=True) as client:
         done = await client.call_tool("slow")
-        refused = await client.call_tool("slow")
+        refused = await client.call_tool("slow")  # no task: refused before it could be one
+        in_task = await client.call_tool("at_once")  # the task's result is the refusal
     assert done.text == "done"
     assert refused.is_error
     assert refused.text.startswith("Rate limit exceeded for tools/call")
+    assert in_task.is_error
+    assert in_task.text.startswith("Rate limit exceeded for tools/call")
+    assert started == []
 
 
 class Spy(MemoryRateStore):
