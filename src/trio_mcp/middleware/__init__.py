@@ -28,6 +28,7 @@ __all__ = ["CallNext", "Middleware", "NotifyNext", "ResolvedRequest"]
 # -- rate limiting (`_rate`, `_rate_redis`) --------------------------------------------------------
 from ._rate import (
     DEFAULT_EXEMPT,
+    DEFAULT_MAX_KEYS,
     KeyFunction,
     MemoryRateStore,
     Rate,
@@ -42,6 +43,7 @@ from ._rate_redis import RedisRateStore
 
 __all__ += [
     "DEFAULT_EXEMPT",
+    "DEFAULT_MAX_KEYS",
     "KeyFunction",
     "MemoryRateStore",
     "Rate",

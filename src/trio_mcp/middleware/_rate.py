@@ -43,6 +43,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, NamedTuple, NoReturn, Protocol
 
 from .._core.jsonrpc import SERVER_UNAVAILABLE
@@ -74,8 +75,9 @@ __all__ = [
 DEFAULT_EXEMPT: Final = frozenset({"protocol", "list", "task"})
 
 #: Buckets a `MemoryRateStore` keeps at most: past it, the least recently used is forgotten
-#: (that key starts again with a full bucket). About 200 bytes each, so some 20 MB: more
-#: distinct clients than that within one refill period is a crowd no per-client limit holds.
+#: (that key starts again with a full bucket). About 350 bytes each with its key, so some 35 MB:
+#: more distinct clients than that within one refill period is a crowd no per-client limit
+#: holds.
 DEFAULT_MAX_KEYS: Final = 100_000
 
 #: Tolerance of the bucket arithmetic: a client that waits exactly the time it was told is not
@@ -320,7 +322,7 @@ class RateLimiter(Middleware):
             raise TypeError(f"RateLimiter: key must be a function of the request, not {key!r}")
         self.rate = rate
         self.key = key
-        self.methods: dict[str, Rate | None] = dict(methods or {})
+        self.methods: Mapping[str, Rate | None] = MappingProxyType(dict(methods or {}))
         self.exempt = frozenset(exempt)
         self.store: RateStore = store if store is not None else MemoryRateStore()
         self.name = name if name is not None else getattr(key, "__name__", "key")

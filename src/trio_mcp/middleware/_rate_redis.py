@@ -56,7 +56,8 @@ BATCH: Final = 256
 #: Seconds after a failed command before Redis is tried again (Rule 3): an outage costs a
 #: timeout once a second at most, and its end is noticed within a second.
 RETRY_SECONDS: Final = 1.0
-#: Seconds between two warnings of one outage (Rule 3).
+#: Seconds between two warnings of one outage (Rule 3): a line a minute tells that it lasts
+#: without flooding the log (a warning per request would, at thousands a second).
 WARN_EVERY: Final = 60.0
 
 #: Rules 1, 2: KEYS the buckets of a batch, in order (one may come twice); ARGV[2i-1] and
