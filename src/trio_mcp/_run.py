@@ -112,8 +112,10 @@ class _HttpBackend:
     def stays_open(self, request: Request) -> bool:
         return request.method == LISTEN
 
-    async def resolve(self, request: Request, auth: AuthInfo | None) -> ResolvedRequest:
-        return await self.server.resolve(request, auth)
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None, peer: str | None = None
+    ) -> ResolvedRequest:
+        return await self.server.resolve(request, auth, peer)
 
     async def serve_channels(
         self,

@@ -85,6 +85,10 @@ class ResolvedRequest(NamedTuple):
         matched: False for a resource request whose URI is long enough to be matched off the
             event loop, until it is (`Targets.matched`): its target and scopes are not known
             before.
+        peer: The address of the client's end of the connection, as the Streamable HTTP
+            transport saw it (a proxy's, behind one); None over stdio, in memory and for
+            legacy HTTP+SSE sessions. What tells apart sessionless clients without a token
+            (a rate limit's key).
     """
 
     request: Request
@@ -101,6 +105,7 @@ class ResolvedRequest(NamedTuple):
     scope: RequestScope | None = None
     session_id: str | None = None
     matched: bool = True
+    peer: str | None = None
 
     @property
     def id(self) -> RequestId:
@@ -247,7 +252,7 @@ class Targets:
             return call
         assert call.name is not None
         found = self._matched(call.request, call.kind, call.name, call.auth, inline_ok=False)
-        return found._replace(scope=call.scope, session_id=call.session_id)
+        return found._replace(scope=call.scope, session_id=call.session_id, peer=call.peer)
 
     def _matched(
         self, request: Request, kind: Kind, uri: str, auth: AuthInfo | None, inline_ok: bool

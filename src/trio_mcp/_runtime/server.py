@@ -1085,8 +1085,12 @@ class Server:
             max_subscription_bytes=self.max_subscription_bytes,
         )
 
-    async def resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None = None, peer: str | None = None
+    ) -> ResolvedRequest:
         """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
+
+        `peer` is the client's address, when the transport knows it (`ResolvedRequest.peer`).
 
         A `tasks/*` request needs the scopes of the tool its task runs: a token that could not
         call the tool cannot read, answer or cancel its task (none for an unknown task). The
@@ -1095,6 +1099,8 @@ class Server:
         call = self.dispatcher.resolve(request, auth)
         if not call.matched:  # a long URI, matched off the event loop
             call = await trio.to_thread.run_sync(self.dispatcher.targets.matched, call)
+        if peer is not None:
+            call = call._replace(peer=peer)
         if call.kind == "task" and call.name is not None:
             runtime = self.task_runtime
             record = await runtime.store.get(call.name, runtime.clock())

@@ -157,12 +157,15 @@ class HttpBackend(Protocol):
         A 2026-07-28 `subscriptions/listen`: it is bounded apart from the requests in flight.
         """
 
-    async def resolve(self, request: Request, auth: AuthInfo | None) -> Resolved:
-        """The request resolved once, with the verified token it came with.
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None, peer: str | None = None
+    ) -> Resolved:
+        """The request resolved once, with its verified token and its client's address.
 
-        Its `scopes` are those the server needs for everything and those of the tool,
-        resource or prompt it names (for `tasks/get`, `tasks/update` and `tasks/cancel`: of
-        the tool the task runs); the transport refuses it (403) when the token lacks any.
+        `peer` is the address (`peer_of`), for what tells clients without a token apart. Its
+        `scopes` are those the server needs for everything and those of the tool, resource or
+        prompt it names (for `tasks/get`, `tasks/update` and `tasks/cancel`: of the tool the
+        task runs); the transport refuses it (403) when the token lacks any.
         """
 
     async def serve_channels(

@@ -118,6 +118,7 @@ from .asgi import (
     content_length,
     encode,
     event_of,
+    peer_of,
     priming,
     read_body,
     send_json,
@@ -206,8 +207,9 @@ class StreamableHttp:
             raise Refused(400, error.message, code=error.code, request_id=error.id)
         # Each request is resolved once, here: its record carries the scopes it needs (checked
         # now) and goes on to the session that answers it.
+        peer = peer_of(scope)
         calls = {
-            i: await self.backend.resolve(m, auth)
+            i: await self.backend.resolve(m, auth, peer)
             for i, m in enumerate(messages)
             if isinstance(m, Request)
         }
