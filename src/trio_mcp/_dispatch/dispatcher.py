@@ -8,7 +8,9 @@ Rule 2: this is the error boundary. For a tool, `ToolError` is an `isError` resu
         message) with the traceback logged; for a resource or prompt the same become -32603
         (their results have no `isError`); `RemoteProtocolError` and `RequestError` are their
         JSON-RPC error; a bug of ours is -32603. `BaseException`s that are not `Exception`s
-        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary.
+        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary. The
+        result or error of an unexpected exception is marked (`UnexpectedErrorResult`,
+        `UnexpectedError`: same wire form, the exception kept) so middleware can mask it.
 Rule 3: no I/O and no event loop here: running a function (threads, limiters, timeouts) is the
         runtime's `Invoker`, handed in at construction; this module only awaits it.
 
@@ -96,6 +98,8 @@ __all__ = [
     "Dispatcher",
     "Invoker",
     "ToolTimedOut",
+    "UnexpectedError",
+    "UnexpectedErrorResult",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -181,6 +185,39 @@ class Invoker(Protocol):
 
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+class UnexpectedErrorResult(dict[str, Any]):
+    """The `isError` result of a tool that raised an unexpected exception (not a `ToolError`).
+
+    A plain result on the wire; the middleware chain can tell it from a tool's own error
+    result by its type (`ErrorMasking` does).
+
+    Attributes:
+        exception: What the tool raised.
+        where: What raised it, as the masked message names it ("tool search").
+    """
+
+    __slots__ = ("exception", "where")
+
+    def __init__(self, result: dict[str, Any], exception: Exception, where: str) -> None:
+        super().__init__(result)
+        self.exception = exception
+        self.where = where
+
+
+class UnexpectedError(RemoteProtocolError):
+    """-32603 for an unexpected exception of a resource, prompt or completer function.
+
+    Attributes:
+        exception: What the function raised.
+        where: What raised it, as the masked message names it ("resource note://x").
+    """
+
+    def __init__(self, message: str, data: Any, exception: Exception, where: str) -> None:
+        super().__init__(message, INTERNAL_ERROR, data)
+        self.exception = exception
+        self.where = where
 
 
 #: Seconds a tool waits for the client's answer to one question (handshake era), unless the
@@ -592,10 +629,11 @@ class Dispatcher:
         if isinstance(exc, ToolError):
             return RemoteProtocolError(str(exc), INTERNAL_ERROR, data)
         logger.error("%s %s raised", kind, name, exc_info=exc)
+        where = f"{kind} {name}"
         if self.mask_error_details:
-            return RemoteProtocolError(f"Internal error in {kind} {name}", INTERNAL_ERROR, data)
-        return RemoteProtocolError(
-            f"Internal error in {kind} {name}: {type(exc).__name__}: {exc}", INTERNAL_ERROR, data
+            return UnexpectedError(f"Internal error in {where}", data, exc, where)
+        return UnexpectedError(
+            f"Internal error in {where}: {type(exc).__name__}: {exc}", data, exc, where
         )
 
     # -- subscriptions/listen (2026-07-28) ---------------------------------------------------
@@ -1033,9 +1071,10 @@ class Dispatcher:
         if isinstance(exc, ToolError):
             return _error_result(str(exc))
         logger.error("tool %s raised", tool.name, exc_info=exc)
+        where = f"tool {tool.name}"
         if self.mask_error_details:
-            return _error_result(f"Internal error in tool {tool.name}")
-        return _error_result(f"{type(exc).__name__}: {exc}")
+            return UnexpectedErrorResult(_error_result(f"Internal error in {where}"), exc, where)
+        return UnexpectedErrorResult(_error_result(f"{type(exc).__name__}: {exc}"), exc, where)
 
     def _result(self, tool: Tool, value: Any) -> dict[str, Any]:
         try:

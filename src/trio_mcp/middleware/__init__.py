@@ -15,9 +15,49 @@ server = Server("audited", middleware=[Audit()])
 
 What a middleware sees and where it runs: `Middleware`'s module (`trio_mcp._dispatch.middleware`)
 says it in full.
+
+Built-ins, each an ordinary `Middleware`:
+
+- `RequestLogging`: one line per request (method, target, outcome, duration, session,
+  revision, principal), as `key=value` text or JSON;
+- `Timing`: count, errors, total, mean, min, max and p50/p95/p99 per method and per target,
+  in bounded memory (`stats()`, `snapshot()`);
+- `ResponseCache`: lists and reads kept as long as their caching hints say, per principal
+  when private, dropped when the lists change or a resource is updated;
+- `ResultSizeLimit`: tool results, reads and prompts over a size cut, with a note, in a
+  valid shape;
+- `ErrorMasking`: unexpected errors' details hidden from clients, logged with a reference.
+
+Order matters, the first outermost:
+
+```python
+server = Server("docs", middleware=[RequestLogging(), Timing(), ErrorMasking()])
+server.add_middleware(ResponseCache(server))  # it needs the server: added after
+server.add_middleware(ResultSizeLimit())
+```
+
+logs and times what the client gets (masked, from the cache or not), and the cache keeps
+results already cut.
 """
 
 from .._dispatch.middleware import CallNext, Middleware, NotifyNext
 from .._dispatch.resolve import ResolvedRequest
+from ._caching import CacheStats, ResponseCache
+from ._limits import ResultSizeLimit
+from ._logging import RequestLogging
+from ._masking import ErrorMasking
+from ._timing import Timing, TimingStats
 
-__all__ = ["CallNext", "Middleware", "NotifyNext", "ResolvedRequest"]
+__all__ = [
+    "CacheStats",
+    "CallNext",
+    "ErrorMasking",
+    "Middleware",
+    "NotifyNext",
+    "RequestLogging",
+    "ResolvedRequest",
+    "ResponseCache",
+    "ResultSizeLimit",
+    "Timing",
+    "TimingStats",
+]
