@@ -20,6 +20,7 @@ the logger would drop the line.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any, Final, Literal
 
@@ -36,7 +37,8 @@ DEFAULT_REQUEST_LOGGER: Final = "trio_mcp.requests"
 # lines of a terminal, enough to see what was asked, while a 10 MB argument cannot make a
 # 10 MB log line (nginx caps a logged request line at 1 KB for the same reason).
 DEFAULT_MAX_VALUE_CHARS: Final = 1000
-_SAFE: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@+")
+#: What makes a text value need quotes: anything but letters, digits and `-_./:@+`.
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9\-_./:@+]")
 
 
 class RequestLogging(Middleware):
@@ -138,16 +140,20 @@ def _text(fields: dict[str, Any]) -> str:
     parts = []
     for key, value in fields.items():
         if key == "principal":
-            for part in ("subject", "issuer", "client"):
-                if value[part] is not None:
-                    parts.append(f"{part}={_value(value[part])}")
-            continue
-        parts.append(f"{key}={_value(value)}")
+            parts.extend(
+                f"{part}={_value(value[part])}"
+                for part in ("subject", "issuer", "client")
+                if value[part] is not None
+            )
+        elif type(value) is int or type(value) is float:
+            parts.append(f"{key}={value}")
+        else:
+            parts.append(f"{key}={_value(value)}")
     return " ".join(parts)
 
 
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
-    if text and _SAFE.issuperset(text):
+    if text and _UNSAFE.search(text) is None:
         return text
     return dumps(text).decode()  # a JSON string: quoted, escapes for quotes and newlines
