@@ -137,7 +137,7 @@ class RequestLogging(Middleware):
 
 def _text(fields: dict[str, Any]) -> str:
     """`key=value` pairs; a value with a space, quote, `=` or control character is quoted."""
-    parts = []
+    parts: list[str] = []
     for key, value in fields.items():
         if key == "principal":
             parts.extend(
