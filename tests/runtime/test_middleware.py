@@ -367,3 +367,65 @@ async def test_without_middleware_inline_calls_are_answered_on_the_reader() -> N
     async with open_memory_peer(chained) as peer:
         reply = await peer.call("add", {"a": 4, "b": 5})
     assert reply["result"]["structuredContent"] == {"result": 9}
+
+
+class Tally(Middleware):
+    """Counts what it sees and says it never waits."""
+
+    waits = False
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
+        self.seen.append(request.method)
+        return await call_next(request)
+
+    async def on_call_tool(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
+        if request.arguments.get("a") == 99:
+            raise ToolError("no 99s here")
+        return await call_next(request)
+
+
+async def test_middleware_that_never_wait_keep_requests_on_the_reader() -> None:
+    server = make_server(Tally())
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add"}}
+    (parsed,), _ = parse(json.dumps(request))
+    assert server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    # One that may wait beside it (a plain function may) sends every request to a task again.
+    server.add_middleware(Recorder())
+    assert not server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    tally = Tally()
+    async with connect(make_server(tally), protocol_version=MODERN) as client:
+        added = await client.call_tool("add", {"a": 1, "b": 2})
+        refused = await client.call_tool("add", {"a": 99, "b": 2})
+        shouted = await client.call_tool("shout", {"text": "x"})  # not inline: in a task
+        tools = await client.list_tools()
+    # The chain ran around the answers made on the reader, as it does around the others.
+    assert added.structured == {"result": 3}
+    assert refused.is_error  # a middleware's ToolError: the tool's error result
+    assert refused.text == "no 99s here"
+    assert shouted.text == "X"
+    assert len(tools) == 3
+    assert tally.seen.count("tools/call") == 3
+    assert "tools/list" in tally.seen
+
+
+async def test_a_middleware_that_says_it_never_waits_and_waits_fails_its_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Liar(Middleware):
+        waits = False
+
+        async def on_call_tool(
+            self, request: ResolvedRequest, call_next: CallNext
+        ) -> dict[str, Any]:
+            await trio.lowlevel.checkpoint()
+            return await call_next(request)
+
+    async with open_memory_peer(make_server(Liar())) as peer:
+        lied = await peer.call("add", {"a": 1, "b": 1})
+        pong = await peer.request("ping")
+    assert lied["error"]["code"] == -32603
+    assert pong["result"] == {}
+    assert "waits = False" in caplog.text

@@ -22,8 +22,9 @@ How a request goes through (the record is `ResolvedRequest`, made once):
                                           the middleware chain to the route's handler
 
 A route answers its method: `now` (a handler that never waits) and/or `later` (one that may).
-With middleware configured nothing is answered `now` (a middleware may wait), and a route with
-only `now` runs inside the chain. A method absent from the routes is -32601; one that a
+With middleware that may wait nothing is answered `now`, and a route with only `now` runs
+inside the chain; middleware that never wait (`Middleware.waits`) run around `now` answers
+too, driven to their end at once. A method absent from the routes is -32601; one that a
 request's revision lacks (2026-07-28 has no initialize, ping, setLevel or resources/subscribe)
 is refused by the session's `scope`, which asks the revision table.
 
@@ -343,7 +344,7 @@ class Dispatcher:
         route = self.routes.get(request.method)
         if route is None:
             return unknown_method(request, auth)
-        return route.resolve(request, auth, not self.chain)
+        return route.resolve(request, auth, not self.chain.waits)
 
     def _plain(self, kind: Kind, *, now: bool = True) -> Resolver:
         """The resolver of a method that names nothing: it needs the server's scopes only."""
@@ -378,15 +379,25 @@ class Dispatcher:
     def answer_now(
         self, session: ServerSession, call: ResolvedRequest, session_id: str | None = None
     ) -> dict[str, Any]:
-        """The response of a request its record says needs no waiting (`call.now`)."""
+        """The response of a request its record says needs no waiting (`call.now`).
+
+        The middleware (which never wait, or the record would not say `now`) run around it,
+        but not around `initialize` or a method no route answers.
+        """
         try:
             call = call.bound(session.scope(call.method, call.params), session_id)
-            return result_response(call.id, self._now(session, call))
-        except (RemoteProtocolError, RequestError) as exc:
-            return error_response(call.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+            method = call.method
+            if self.chain.wraps(call.kind) and method != "initialize" and method in self.routes:
+
+                async def innermost(call: ResolvedRequest) -> dict[str, Any]:
+                    return self._now(session, call)
+
+                result = _drive(self.chain.around(call.kind, innermost)(call))
+            else:
+                result = self._now(session, call)
+            return result_response(call.id, result)
+        except Exception as exc:
+            return self._failure(session, call, exc)
 
     async def answer(
         self,
@@ -421,17 +432,23 @@ class Dispatcher:
             else:
                 result = await self.chain.around(call.kind, innermost)(call)
             return result_response(call.id, result)
-        except (RemoteProtocolError, RequestError) as exc:
+        except Exception as exc:
+            return self._failure(session, call, exc)
+
+    def _failure(
+        self, session: ServerSession, call: ResolvedRequest, exc: Exception
+    ) -> dict[str, Any]:
+        """The response to a request whose answer (or a middleware) raised `exc` (Rule 2)."""
+        if isinstance(exc, RemoteProtocolError | RequestError):
             return error_response(call.id, exc.code, exc.message, exc.data)
-        except ToolError as exc:  # raised by a middleware
+        if isinstance(exc, ToolError):  # raised by a middleware
             if call.kind == "tool" and call.scope is not None:
                 return result_response(
                     call.id, self._finish(session, call, _error_result(str(exc)))
                 )
             return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        logger.error("internal error answering %s", call.method, exc_info=exc)
+        return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
 
     def _now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
         """The result of a bound record answered without waiting (or what is wrong with it)."""
@@ -1099,6 +1116,27 @@ class Dispatcher:
             result.pop("structuredContent", None)  # not part of the older revisions
             result["content"] = [_downgrade(block, known) for block in result["content"]]
         return session.complete(scope, result)
+
+
+def _drive(awaitable: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """Run a chain of middleware that never wait to its end, here, at once.
+
+    Raises:
+        RuntimeError: when one waited all the same (its `waits = False` was wrong).
+    """
+    steps = awaitable.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        result: dict[str, Any] = done.value
+        return result
+    close = getattr(steps, "close", None)
+    if close is not None:
+        close()
+    raise RuntimeError(
+        "a middleware whose class says `waits = False` waited: make it True, or await "
+        "nothing but call_next"
+    )
 
 
 def _scope(call: ResolvedRequest) -> RequestScope:

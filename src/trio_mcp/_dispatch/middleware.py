@@ -36,12 +36,18 @@ Where the chain runs, and what it sees:
   (`Server.on_session_start` hears of it).
 - `on_notification` runs on the connection's reader: keep it short; the runtime's own
   handling of the notification (a cancellation, say) is its `call_next`.
+- A server without middleware answers what needs no waiting (an inline tool's call, a list,
+  a ping) on the connection's reader, and the rest in a task each. A middleware may wait, so
+  with one every request runs in a task (about what an async tool's call costs), unless every
+  middleware says it never waits (`waits = False`: its hooks await nothing but `call_next`):
+  then those requests still run on the reader, through the chain. A hook that says so and
+  waits all the same fails its request (-32603, logged).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from .._core.jsonrpc import Notification
 from .resolve import Kind, ResolvedRequest
@@ -66,7 +72,14 @@ class Middleware:
 
     Every hook's default calls on unchanged, and a hook left as it is costs nothing (the chain
     skips it).
+
+    Attributes:
+        waits: Whether a hook may wait (await anything but `call_next`). Say False when none
+            does: requests that need no waiting are then answered on the connection's
+            reader, as without middleware (module docstring).
     """
+
+    waits: ClassVar[bool] = True
 
     async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
         """Every request: wraps the family's hook."""
@@ -130,6 +143,7 @@ class Chain:
         self._middleware: list[MiddlewareLike] = []
         self._hooks: dict[Kind, tuple[_Hook, ...]] = dict.fromkeys(_KINDS, ())
         self._notification_hooks: tuple[Callable[..., Awaitable[None]], ...] = ()
+        self._waits = False
         for item in middleware:
             self.add(item)
 
@@ -172,6 +186,14 @@ class Chain:
                 notification.append(item.on_notification)
         self._hooks = {kind: tuple(found) for kind, found in hooks.items()}
         self._notification_hooks = tuple(notification)
+        self._waits = any(
+            not isinstance(item, Middleware) or item.waits for item in self._middleware
+        )
+
+    @property
+    def waits(self) -> bool:
+        """Whether a middleware may wait (a plain function may): see `Middleware.waits`."""
+        return self._waits
 
     def wraps(self, kind: Kind) -> bool:
         """Whether any hook runs for requests of `kind`."""

@@ -119,6 +119,8 @@ class ResponseCache(Middleware):
         clock: Seconds, monotonic (tests give a clock of their own).
     """
 
+    waits = False  # its hooks await nothing but call_next: requests may stay inline
+
     def __init__(
         self,
         server: Server,

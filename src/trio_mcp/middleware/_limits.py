@@ -128,6 +128,8 @@ class ResultSizeLimit(Middleware):
         prompts: Limit `prompts/get` results.
     """
 
+    waits = False  # its hooks await nothing but call_next: requests may stay inline
+
     def __init__(
         self,
         max_bytes: int = DEFAULT_MAX_RESULT_BYTES,

@@ -48,6 +48,8 @@ class ErrorMasking(Middleware):
         traceback: Log the exception's traceback with the line.
     """
 
+    waits = False  # its hooks await nothing but call_next: requests may stay inline
+
     def __init__(
         self,
         *,

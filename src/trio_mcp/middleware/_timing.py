@@ -143,6 +143,8 @@ class Timing(Middleware):
         clock: Seconds, monotonic (tests give a clock of their own).
     """
 
+    waits = False  # its hooks await nothing but call_next: requests may stay inline
+
     def __init__(
         self,
         *,
