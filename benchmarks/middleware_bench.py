@@ -5,16 +5,17 @@
 Servers: `benchmarks/servers/trio_mcp_middleware.py` (a fresh subprocess per variant per
 round, the variants interleaved round after round so that machine noise hits all alike),
 serving `calculator.add` (inline) and `calculator.add_async` with: "none"; "noop" (one
-middleware that only calls on: the price of having a chain at all, since a server with
-middleware answers every request in a task of its own instead of on the connection's
-reader); "timing" (`Timing()`);
-"logging+timing" (`RequestLogging()` writing a timestamped line per request to a file, the
-null device here, then `Timing()`).
+middleware that only calls on, and may wait as far as the server knows, as any middleware
+that does not say otherwise: the server then answers every request in a task of its own
+instead of on the connection's reader); "timing" (`Timing()`); "logging+timing"
+(`RequestLogging()` writing a timestamped line per request to a file, the null device here,
+then `Timing()`). The built-ins say they never wait (`Middleware.waits = False`): requests
+that need no waiting stay on the reader with them.
 
 Workloads, each the same for every variant:
 1. stdio, pipelined: `run.py`'s raw NDJSON driver keeps 256 calls of the inline tool in
-   flight (every answer checked after the clock stops): calls/s. Without middleware these
-   are answered on the connection's reader; with any, each runs in a task.
+   flight (every answer checked after the clock stops): calls/s. These are answered on the
+   connection's reader, but with "noop", where each runs in a task.
 2. The same with the async tool, whose calls run in a task of their own in every variant:
    what the middleware themselves cost.
 3. Streamable HTTP, one session making its calls (inline tool) one at a time (`http_bench`'s

@@ -4,9 +4,10 @@ middleware, for `benchmarks/middleware_bench.py`.
     python benchmarks/servers/trio_mcp_middleware.py --middleware none|noop|timing|logging+timing
         --transport stdio|http [--log PATH]
 
-Middleware: "none"; "noop" (one `Middleware` whose `on_request` only calls on: what having a
-chain at all costs, since a server with middleware answers every request in a task of its
-own); "timing" (`Timing()`); "logging+timing" (`RequestLogging()` outermost, then `Timing()`).
+Middleware: "none"; "noop" (one `Middleware` whose `on_request` only calls on, with the
+default `waits = True`: what a chain that may wait costs, since the server then answers every
+request in a task of its own); "timing" (`Timing()`); "logging+timing" (`RequestLogging()`
+outermost, then `Timing()`); the built-ins never wait, so inline calls stay on the reader.
 `RequestLogging`'s lines go to `--log` (default: the null device) through a `FileHandler`
 with a timestamped format, at INFO: formatting and writing a line are in the cost, as in a
 server that logs to a file. Over HTTP it prints `serving MCP on <url>` on stderr once it
