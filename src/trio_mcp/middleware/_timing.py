@@ -90,13 +90,15 @@ class _Series:
         self.longest = 0.0
         self.buckets: dict[int, int] = {}
 
-    def add(self, seconds: float, *, error: bool, bucket: int) -> None:
+    def add(self, seconds: float, error: bool, bucket: int) -> None:
         self.count += 1
-        self.errors += error
+        if error:
+            self.errors += 1
         self.total += seconds
         self.shortest = min(self.shortest, seconds)
         self.longest = max(self.longest, seconds)
-        self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
+        buckets = self.buckets
+        buckets[bucket] = buckets.get(bucket, 0) + 1
 
     def percentile(self, fraction: float) -> float:
         rank = max(1, math.ceil(fraction * self.count))
@@ -158,6 +160,8 @@ class Timing(Middleware):
         self._lock = threading.Lock()
         self._methods: dict[str, _Series] = {}
         self._targets: dict[tuple[str, str], _Series] = {}
+        # Each (method, target) seen, with the series its requests count in: one lookup each.
+        self._series: dict[tuple[str, str | None], tuple[_Series, ...]] = {}
 
     async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
         """Time the rest of the chain."""
@@ -173,22 +177,30 @@ class Timing(Middleware):
         return result
 
     def _add(self, request: ResolvedRequest, seconds: float, error: bool | None) -> None:
-        method, target = request.method, series_target(request)
+        key = (request.method, series_target(request))
         bucket = _bucket(seconds)
         with self._lock:
-            series = [self._methods.get(method) or self._methods.setdefault(method, _Series())]
-            if target is not None:
-                found = self._targets.get((method, target))
-                if found is None:
-                    if len(self._targets) >= self.max_targets:
-                        target = OTHER
-                    found = self._targets.setdefault((method, target), _Series())
-                series.append(found)
+            series = self._series.get(key)
+            if series is None:
+                series = self._new_series(*key)
             for one in series:
                 if error is None:
                     one.cancelled += 1
                 else:
-                    one.add(seconds, error=error, bucket=bucket)
+                    one.add(seconds, error, bucket)
+
+    def _new_series(self, method: str, target: str | None) -> tuple[_Series, ...]:
+        """The series a request of (method, target) counts in: its method's, and its target's."""
+        own = self._methods.get(method) or self._methods.setdefault(method, _Series())
+        if target is None:
+            series: tuple[_Series, ...] = (own,)
+        else:
+            if (method, target) not in self._targets and len(self._targets) >= self.max_targets:
+                found = self._targets.setdefault((method, OTHER), _Series())
+                return (own, found)  # not remembered under its own name: a client could grow it
+            series = (own, self._targets.setdefault((method, target), _Series()))
+        self._series[(method, target)] = series
+        return series
 
     def stats(self) -> list[TimingStats]:
         """The statistics now: each method's, then those of its targets, sorted by name."""
@@ -200,6 +212,7 @@ class Timing(Middleware):
         with self._lock:
             self._methods.clear()
             self._targets.clear()
+            self._series.clear()
 
     def snapshot(self) -> list[TimingStats]:
         """The statistics now, and start afresh, at once (for reports of each interval)."""
@@ -207,6 +220,7 @@ class Timing(Middleware):
             records = self._records()
             self._methods.clear()
             self._targets.clear()
+            self._series.clear()
         return records
 
     def _records(self) -> list[TimingStats]:
