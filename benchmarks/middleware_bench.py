@@ -21,6 +21,9 @@ Workloads, each the same for every variant:
 3. Streamable HTTP, one session making its calls (inline tool) one at a time (`http_bench`'s
    raw HTTP/1.1 driver, 2025-06-18 sessions): calls/s.
 4. Streamable HTTP, 10 sessions on threads, each making its calls one at a time: calls/s.
+5. In process: the dispatcher alone answering inline calls (no transport, no event loop),
+   the best of 30 batches: microseconds per call, the steadiest of the five on a busy machine
+   (its ratio is the baseline's time over the variant's, so that lower is slower here too).
 
 Reported: the median calls/s of each variant [min-max over rounds] and its ratio to "none"
 (1.00: the middleware costs nothing; 0.80: a fifth fewer calls per second). No assertion on
@@ -34,6 +37,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -55,6 +59,7 @@ KEYS: Final = (
     ("stdio_async_calls_per_s", "2. stdio, 256 pipelined, async tool: calls/s"),
     ("seq_calls_per_s", "3. HTTP, one session: calls/s"),
     ("conc_calls_per_s", f"4. HTTP, {SESSIONS} sessions: calls/s"),
+    ("inproc_us_per_call", "5. in process: us per call"),
 )
 WARMUP_ID, PIPE_ID, ASYNC_ID = 1_000_000, 3_000_000, 5_000_000
 
@@ -79,6 +84,11 @@ def stdio(variant: str, calls: int) -> dict[str, float]:
         "stdio_async_calls_per_s": calls / other.wall,
         "stdio_async_cpu_srv": other.server_cpu_share,
     }
+
+
+def inprocess(variant: str) -> dict[str, float]:
+    done = subprocess.run(argv(variant, "inprocess"), capture_output=True, text=True, check=True)
+    return {"inproc_us_per_call": json.loads(done.stdout)["us_per_call"]}
 
 
 def http(server: Server, calls: int, per_session: int) -> dict[str, float]:
@@ -118,14 +128,20 @@ def _median(rounds: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in rounds)
 
 
+def _ratio(rounds: dict[str, list[dict[str, float]]], name: str, key: str) -> float:
+    """The variant's speed over the baseline's (a time per call: the baseline's over its)."""
+    ratio = _median(rounds[name], key) / _median(rounds[BASELINE], key)
+    return 1 / ratio if key.endswith("us_per_call") else ratio
+
+
 def table(rounds: dict[str, list[dict[str, float]]]) -> str:
     head = f"| workload | {' | '.join(VARIANTS)} |"
     lines = [head, "|" + "---|" * (len(VARIANTS) + 1)]
     for key, label in KEYS:
-        cells = [_cell([r[key] for r in rounds[name]], "{:.0f}") for name in VARIANTS]
+        fmt = "{:.1f}" if key.endswith("us_per_call") else "{:.0f}"
+        cells = [_cell([r[key] for r in rounds[name]], fmt) for name in VARIANTS]
         lines.append(f"| {label} | {' | '.join(cells)} |")
-        base = _median(rounds[BASELINE], key)
-        ratios = [f"{_median(rounds[name], key) / base:.2f}" for name in VARIANTS]
+        ratios = [f"{_ratio(rounds, name, key):.2f}" for name in VARIANTS]
         lines.append(f"| {label.split(':')[0]}: ratio to {BASELINE} | {' | '.join(ratios)} |")
     return "\n".join(lines)
 
@@ -146,6 +162,7 @@ def main(argv_: Sequence[str] | None = None) -> int:
     for r in range(rounds_n):
         for variant in VARIANTS:
             values = stdio(variant, pipelined)
+            values.update(inprocess(variant))
             peer = Peer(variant, argv(variant, "http"), "serving MCP on ")
             values.update(measured(peer, lambda server: http(server, calls, per_session)))
             rounds[variant].append(values)
@@ -164,7 +181,7 @@ def main(argv_: Sequence[str] | None = None) -> int:
         f"stdio: {pipelined} calls, {WINDOW} in flight; HTTP: {calls} calls on one session, "
         f"{SESSIONS} sessions x {per_session} calls on threads"
     )
-    print("cells: median [min-max] over rounds; ratios divide the medians")
+    print("cells: median [min-max] over rounds; ratios divide the medians (speed over speed)")
     print()
     print(table(rounds))
     report: dict[str, Any] = {
@@ -176,12 +193,7 @@ def main(argv_: Sequence[str] | None = None) -> int:
         "sessions": SESSIONS,
         "per_session": per_session,
         "results": rounds,
-        "ratios": {
-            name: {
-                key: _median(rounds[name], key) / _median(rounds[BASELINE], key) for key, _ in KEYS
-            }
-            for name in VARIANTS
-        },
+        "ratios": {name: {key: _ratio(rounds, name, key) for key, _ in KEYS} for name in VARIANTS},
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")

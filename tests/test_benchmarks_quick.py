@@ -229,6 +229,7 @@ MIDDLEWARE_KEYS = (
     "stdio_async_calls_per_s",
     "seq_calls_per_s",
     "conc_calls_per_s",
+    "inproc_us_per_call",
 )
 
 

@@ -2,7 +2,7 @@
 middleware, for `benchmarks/middleware_bench.py`.
 
     python benchmarks/servers/trio_mcp_middleware.py --middleware none|noop|timing|logging+timing
-        --transport stdio|http [--log PATH]
+        --transport stdio|http|inprocess [--log PATH]
 
 Middleware: "none"; "noop" (one `Middleware` whose `on_request` only calls on, with the
 default `waits = True`: what a chain that may wait costs, since the server then answers every
@@ -11,20 +11,25 @@ outermost, then `Timing()`); the built-ins never wait, so inline calls stay on t
 `RequestLogging`'s lines go to `--log` (default: the null device) through a `FileHandler`
 with a timestamped format, at INFO: formatting and writing a line are in the cost, as in a
 server that logs to a file. Over HTTP it prints `serving MCP on <url>` on stderr once it
-listens.
+listens. "inprocess" serves nothing: it times the dispatcher alone (resolve and answer
+`calculator.add` calls on a handshake-era session, no transport, no event loop), 30 batches
+of 2,000 calls, and prints the best batch's microseconds per call as a JSON object on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
+import time
 from typing import Any
 
 import trio
 
 from trio_mcp import HttpOptions, Server, serve_http, serve_stdio, tool
+from trio_mcp._core.jsonrpc import Request
 from trio_mcp.middleware import CallNext, Middleware, RequestLogging, ResolvedRequest, Timing
 
 MODES = ("none", "noop", "timing", "logging+timing")
@@ -67,6 +72,28 @@ def build(mode: str, log: str) -> Server:
     return server
 
 
+def inprocess(server: Server, batches: int = 30, calls: int = 2000) -> float:
+    """The best batch's microseconds per call through the dispatcher alone (module docstring)."""
+    session = server.new_session()
+    session.initialize(
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "v": ""}}
+    )
+    dispatcher = server.dispatcher
+    requests = [
+        Request(i, "tools/call", {"name": "calculator.add", "arguments": {"a": i, "b": 0.5}})
+        for i in range(calls)
+    ]
+    best = float("inf")
+    for _ in range(batches):
+        started = time.perf_counter()
+        for request in requests:
+            answer = dispatcher.answer_now(session, dispatcher.resolve(request), "bench")
+        best = min(best, time.perf_counter() - started)
+        if answer["result"]["structuredContent"] != {"result": calls - 1 + 0.5}:
+            raise SystemExit(f"wrong answer: {answer!r:.300}")
+    return best / calls * 1e6
+
+
 async def main(server: Server, transport: str) -> None:
     if transport == "stdio":
         await serve_stdio(server)
@@ -83,7 +110,11 @@ async def main(server: Server, transport: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--middleware", choices=MODES, required=True)
-    parser.add_argument("--transport", choices=("stdio", "http"), required=True)
+    parser.add_argument("--transport", choices=("stdio", "http", "inprocess"), required=True)
     parser.add_argument("--log", default=os.devnull)
     args = parser.parse_args()
-    trio.run(main, build(args.middleware, args.log), args.transport)
+    built = build(args.middleware, args.log)
+    if args.transport == "inprocess":
+        print(json.dumps({"us_per_call": inprocess(built)}))
+    else:
+        trio.run(main, built, args.transport)
