@@ -76,7 +76,8 @@ class Middleware:
     Attributes:
         waits: Whether a hook may wait (await anything but `call_next`). Say False when none
             does: requests that need no waiting are then answered on the connection's
-            reader, as without middleware (module docstring).
+            reader, as without middleware (module docstring). A subclass inherits it: a
+            subclass of a built-in whose hooks wait says True again.
     """
 
     waits: ClassVar[bool] = True
