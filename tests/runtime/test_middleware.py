@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 from pydantic import BaseModel
 
 from tests.helpers import LATEST, open_memory_peer
@@ -404,3 +405,74 @@ async def test_inline_calls_stay_on_the_reader_through_middleware_that_never_wai
         reply = await peer.receive()
     assert reply["result"]["structuredContent"] == {"result": 9}
     assert count.calls == 1
+
+
+class Tally(Middleware):
+    """Counts what it sees and says it never waits."""
+
+    inline = True
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
+        self.seen.append(request.method)
+        return await call_next(request)
+
+    async def on_call_tool(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
+        if request.arguments.get("a") == 99:
+            raise ToolError("no 99s here")
+        return await call_next(request)
+
+
+async def test_middleware_that_never_wait_keep_requests_on_the_reader() -> None:
+    server = make_server(Tally())
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add"}}
+    (parsed,), _ = parse(json.dumps(request))
+    assert server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    # One that may wait beside it (a plain function may) sends every request to a task again.
+    server.add_middleware(Recorder())
+    assert not server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    tally = Tally()
+    async with connect(make_server(tally), protocol_version=MODERN) as client:
+        added = await client.call_tool("add", {"a": 1, "b": 2})
+        refused = await client.call_tool("add", {"a": 99, "b": 2})
+        shouted = await client.call_tool("shout", {"text": "x"})  # not inline: in a task
+        tools = await client.list_tools()
+    # The chain ran around the answers made on the reader, as it does around the others.
+    assert added.structured == {"result": 3}
+    assert refused.is_error  # a middleware's ToolError: the tool's error result
+    assert refused.text == "no 99s here"
+    assert shouted.text == "X"
+    assert len(tools) == 3
+    assert tally.seen.count("tools/call") == 3
+    assert "tools/list" in tally.seen
+
+
+async def test_an_inline_middleware_that_waits_all_the_same_holds_only_the_reader() -> None:
+    # Nothing breaks: its request is answered on the reader's task after the wait, and the
+    # requests behind it are read once it is done.
+    released = trio.Event()
+
+    class Dawdler(Middleware):
+        inline = True  # but it waits
+
+        async def on_call_tool(
+            self, request: ResolvedRequest, call_next: CallNext
+        ) -> dict[str, Any]:
+            await released.wait()
+            return await call_next(request)
+
+    async with open_memory_peer(make_server(Dawdler())) as peer:
+        add = {"name": "add", "arguments": {"a": 1, "b": 0}}
+        call_id = await peer.start_request("tools/call", add)
+        ping_id = await peer.start_request("ping")
+        await trio.testing.wait_all_tasks_blocked()
+        assert [m for m in peer.log if m.get("id") in (call_id, ping_id)] == []  # held
+        released.set()
+        answers: dict[Any, Any] = {}
+        while len(answers) < 2:
+            message = await peer.receive()
+            answers[message["id"]] = message
+    assert answers[call_id]["result"]["structuredContent"] == {"result": 1}
+    assert answers[ping_id]["result"] == {}

@@ -11,6 +11,8 @@ from .dispatcher import (
     Dispatcher,
     Invoker,
     ToolTimedOut,
+    UnexpectedError,
+    UnexpectedErrorResult,
 )
 from .middleware import CallNext, Chain, Middleware, MiddlewareLike, NotifyNext
 from .resolve import Kind, ResolvedRequest, Targets
@@ -30,4 +32,6 @@ __all__ = [
     "ResolvedRequest",
     "Targets",
     "ToolTimedOut",
+    "UnexpectedError",
+    "UnexpectedErrorResult",
 ]

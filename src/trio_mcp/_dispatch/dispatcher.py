@@ -8,7 +8,9 @@ Rule 2: this is the error boundary. For a tool, `ToolError` is an `isError` resu
         message) with the traceback logged; for a resource or prompt the same become -32603
         (their results have no `isError`); `RemoteProtocolError` and `RequestError` are their
         JSON-RPC error; a bug of ours is -32603. `BaseException`s that are not `Exception`s
-        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary.
+        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary. The
+        result or error of an unexpected exception is marked (`UnexpectedErrorResult`,
+        `UnexpectedError`: same wire form, the exception kept) so middleware can mask it.
 Rule 3: no I/O and no event loop here: running a function (threads, limiters, timeouts) is the
         runtime's `Invoker`, handed in at construction; this module only awaits it.
 
@@ -20,8 +22,10 @@ How a request goes through (the record is `ResolvedRequest`, made once):
                                           the middleware chain to the route's handler
 
 A route answers its method: `now` (a handler that never waits) and/or `later` (one that may).
-With middleware configured nothing is answered `now` (a middleware may wait), and a route with
-only `now` runs inside the chain. A method absent from the routes is -32601; one that a
+With middleware that may wait in a family's chain nothing of the family is answered `now`,
+and a route with only `now` runs inside the chain; middleware that never wait
+(`Middleware.inline`) run around `now` answers too, awaited on the reader's own task
+(`chained`). A method absent from the routes is -32601; one that a
 request's revision lacks (2026-07-28 has no initialize, ping, setLevel or resources/subscribe)
 is refused by the session's `scope`, which asks the revision table.
 
@@ -100,6 +104,8 @@ __all__ = [
     "Dispatcher",
     "Invoker",
     "ToolTimedOut",
+    "UnexpectedError",
+    "UnexpectedErrorResult",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -187,6 +193,39 @@ class Invoker(Protocol):
 
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+class UnexpectedErrorResult(dict[str, Any]):
+    """The `isError` result of a tool that raised an unexpected exception (not a `ToolError`).
+
+    A plain result on the wire; the middleware chain can tell it from a tool's own error
+    result by its type (`ErrorMasking` does).
+
+    Attributes:
+        exception: What the tool raised.
+        where: What raised it, as the masked message names it ("tool search").
+    """
+
+    __slots__ = ("exception", "where")
+
+    def __init__(self, result: dict[str, Any], exception: Exception, where: str) -> None:
+        super().__init__(result)
+        self.exception = exception
+        self.where = where
+
+
+class UnexpectedError(RemoteProtocolError):
+    """-32603 for an unexpected exception of a resource, prompt or completer function.
+
+    Attributes:
+        exception: What the function raised.
+        where: What raised it, as the masked message names it ("resource note://x").
+    """
+
+    def __init__(self, message: str, data: Any, exception: Exception, where: str) -> None:
+        super().__init__(message, INTERNAL_ERROR, data)
+        self.exception = exception
+        self.where = where
 
 
 #: Seconds a tool waits for the client's answer to one question (handshake era), unless the
@@ -411,15 +450,16 @@ class Dispatcher:
     def answer_now(
         self, session: ServerSession, call: ResolvedRequest, session_id: str | None = None
     ) -> dict[str, Any]:
-        """The response of a request its record says needs no waiting (`call.now`)."""
+        """The response of a request its record says needs no waiting (`call.now`).
+
+        No middleware runs around it: one that goes through middleware that never wait is
+        answered by `answer`, awaited on the caller's task (`chained`).
+        """
         try:
             call = call.bound(session.scope(call.method, call.params), session_id)
             return result_response(call.id, self._now(session, call))
-        except (RemoteProtocolError, RequestError) as exc:
-            return error_response(call.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        except Exception as exc:
+            return self._failure(session, call, exc)
 
     async def answer(
         self,
@@ -457,17 +497,23 @@ class Dispatcher:
             else:
                 result = await self.chain.around(call.kind, innermost)(call)
             return result_response(call.id, result)
-        except (RemoteProtocolError, RequestError) as exc:
+        except Exception as exc:
+            return self._failure(session, call, exc)
+
+    def _failure(
+        self, session: ServerSession, call: ResolvedRequest, exc: Exception
+    ) -> dict[str, Any]:
+        """The response to a request whose answer (or a middleware) raised `exc` (Rule 2)."""
+        if isinstance(exc, RemoteProtocolError | RequestError):
             return error_response(call.id, exc.code, exc.message, exc.data)
-        except ToolError as exc:  # raised by a middleware
+        if isinstance(exc, ToolError):  # raised by a middleware
             if call.kind == "tool" and call.scope is not None:
                 return result_response(
                     call.id, self._finish(session, call, _error_result(str(exc)))
                 )
             return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        logger.error("internal error answering %s", call.method, exc_info=exc)
+        return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
 
     def chained(self, call: ResolvedRequest) -> bool:
         """Whether a record answered without waiting goes through middleware (all `inline`).
@@ -693,10 +739,11 @@ class Dispatcher:
         if isinstance(exc, ToolError):
             return RemoteProtocolError(str(exc), INTERNAL_ERROR, data)
         logger.error("%s %s raised", kind, name, exc_info=exc)
+        where = f"{kind} {name}"
         if self.mask_error_details:
-            return RemoteProtocolError(f"Internal error in {kind} {name}", INTERNAL_ERROR, data)
-        return RemoteProtocolError(
-            f"Internal error in {kind} {name}: {type(exc).__name__}: {exc}", INTERNAL_ERROR, data
+            return UnexpectedError(f"Internal error in {where}", data, exc, where)
+        return UnexpectedError(
+            f"Internal error in {where}: {type(exc).__name__}: {exc}", data, exc, where
         )
 
     # -- subscriptions/listen (2026-07-28) ---------------------------------------------------
@@ -1134,9 +1181,10 @@ class Dispatcher:
         if isinstance(exc, ToolError):
             return _error_result(str(exc))
         logger.error("tool %s raised", tool.name, exc_info=exc)
+        where = f"tool {tool.name}"
         if self.mask_error_details:
-            return _error_result(f"Internal error in tool {tool.name}")
-        return _error_result(f"{type(exc).__name__}: {exc}")
+            return UnexpectedErrorResult(_error_result(f"Internal error in {where}"), exc, where)
+        return UnexpectedErrorResult(_error_result(f"{type(exc).__name__}: {exc}"), exc, where)
 
     def _result(self, tool: Tool, value: Any) -> dict[str, Any]:
         try:

@@ -265,6 +265,9 @@ class Server:
                 "prompts": self.prompt_registry,
             },
         )
+        #: Called with the URI of each resource update told here, this worker's or another's
+        #: (not public API: `ResponseCache` forgets its reads of that URI).
+        self.update_watchers: list[Callable[[str], None]] = []
         #: The `subscriptions/listen` streams open now (not public API).
         self.listening = Listening(self.hub)
         self.dispatcher.listen = self.listening.listen
@@ -791,6 +794,8 @@ class Server:
         return told
 
     async def _resource_updated_here(self, uri: str) -> int:
+        for watcher in self.update_watchers:
+            watcher(uri)
         return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
     async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
