@@ -110,11 +110,13 @@ __all__ = [
 
 logger = logging.getLogger("trio_mcp")
 
-#: Answers a method without waiting: (session, the bound record) -> the result object.
-AnswerNow = Callable[[ServerSession, ResolvedRequest], dict[str, Any]]
-#: Answers a method that may wait: (session, bound record, notify, requester) -> result.
+#: Answers a method without waiting: (session, the record, the scope it runs under) -> the
+#: result object. The scope comes apart from the record: binding a record costs a copy, which
+#: the requests answered at once (the fast path) do without.
+AnswerNow = Callable[[ServerSession, ResolvedRequest, RequestScope], dict[str, Any]]
+#: Answers a method that may wait: (session, bound record, scope, notify, requester) -> result.
 AnswerLater = Callable[
-    [ServerSession, ResolvedRequest, NotificationSender, "Requester | None"],
+    [ServerSession, ResolvedRequest, RequestScope, NotificationSender, "Requester | None"],
     Awaitable[dict[str, Any]],
 ]
 #: Resolves a method's request (step 1): (request, its verified token, may it be answered
@@ -335,6 +337,8 @@ class Dispatcher:
         self.hide_unauthorized = hide_unauthorized
         #: The middleware, outermost first (`add_middleware`).
         self.chain = Chain(middleware)
+        #: Whether there is any (read on every request: a plain attribute, not a call).
+        self.has_middleware = bool(self.chain)
         #: What the server's lifespan yielded, for every `Context` (None without one).
         self.lifespan_value: Any = None
         #: Step 1 of resolution over the registries; its `base_scopes` are the server's.
@@ -395,6 +399,7 @@ class Dispatcher:
     def add_middleware(self, middleware: MiddlewareLike) -> None:
         """Add a middleware, innermost of those there."""
         self.chain.add(middleware)
+        self.has_middleware = True
 
     # -- step 1 -----------------------------------------------------------------------------
 
@@ -405,7 +410,9 @@ class Dispatcher:
             return unknown_method(request, auth)
         # What needs no waiting is answered on the reader's task, through the chain when no
         # middleware of the family may wait (`Middleware.inline`).
-        return route.resolve(request, auth, self.chain.never_waits(route.kind))
+        return route.resolve(
+            request, auth, not self.has_middleware or self.chain.never_waits(route.kind)
+        )
 
     def _plain(self, kind: Kind, *, now: bool = True) -> Resolver:
         """The resolver of a method that names nothing: it needs the server's scopes only."""
@@ -455,11 +462,18 @@ class Dispatcher:
         No middleware runs around it: one that goes through middleware that never wait is
         answered by `answer`, awaited on the caller's task (`chained`).
         """
+        request = call.request
+        scope = None
         try:
-            call = call.bound(session.scope(call.method, call.params), session_id)
-            return result_response(call.id, self._now(session, call))
+            # The record is not bound (a copy of it): its handler takes the scope apart.
+            scope = session.scope(request.method, request.params)
+            if call.error is not None:
+                raise call.error  # noqa: TRY301 - `_now`, inlined: this is the fast path
+            now = self.routes[request.method].now
+            assert now is not None
+            return result_response(request.id, now(session, call, scope))
         except Exception as exc:
-            return self._failure(session, call, exc)
+            return self._failure(session, call, scope, exc)
 
     async def answer(
         self,
@@ -481,35 +495,47 @@ class Dispatcher:
         route = self.routes.get(call.method)
         if route is None or (call.now and not self.chained(call)):
             return self.answer_now(session, call, session_id)
+        scope = None
         try:
-            call = call.bound(session.scope(call.method, call.params), session_id)
+            scope = session.scope(call.method, call.params)
             if not call.matched:  # a long URI: matched off the event loop
                 work = _Work(call.method, functools.partial(self.targets.matched, call))
                 call = await self.invoker.invoke(work, {})
+            if not self.has_middleware:  # the record goes to the handler as it is
+                if call.error is not None or route.later is None:
+                    return result_response(call.id, self._now(session, call, scope))
+                result = await route.later(session, call, scope, notify, requester)
+                return result_response(call.id, result)
+            call = call.bound(scope, session_id)  # middleware read the revision off it
 
             async def innermost(call: ResolvedRequest) -> dict[str, Any]:
+                assert scope is not None
                 if call.now or route.later is None or call.error is not None:
-                    return self._now(session, call)
-                return await route.later(session, call, notify, requester)
+                    return self._now(session, call, scope)
+                return await route.later(session, call, scope, notify, requester)
 
-            if call.kind == "tool" and self._may_become_task(call):
+            if call.kind == "tool" and self._may_become_task(call, scope):
                 result = await innermost(call)  # the chain runs inside the task (`_tool_later`)
             else:
                 result = await self.chain.around(call.kind, innermost)(call)
             return result_response(call.id, result)
         except Exception as exc:
-            return self._failure(session, call, exc)
+            return self._failure(session, call, scope, exc)
 
     def _failure(
-        self, session: ServerSession, call: ResolvedRequest, exc: Exception
+        self,
+        session: ServerSession,
+        call: ResolvedRequest,
+        scope: RequestScope | None,
+        exc: Exception,
     ) -> dict[str, Any]:
         """The response to a request whose answer (or a middleware) raised `exc` (Rule 2)."""
         if isinstance(exc, RemoteProtocolError | RequestError):
             return error_response(call.id, exc.code, exc.message, exc.data)
         if isinstance(exc, ToolError):  # raised by a middleware
-            if call.kind == "tool" and call.scope is not None:
+            if call.kind == "tool" and scope is not None:
                 return result_response(
-                    call.id, self._finish(session, call, _error_result(str(exc)))
+                    call.id, self._finish(session, call, scope, _error_result(str(exc)))
                 )
             return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
         logger.error("internal error answering %s", call.method, exc_info=exc)
@@ -520,15 +546,21 @@ class Dispatcher:
 
         Its answer is then `answer`'s, awaited on the caller's task: nothing in it waits.
         """
-        return call.method != "initialize" and self.chain.wraps(call.kind)
+        return (
+            self.has_middleware
+            and call.request.method != "initialize"
+            and self.chain.wraps(call.kind)
+        )
 
-    def _now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        """The result of a bound record answered without waiting (or what is wrong with it)."""
+    def _now(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        """The result of a record answered without waiting (or what is wrong with it)."""
         if call.error is not None:
             raise call.error
-        now = self.routes[call.method].now
+        now = self.routes[call.request.method].now
         assert now is not None
-        return now(session, call)
+        return now(session, call, scope)
 
     async def notified(self, notification: Notification, handle: NotifyNext) -> None:
         """Run the client's `notification` through the middleware, `handle` innermost."""
@@ -543,62 +575,83 @@ class Dispatcher:
     # -- methods that never wait ----------------------------------------------------------------
 
     @staticmethod
-    def _initialize(session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _initialize(
+        session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         return session.initialize(call.params)  # handshake era only: no per-request fields
 
     @staticmethod
-    def _ping(session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        return session.complete(_scope(call), {})
+    def _ping(session: ServerSession, call: ResolvedRequest, scope: RequestScope) -> dict[str, Any]:
+        return session.complete(scope, {})
 
     @staticmethod
-    def _set_level(session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _set_level(
+        session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         session.set_log_level(call.params)
-        return session.complete(_scope(call), {})
+        return session.complete(scope, {})
 
     @staticmethod
-    def _discover(session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        return session.complete(_scope(call), session.discover())
+    def _discover(
+        session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        return session.complete(scope, session.discover())
 
-    def _tools_list(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        return session.complete(_scope(call), self._list("tools", self.registry, call))
+    def _tools_list(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        return session.complete(scope, self._list("tools", self.registry, call, scope))
 
-    def _resources_list(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        result = self._list("resources", self.resources.static, call)
-        return session.complete(_scope(call), result)
+    def _resources_list(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        result = self._list("resources", self.resources.static, call, scope)
+        return session.complete(scope, result)
 
     async def _resources_list_later(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
         listing = [t for t in self.resources.templates if t.listing is not None]
         if not listing:
-            return self._resources_list(session, call)
+            return self._resources_list(session, call, scope)
         cursor = _cursor(call.params)
         work = _Work("resources/list", functools.partial(_listed_by, listing))
         found: list[_Listed] = await self.invoker.invoke(work, {})
         items, next_cursor = page_of(
             "resources", [*self.resources.static, *found], cursor, self.page_size
         )
-        return session.complete(_scope(call), self._page("resources", items, next_cursor, call))
+        return session.complete(scope, self._page("resources", items, next_cursor, call, scope))
 
-    def _templates_list(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        result = self._list("resourceTemplates", self.resources.templates, call)
-        return session.complete(_scope(call), result)
+    def _templates_list(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        result = self._list("resourceTemplates", self.resources.templates, call, scope)
+        return session.complete(scope, result)
 
-    def _prompts_list(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        return session.complete(_scope(call), self._list("prompts", self.prompts, call))
+    def _prompts_list(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        return session.complete(scope, self._list("prompts", self.prompts, call, scope))
 
-    def _list(self, key: str, registry: Registry[Any], call: ResolvedRequest) -> dict[str, Any]:
+    def _list(
+        self, key: str, registry: Registry[Any], call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         items, next_cursor = registry.page(_cursor(call.params), self.page_size)
-        return self._page(key, items, next_cursor, call)
+        return self._page(key, items, next_cursor, call, scope)
 
     def _page(
-        self, key: str, items: Iterable[Any], next_cursor: str | None, call: ResolvedRequest
+        self,
+        key: str,
+        items: Iterable[Any],
+        next_cursor: str | None,
+        call: ResolvedRequest,
+        scope: RequestScope,
     ) -> dict[str, Any]:
-        scope = _scope(call)
         auth = call.auth
         if auth is not None and self.hide_unauthorized:
             # A page may come out shorter than `page_size`; cursors stay the registry's.
@@ -613,29 +666,33 @@ class Dispatcher:
             hints = {**(hints or CACHE_HINTS), "cacheScope": "private"}
         return ServerSession.cacheable(scope, result, hints)
 
-    def _subscribe(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _subscribe(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         assert call.name is not None
         session.subscriptions.check(call.name)  # past a bound: refused first, nothing kept
         if call.target is None:
-            raise self._not_found(call)  # only what exists can be watched
+            raise self._not_found(call, scope)  # only what exists can be watched
         if call.invalid is not None:
             raise self._invalid_variables(call, call.invalid)
         session.subscriptions.add(call.name)
-        return session.complete(_scope(call), {})
+        return session.complete(scope, {})
 
-    def _unsubscribe(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _unsubscribe(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         assert call.name is not None
         session.subscriptions.discard(call.name)
-        return session.complete(_scope(call), {})
+        return session.complete(scope, {})
 
     # -- resources --------------------------------------------------------------------------------
 
     @staticmethod
-    def _not_found(call: ResolvedRequest) -> RemoteProtocolError:
+    def _not_found(call: ResolvedRequest, scope: RequestScope) -> RemoteProtocolError:
         uri = call.name
         return RemoteProtocolError(
             f"Resource not found: {uri}",
-            revision(_scope(call).version).resource_not_found,
+            revision(scope.version).resource_not_found,
             {"uri": uri},
         )
 
@@ -648,17 +705,19 @@ class Dispatcher:
             {"uri": call.name},
         )
 
-    def _readable(self, call: ResolvedRequest) -> Resource | ResourceTemplate:
+    def _readable(self, call: ResolvedRequest, scope: RequestScope) -> Resource | ResourceTemplate:
         """What a read's record names, or the revision's error for it."""
         if call.target is None:
-            raise self._not_found(call)
+            raise self._not_found(call, scope)
         if call.invalid is not None:
             raise self._invalid_variables(call, call.invalid)
         target: Resource | ResourceTemplate = call.target
         return target
 
-    def _read_now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
-        target = self._readable(call)
+    def _read_now(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
+        target = self._readable(call, scope)
         if target.fn is None:
             assert isinstance(target, Resource)
             value = target.value
@@ -666,27 +725,30 @@ class Dispatcher:
             try:
                 value = target.fn(**(call.kwargs or {}))
             except Exception as exc:
-                raise self._failed("resource", call, exc) from None
-        return self._read_result(session, call, target, value)
+                raise self._failed("resource", call, scope, exc) from None
+        return self._read_result(session, call, scope, target, value)
 
     async def _read_later(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
-        target = self._readable(call)
+        target = self._readable(call, scope)
         if target.fn is None:
             assert isinstance(target, Resource)
-            return self._read_result(session, call, target, target.value)
+            return self._read_result(session, call, scope, target, target.value)
         uri = call.name
         try:
             kwargs = self._kwargs(call)
         except ArgumentsInvalid as exc:
             raise self._invalid_variables(call, exc) from None
-        book = self._book(call)
-        context = self._context(target.context_param, call, notify, requester, book)
+        book = self._book(call, scope)
+        context = self._context(
+            target.context_param, call, scope, notify=notify, requester=requester, book=book
+        )
         if context is not None:
             kwargs = {**kwargs, target.context_param: context}  # type: ignore[dict-item]
         try:
@@ -696,15 +758,16 @@ class Dispatcher:
                 f"Reading {uri} timed out after {target.timeout:g} s", INTERNAL_ERROR, {"uri": uri}
             ) from None
         except Exception as exc:
-            raise self._failed("resource", call, exc) from None
+            raise self._failed("resource", call, scope, exc) from None
         if isinstance(value, _InputRound):
             return value.result
-        return self._read_result(session, call, target, value)
+        return self._read_result(session, call, scope, target, value)
 
     def _read_result(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         target: Resource | ResourceTemplate,
         value: Any,
     ) -> dict[str, Any]:
@@ -720,20 +783,21 @@ class Dispatcher:
                 INTERNAL_ERROR,
                 {"uri": uri},
             ) from None
-        scope = _scope(call)
         result = ServerSession.cacheable(
             scope, {"contents": contents}, target.cache.to_wire() if target.cache else None
         )
         return session.complete(scope, result)
 
-    def _failed(self, kind: str, call: ResolvedRequest, exc: Exception) -> RemoteProtocolError:
+    def _failed(
+        self, kind: str, call: ResolvedRequest, scope: RequestScope, exc: Exception
+    ) -> RemoteProtocolError:
         """The JSON-RPC error for an exception raised by a resource, prompt or completer."""
         name = call.name if kind == "resource" else getattr(call.target, "name", call.name)
         data = {"uri": name} if kind == "resource" else {"name": name}
         if isinstance(exc, (ClientCapabilityError, AnswerInvalidError, ClientTimeoutError)):
-            return _asking_failed(exc, _scope(call), data)
+            return _asking_failed(exc, scope, data)
         if isinstance(exc, ResourceNotFoundError) and kind == "resource":
-            return self._not_found(call)
+            return self._not_found(call, scope)
         if isinstance(exc, RequestError):
             return RemoteProtocolError(exc.message, exc.code, exc.data)
         if isinstance(exc, ToolError):
@@ -752,10 +816,10 @@ class Dispatcher:
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
-        scope = _scope(call)
         # A handshake-era request is refused (that revision has no such method: its sessions
         # subscribe with resources/subscribe), and so is a bad filter.
         if not scope.modern or self.listen is None:
@@ -788,18 +852,21 @@ class Dispatcher:
         found: Prompt = call.target
         return found
 
-    def _prompt_now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _prompt_now(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         found = self._gettable(call)
         try:
             value = found.fn(**(call.kwargs or {}))
         except Exception as exc:
-            raise self._failed("prompt", call, exc) from None
-        return self._prompt_result(session, call, found, value)
+            raise self._failed("prompt", call, scope, exc) from None
+        return self._prompt_result(session, call, scope, found, value)
 
     async def _prompt_later(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
@@ -808,8 +875,10 @@ class Dispatcher:
             kwargs = self._kwargs(call)
         except ArgumentsInvalid as exc:
             raise self._invalid_prompt(call, exc) from None
-        book = self._book(call)
-        context = self._context(found.context_param, call, notify, requester, book)
+        book = self._book(call, scope)
+        context = self._context(
+            found.context_param, call, scope, notify=notify, requester=requester, book=book
+        )
         if context is not None:
             kwargs = {**kwargs, found.context_param: context}  # type: ignore[dict-item]
         try:
@@ -823,11 +892,16 @@ class Dispatcher:
                 {"name": found.name},
             ) from None
         except Exception as exc:
-            raise self._failed("prompt", call, exc) from None
-        return self._prompt_result(session, call, found, value)
+            raise self._failed("prompt", call, scope, exc) from None
+        return self._prompt_result(session, call, scope, found, value)
 
     def _prompt_result(
-        self, session: ServerSession, call: ResolvedRequest, found: Prompt, value: Any
+        self,
+        session: ServerSession,
+        call: ResolvedRequest,
+        scope: RequestScope,
+        found: Prompt,
+        value: Any,
     ) -> dict[str, Any]:
         try:
             messages = messages_of(value)
@@ -838,7 +912,6 @@ class Dispatcher:
                 INTERNAL_ERROR,
                 {"name": found.name},
             ) from None
-        scope = _scope(call)
         known = revision(scope.version)
         if not known.structured:
             for message in messages:
@@ -851,24 +924,27 @@ class Dispatcher:
 
     # -- completion -------------------------------------------------------------------------------
 
-    def _complete_now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _complete_now(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         completer: Completer | None = call.target
         if completer is None:
-            return session.complete(_scope(call), completion_result(()))
+            return session.complete(scope, completion_result(()))
         result = completer.immediate(call.arguments["value"])
         assert result is not None  # a completer that runs a function is never `now`
-        return session.complete(_scope(call), result)
+        return session.complete(scope, result)
 
     async def _complete_later(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
         completer: Completer | None = call.target
         if completer is None or completer.fn is None:
-            return self._complete_now(session, call)
+            return self._complete_now(session, call, scope)
         value, chosen = call.arguments["value"], call.arguments["arguments"]
         try:
             values = await self.invoker.invoke(completer, completer.call_args(value, chosen))
@@ -878,54 +954,60 @@ class Dispatcher:
                 f"Completing {completer.name} timed out", INTERNAL_ERROR
             ) from None
         except Exception as exc:
-            raise self._failed("completer", call, exc) from None
-        return session.complete(_scope(call), result)
+            raise self._failed("completer", call, scope, exc) from None
+        return session.complete(scope, result)
 
     # -- tools/call -------------------------------------------------------------------------------
 
-    def _tool_now(self, session: ServerSession, call: ResolvedRequest) -> dict[str, Any]:
+    def _tool_now(
+        self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
+    ) -> dict[str, Any]:
         tool: Tool = call.target
         if call.invalid is not None:
-            return self._finish(session, call, self._invalid(tool, call.invalid))
+            return self._finish(session, call, scope, self._invalid(tool, call.invalid))
         kwargs = call.kwargs or {}
         try:
             # A raw tool takes the arguments dict itself (as the invoker calls it).
             value = tool.fn(kwargs) if tool.compiled is None else tool.fn(**kwargs)
         except Exception as exc:
-            return self._finish(session, call, self._tool_failed(tool, exc))
-        return self._finish(session, call, self._result(tool, value))
+            return self._finish(session, call, scope, self._tool_failed(tool, exc))
+        return self._finish(session, call, scope, self._result(tool, value))
 
-    def _may_become_task(self, call: ResolvedRequest) -> bool:
+    def _may_become_task(self, call: ResolvedRequest, scope: RequestScope) -> bool:
         tool: Tool | None = call.target
         return (
             tool is not None
             and call.error is None
             and tool.task is not None
             and self.tasks is not None
-            and declares_tasks(_scope(call), call.params)
+            and declares_tasks(scope, call.params)
         )
 
     async def _tool_later(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
         tool: Tool = call.target
         if tool.task is not None:
-            if self._may_become_task(call):
-                return await self._task_call(session, call, notify, requester)
+            if self._may_become_task(call, scope):
+                return await self._task_call(session, call, scope, notify, requester)
             if tool.task.required:
                 raise _missing_tasks(f"tool {tool.name} runs only as a task")
-        book = self._book(call)
-        context = self._context(tool.context_param, call, notify, requester, book)
-        return await self._call(session, call, book, context)
+        book = self._book(call, scope)
+        context = self._context(
+            tool.context_param, call, scope, notify=notify, requester=requester, book=book
+        )
+        return await self._call(session, call, scope, book, context)
 
     async def _call(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         book: AskBook | None,
         context: Context | None,
         *,
@@ -936,18 +1018,21 @@ class Dispatcher:
         try:
             kwargs = self._kwargs(call)
         except ArgumentsInvalid as exc:
-            return self._finish(session, call, self._invalid(tool, exc))
+            return self._finish(session, call, scope, self._invalid(tool, exc))
         if context is not None:
             kwargs = {**kwargs, tool.context_param: context}  # type: ignore[dict-item]
-        result = await self._outcome(tool, kwargs, book, call, protocol_errors=protocol_errors)
+        result = await self._outcome(
+            tool, kwargs, book, call, scope, protocol_errors=protocol_errors
+        )
         if result.get("resultType") == "input_required":
             return result
-        return self._finish(session, call, result)
+        return self._finish(session, call, scope, result)
 
     async def _task_call(
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
@@ -959,13 +1044,15 @@ class Dispatcher:
         tool: Tool = call.target
         assert tool.task is not None
         if call.invalid is not None and not self.chain.wraps("tool"):
-            return self._finish(session, call, self._invalid(tool, call.invalid))
-        book = self._book(call)
+            return self._finish(session, call, scope, self._invalid(tool, call.invalid))
+        book = self._book(call, scope)
         # The task runtime needs the call's Context before the work starts (to detach it).
-        context = self._context(tool.context_param, call, notify, requester, book)
+        context = self._context(
+            tool.context_param, call, scope, notify=notify, requester=requester, book=book
+        )
 
         async def innermost(call: ResolvedRequest) -> dict[str, Any]:
-            return await self._call(session, call, book, context, protocol_errors=True)
+            return await self._call(session, call, scope, book, context, protocol_errors=True)
 
         chained = self.chain.around("tool", innermost)
 
@@ -974,12 +1061,12 @@ class Dispatcher:
             try:
                 return await chained(call)
             except ToolError as exc:
-                return self._finish(session, call, _error_result(str(exc)))
+                return self._finish(session, call, scope, _error_result(str(exc)))
             except RequestError as exc:
                 raise RemoteProtocolError(exc.message, exc.code, exc.data) from None
 
         # The handshake era has no listen stream: the session hears of its own tasks.
-        follow = None if _scope(call).modern else session.follow_task
+        follow = None if scope.modern else session.follow_task
         return await self.tasks.run(
             tool.task,
             body,
@@ -996,6 +1083,7 @@ class Dispatcher:
         self,
         session: ServerSession,
         call: ResolvedRequest,
+        scope: RequestScope,
         notify: NotificationSender,
         requester: Requester | None,
     ) -> dict[str, Any]:
@@ -1005,7 +1093,7 @@ class Dispatcher:
                 METHOD_NOT_FOUND,
                 {"method": call.method},
             )
-        if not declares_tasks(_scope(call), call.params):
+        if not declares_tasks(scope, call.params):
             raise _missing_tasks(f"{call.method} is part of the tasks extension")
         task_id = _task_id(call.params)
         # Another principal's task is answered as an unknown one.
@@ -1052,6 +1140,7 @@ class Dispatcher:
         kwargs: dict[str, Any],
         book: AskBook | None,
         call: ResolvedRequest,
+        scope: RequestScope,
         *,
         protocol_errors: bool = False,
     ) -> dict[str, Any]:
@@ -1062,6 +1151,7 @@ class Dispatcher:
             kwargs: Its validated arguments (with its `Context`, if it takes one).
             book: The 2026-07-28 attempt's answers, or None.
             call: The request's record.
+            scope: The scope it runs under.
             protocol_errors: Let a `RemoteProtocolError` the tool raised through, as the
                 protocol error it names (task-capable tools).
         """
@@ -1072,7 +1162,6 @@ class Dispatcher:
         except (ClientCapabilityError, AnswerInvalidError, ClientTimeoutError) as exc:
             # The tool's question could not be asked or answered: a plain error result (no
             # traceback, no masking), or the protocol error 2026-07-28 has for it.
-            scope = _scope(call)
             if scope.modern:
                 raise _asking_failed(exc, scope, None) from None
             return _error_result(str(exc))
@@ -1088,14 +1177,14 @@ class Dispatcher:
 
     # -- asking the client (see _features/asking) -------------------------------------------
 
-    def _book(self, call: ResolvedRequest) -> AskBook | None:
+    def _book(self, call: ResolvedRequest, scope: RequestScope) -> AskBook | None:
         """Under 2026-07-28, the answers this attempt starts with; None in the handshake era.
 
         Raises:
             RemoteProtocolError: -32602 for `inputResponses` that is not an object, and for a
                 `requestState` that fails its checks (`StateSeal.open`).
         """
-        if not _scope(call).modern:
+        if not scope.modern:
             return None
         params = call.params or {}
         # Bound to the request as the client sent it (its arguments, not a middleware's), and
@@ -1151,6 +1240,8 @@ class Dispatcher:
         self,
         param: str | None,
         call: ResolvedRequest,
+        scope: RequestScope,
+        *,
         notify: NotificationSender,
         requester: Requester | None,
         book: AskBook | None,
@@ -1164,7 +1255,7 @@ class Dispatcher:
         return Context(
             request_id=call.id,
             tool_name=call.name or "",
-            scope=_scope(call),
+            scope=scope,
             send=notify,
             requester=None if book is not None else requester,
             book=book,
@@ -1201,9 +1292,8 @@ class Dispatcher:
 
     @staticmethod
     def _finish(
-        session: ServerSession, call: ResolvedRequest, result: dict[str, Any]
+        session: ServerSession, call: ResolvedRequest, scope: RequestScope, result: dict[str, Any]
     ) -> dict[str, Any]:
-        scope = _scope(call)
         known = revision(scope.version)
         if not known.structured:
             result.pop("structuredContent", None)  # not part of the older revisions

@@ -140,7 +140,14 @@ class ResolvedRequest(NamedTuple):
 
     def bound(self, scope: RequestScope, session_id: str | None) -> ResolvedRequest:
         """The record once its session has checked its revision (step 2)."""
-        return self._replace(scope=scope, session_id=session_id)
+        # Made directly, not by `_replace` (a Python-level rebuild): it runs on every request.
+        return _make_record(ResolvedRequest, (*self[:_SCOPE], scope, session_id, *self[_MATCHED:]))
+
+
+#: Where `bound` splices a record (the positions of `scope` and `matched`).
+_SCOPE: Final = ResolvedRequest._fields.index("scope")
+_MATCHED: Final = ResolvedRequest._fields.index("matched")
+_make_record: Final = tuple.__new__
 
 
 class Targets:
@@ -191,9 +198,11 @@ class Targets:
         # Answered at once: an inline tool without a Context. Anything else runs in a task,
         # even to fail (a cancellation read with it still wins then).
         now = inline_ok and found.inline and found.context_param is None and found.task is None
+        scopes = self.scopes(found.scopes) if found.scopes else self.base_scopes
+        # Positional: keywords cost a record made on every call a fifth more.
         return ResolvedRequest(
-            request, "tool", found, found.name, arguments, kwargs, invalid,
-            scopes=self.scopes(found.scopes), auth=auth, now=now,
+            request, "tool", found, found.name, arguments, kwargs, invalid, None, scopes, auth,
+            now,
         )  # fmt: skip
 
     def prompt(self, request: Request, auth: AuthInfo | None, inline_ok: bool) -> ResolvedRequest:

@@ -110,6 +110,7 @@ class _Connection:
         self.server = server
         self._stop_tasks = stop_tasks
         self.runtime = SessionRuntime(server, self.send, auth=auth)
+        self._resolve = server.dispatcher.resolve  # step 1 of every request read here
         self._send_channel = send
         # A memory channel can take a frame without a trip through the scheduler when it has
         # room; that is most of the time, and it is what lets a batch of calls answered inline
@@ -267,7 +268,7 @@ class _Connection:
         message = messages[0]
         runtime = self.runtime
         if isinstance(message, Request):
-            call = runtime.resolve(message)
+            call = self._resolve(message, runtime.auth)
             # The fast path: answered on the reader's task when its record needs no waiting.
             response = runtime.start(call)
             if response is None:

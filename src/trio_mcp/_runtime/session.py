@@ -312,7 +312,7 @@ class SessionRuntime:
         except RemoteProtocolError as exc:
             return error_response(request_id, exc.code, exc.message)
         if call.now:
-            if self.dispatcher.chained(call):
+            if self.dispatcher.has_middleware and self.dispatcher.chained(call):
                 return self._through_chain(call)
             response = self.dispatcher.answer_now(self.session, call, self.id)
             self.session.end(request_id)
