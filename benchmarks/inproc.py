@@ -4,6 +4,7 @@
     python benchmarks/inproc.py dispatch sdk N WINDOW TOOL MODE     # MODE: auto | legacy
     python benchmarks/inproc.py register trio-mcp|sdk COUNT
     python benchmarks/inproc.py codec N
+    python benchmarks/inproc.py ratelimit N WINDOW VARIANT [REDIS_URL]  # none|chain|memory|redis
 
 A fresh process per measurement keeps one library's imports, caches and garbage out of the
 other's numbers, and keeps this work out of the stdio driver's CPU accounting.
@@ -18,6 +19,10 @@ other's numbers, and keeps this work out of the stdio driver's CPU accounting.
   them through the same in-memory path (first call, and the median of five more).
 - codec: encode+decode of a typical request and response with each JSON codec available, for
   the choice `trio_mcp._core.jsonrpc` made (pydantic-core's).
+- ratelimit: what a `RateLimiter` costs: trio-mcp's inline `calculator.add` calls/s, at most
+  `WINDOW` in flight, with no middleware (none), a middleware that only calls on (chain: what
+  any middleware costs), a limiter in memory (memory) or in Redis at `REDIS_URL` (redis), its
+  rate too high to refuse any call.
 """
 
 from __future__ import annotations
@@ -274,6 +279,62 @@ def codec(n: int) -> dict[str, Any]:
     return {"roundtrips_per_s": result}
 
 
+# -- what a rate limit costs ---------------------------------------------------------------------
+
+
+def trio_ratelimit(n: int, window: int, variant: str, url: str | None) -> dict[str, Any]:
+    import trio  # noqa: PLC0415
+    import trio_mcp_server  # noqa: PLC0415
+
+    from trio_mcp.middleware import (  # noqa: PLC0415
+        Middleware,
+        Rate,
+        RateLimiter,
+        RedisRateStore,
+    )
+
+    class Through(Middleware):
+        async def on_request(self, request: Any, call_next: Any) -> Any:
+            return await call_next(request)
+
+    server = trio_mcp_server.build(inline=True)
+    if variant == "chain":
+        server.add_middleware(Through())
+    elif variant == "memory":
+        server.add_middleware(RateLimiter(Rate(10**9)))
+    elif variant == "redis":
+        assert url is not None, "redis needs REDIS_URL"
+        store = RedisRateStore(url, key_prefix="trio-mcp-bench:rate:")
+        server.add_middleware(RateLimiter(Rate(10**9), store=store))
+    elif variant != "none":
+        raise SystemExit(__doc__)
+
+    async def pump(client: Any, ids: range) -> None:
+        # At most `window` in flight: the server is never asked to queue past its bounds.
+        room = trio.Semaphore(window)
+
+        async def sender() -> None:
+            for i in ids:
+                await room.acquire()
+                await client.send.send(_call_frame(i, "calculator.add"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sender)
+            for _ in ids:
+                message = json.loads(await client.receive.receive())
+                room.release()
+                _check_sum(message["id"], message["result"]["structuredContent"]["result"])
+
+    async def body(client: Any, nursery: Any) -> dict[str, Any]:
+        await pump(client, range(-WARMUP, 0))
+        start = time.perf_counter()
+        await pump(client, range(n))
+        wall = time.perf_counter() - start
+        return {"variant": variant, "calls_per_s": n / wall, "wall_s": wall, "calls": n}
+
+    return trio.run(_trio_session, server, body, window)
+
+
 def main(argv: list[str]) -> None:
     command, *args = argv
     if command == "dispatch" and args[0] == "trio-mcp":
@@ -286,6 +347,9 @@ def main(argv: list[str]) -> None:
         result = sdk_register(int(args[1]))
     elif command == "codec":
         result = codec(int(args[0]))
+    elif command == "ratelimit":
+        url = args[3] if len(args) > 3 else None
+        result = trio_ratelimit(int(args[0]), int(args[1]), args[2], url)
     else:
         raise SystemExit(__doc__)
     print(json.dumps(result))

@@ -5,6 +5,7 @@ They speak bytes and dicts only (no trio-mcp client), so the tests check the wir
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -19,7 +20,7 @@ from xml.etree import ElementTree
 import trio
 
 from tests.timing import scaled
-from trio_mcp import Client, Server
+from trio_mcp import AuthInfo, Client, Server
 from trio_mcp._exceptions import reraise_lone
 from trio_mcp._runtime.client import open_session
 from trio_mcp.transports import memory_channel_pair
@@ -114,11 +115,20 @@ class RawPeer:
 
 
 @asynccontextmanager
-async def open_memory_peer(server: Server, *, initialize: bool = True) -> AsyncIterator[RawPeer]:
-    """Serve `server` in-process and yield a raw peer connected to it."""
+async def open_memory_peer(
+    server: Server, *, initialize: bool = True, auth: AuthInfo | None = None
+) -> AsyncIterator[RawPeer]:
+    """Serve `server` in-process and yield a raw peer connected to it.
+
+    With `auth`, the connection is one whose transport verified that token (as HTTP's are).
+    """
     client, server_end = memory_channel_pair()
     async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve_connection, server_end.receive, server_end.send)
+        await nursery.start(
+            functools.partial(server.serve_connection, auth=auth),
+            server_end.receive,
+            server_end.send,
+        )
         peer = RawPeer(client.send, client.receive)
         if initialize:
             await peer.initialize()

@@ -1,10 +1,10 @@
 """`SessionPair`: a client session and a server session back to back, with no event loop.
 
 Like h11's `ConnectionPair`: each message the client session builds goes through the real JSON
-codec and classifier into the server's session and dispatcher (`respond_now`, which answers
-everything that needs no waiting), and the answer goes back the same way. Protocol rules (the
-handshake, version negotiation, per-request `_meta`) are then tested as tables, fast and
-deterministic.
+codec and classifier into the server's session and dispatcher (`resolve`, then `answer_now`,
+which answers everything that needs no waiting), and the answer goes back the same way.
+Protocol rules (the handshake, version negotiation, per-request `_meta`) are then tested as
+tables, fast and deterministic.
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ class SessionPair:
         self.sent.append(method)
         (request,), _ = parse(dumps(wire))
         assert isinstance(request, Request)
-        answer = self.dispatcher.respond_now(self.server, request)
-        assert answer is not None, f"{method} needs an event loop; SessionPair cannot answer it"
+        call = self.dispatcher.resolve(request)
+        assert call.now, f"{method} needs an event loop; SessionPair cannot answer it"
+        answer = self.dispatcher.answer_now(self.server, call)
         reply = loads(dumps(answer))
         if "error" in reply:
             error = reply["error"]

@@ -364,3 +364,29 @@ def test_import_loads_no_jose_library_until_a_jwt_verifier_is_made() -> None:
     assert imported == []
     assert named == []
     assert "jwt" in made
+
+
+_OBSERVABILITY_ON_USE = """
+import json, sys
+packages = ("opentelemetry", "prometheus_client")
+def loaded():
+    return sorted(m for m in sys.modules if m.split(".")[0] in packages)
+import trio_mcp
+imported = loaded()
+from trio_mcp.middleware import OpenTelemetryMiddleware, PrometheusMiddleware, trace_context_meta
+named = loaded()
+PrometheusMiddleware()
+measured = loaded()
+OpenTelemetryMiddleware()
+print(json.dumps([imported, named, measured, loaded()]))
+"""
+
+
+def test_import_loads_no_observability_package_until_its_middleware_is_made() -> None:
+    # opentelemetry-api and prometheus-client are the `otel` and `prometheus` extras: neither
+    # `import trio_mcp` nor naming the middleware loads them; making each loads its own.
+    imported, named, measured, traced = python_json(_OBSERVABILITY_ON_USE)
+    assert imported == []
+    assert named == []
+    assert {m.split(".")[0] for m in measured} == {"prometheus_client"}
+    assert "opentelemetry.trace" in traced

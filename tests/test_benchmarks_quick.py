@@ -230,3 +230,27 @@ def test_quick_auth_run_compares_every_verifier_with_no_auth(tmp_path: Path) -> 
     assert client["oauth_calls_per_s"] > 0
     assert "ratio to no auth" in done.stdout
     assert "OAuth/static" in done.stdout
+
+
+MIDDLEWARE_VARIANTS = ("none", "noop", "timing", "logging+timing")
+MIDDLEWARE_KEYS = (
+    "stdio_calls_per_s",
+    "stdio_async_calls_per_s",
+    "seq_calls_per_s",
+    "conc_calls_per_s",
+    "inproc_us_per_call",
+)
+
+
+def test_quick_middleware_run_compares_every_variant_with_none(tmp_path: Path) -> None:
+    # The built-in middleware's benchmark serves one server per variant over stdio and HTTP and
+    # checks every answer it times; only the report's shape is asserted.
+    out = tmp_path / "middleware.json"
+    done, result = _run_quick(RUN.parent / "middleware_bench.py", "--json", str(out), out=out)
+    assert result["quick"] is True
+    assert tuple(result["results"]) == MIDDLEWARE_VARIANTS
+    for variant, (values,) in result["results"].items():
+        for key in MIDDLEWARE_KEYS:
+            assert values[key] > 0, (variant, key)
+    assert result["ratios"]["none"] == dict.fromkeys(MIDDLEWARE_KEYS, 1.0)
+    assert "ratio to none" in done.stdout

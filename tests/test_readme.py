@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.timing import scaled
+from trio_mcp.testing import connect
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -248,3 +249,23 @@ def test_every_test_the_docs_name_exists() -> None:
     for page in sorted((root / "docs").glob("*.md")):
         for name in re.findall(r"::(test_\w+)", page.read_text()):
             assert f"def {name}(" in tests, f"{page.name} names a test that does not exist: {name}"
+
+
+def lifespan_example_source() -> str:
+    text = README.read_text()
+    match = re.search(r"```python\n(# notes\.py\n.*?)```", text, re.DOTALL)
+    assert match, "README lost its lifespan and middleware example"
+    return match.group(1)
+
+
+async def test_the_lifespan_and_middleware_example_runs_as_written(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    namespace: dict[str, Any] = {"__name__": "notes"}
+    exec(compile(lifespan_example_source(), "notes.py", "exec"), namespace)
+    async with connect(namespace["server"], client_info={"name": "reader", "version": "1"}) as c:
+        result = await c.call_tool("count_notes")
+    assert result.structured == {"result": 3}
+    printed = capsys.readouterr().out
+    assert "count_notes None False" in printed  # the middleware's line: no token in process
+    assert "from {'name': 'reader', 'version': '1'}" in printed  # the session hook's

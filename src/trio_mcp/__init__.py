@@ -14,23 +14,29 @@ def add(
 
 Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
 
-1. `_run.serve_stdio` opens `transports/stdio`: the reader takes what stdin has ready as one
-   batch of lines; `_runtime/connection._Connection.run` reads the batches.
+1. `_run.serve_stdio` enters the server's lifespan (`Server.running`) and opens
+   `transports/stdio`: the reader takes what stdin has ready as one batch of lines;
+   `_runtime/connection._Connection` reads the batches.
 2. `_core/jsonrpc.parse` classifies each line (request, notification, response, or an invalid
-   message that is still answered).
-3. `_runtime/session.SessionRuntime` admits the request: `_core/server_session` resolves the
-   revision it speaks (`_core/versions`) into a `RequestScope` and marks its id in flight.
-4. `_dispatch.Dispatcher` routes it. Both of its ways look the tool up (`_features/tools`),
-   validate the arguments (`_features/schema`) and turn the tool's value or exception into
-   the result: the one error boundary. `respond_now` answers at once what needs no waiting
-   (an `inline=True` tool is called right there, on the reader's task); anything else runs in
-   a task of its own through `respond`, which calls the function through `_runtime/invoke`
-   (worker thread, limiter, timeout).
-5. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
+   message that is still answered; a response is never answered).
+3. `_dispatch/resolve` turns the request into one `ResolvedRequest`, once: the tool it names,
+   its arguments validated, the scopes it needs, the caller's token, and whether it can be
+   answered without waiting. Everything below reads that record; nothing looks it up again.
+4. `_runtime/session.SessionRuntime.start` admits it (`_core/server_session` checks its
+   revision, from `_core/versions`, and marks its id in flight). A record that needs no
+   waiting (an `inline=True` tool, a list, a ping) is answered right there, on the reader's
+   task; any other runs in a task of its own (`answer`), in its own cancel scope.
+5. `_dispatch/dispatcher.Dispatcher.answer` runs the middleware chain (`_dispatch/middleware`,
+   the user's, outermost first) around the route's handler, which calls the function through
+   `_runtime/invoke` (worker thread, limiter, timeout) and turns its value or exception into
+   the result: the one error boundary.
+6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
    answered for one read of input in one write to stdout.
 
-Streamable HTTP enters at `transports/http/app` instead (one ASGI request per message) and
-meets the same `SessionRuntime`; the client half is `_runtime/client` over `transports/`.
+Streamable HTTP enters at `transports/http/app` instead: the token is verified, each POSTed
+request resolved once (`HttpBackend.resolve`), its scopes checked against the token (403) from
+that record, which then goes to the same `SessionRuntime.start`. The client half is
+`_runtime/client` over `transports/`.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -69,6 +75,7 @@ from ._exceptions import (
     ConnectionClosed,
     InsufficientScopeError,
     InvalidTokenError,
+    LifespanError,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
@@ -109,12 +116,15 @@ if TYPE_CHECKING:
         ToolParameter,
         ToolResult,
     )
+    from ._dispatch.middleware import CallNext, Middleware
+    from ._dispatch.resolve import ResolvedRequest
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
     from ._runtime.redis_broker import RedisBroker
     from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
+    from ._runtime.session import SessionInfo
     from .transports.http.app import HttpOptions
     from .transports.http.auth import (
         IntrospectionVerifier,
@@ -148,6 +158,10 @@ if TYPE_CHECKING:
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
     "Server": "._runtime.server",
+    "SessionInfo": "._runtime.session",
+    "CallNext": "._dispatch.middleware",
+    "Middleware": "._dispatch.middleware",
+    "ResolvedRequest": "._dispatch.resolve",
     "Broker": "._runtime.broker",
     "InProcessBroker": "._runtime.broker",
     "RedisBroker": "._runtime.redis_broker",
@@ -224,6 +238,7 @@ __all__ = [
     "AutoRedirect",
     "Broker",
     "CacheHint",
+    "CallNext",
     "CallToolResult",
     "Cancelled",
     "Choices",
@@ -248,12 +263,14 @@ __all__ = [
     "IntrospectionVerifier",
     "InvalidTokenError",
     "JwtVerifier",
+    "LifespanError",
     "LocalProtocolError",
     "LogMessage",
     "LoopbackCallback",
     "MemoryEventStore",
     "MemoryTaskStore",
     "MemoryTokenStorage",
+    "Middleware",
     "OAuth",
     "OAuthTokens",
     "Param",
@@ -269,6 +286,7 @@ __all__ = [
     "RedisTaskStore",
     "RemoteProtocolError",
     "RequestError",
+    "ResolvedRequest",
     "Resource",
     "ResourceContents",
     "ResourceInfo",
@@ -284,6 +302,7 @@ __all__ = [
     "SamplingResult",
     "Server",
     "SessionExpiredError",
+    "SessionInfo",
     "StaticTokenVerifier",
     "TaskCancelledError",
     "TaskInfo",

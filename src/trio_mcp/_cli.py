@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 
 from . import _workers
 from ._client_cli import add_client_commands, run_client_command, split_server_command
-from ._exceptions import ToolDefinitionError
+from ._exceptions import LifespanError, ToolDefinitionError
 from ._features.tools import discover_tools
 from ._run import run, run_stdio, run_worker
 from ._runtime.server import Server
@@ -368,6 +368,11 @@ def _main(argv: list[str] | None) -> int:
         return 2
     for warning in warnings:
         print(f"trio-mcp: warning: {warning}", file=sys.stderr)
+    return _serve(server, args, options)
+
+
+def _serve(server: Server, args: argparse.Namespace, options: HttpOptions | None) -> int:
+    """Serve a loaded server as `run` was told; the exit code."""
     try:
         _use_redis(server, args)
         if args.auth_scopes:
@@ -382,6 +387,9 @@ def _main(argv: list[str] | None) -> int:
             run_stdio(server, try_with=f"trio-mcp tools {shlex.quote(args.target)}")
         else:
             run(server, transport=args.transport, host=args.host, port=args.port, options=options)
+    except LifespanError as exc:  # the server's own start failed: its traceback helps
+        logger.error("%s", exc, exc_info=exc.__cause__)  # noqa: TRY400 - the cause's traceback
+        return 1
     except (RuntimeError, OSError, ValueError) as exc:  # no Hypercorn, port taken, 0.0.0.0 ...
         print(f"trio-mcp: {exc}", file=sys.stderr)
         return 2

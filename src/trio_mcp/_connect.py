@@ -29,7 +29,13 @@ from ._runtime.answering import (
     Roots,
     SamplingHandler,
 )
-from ._runtime.client import DEFAULT_MAX_INPUT_ROUNDS, Client, LogHandler, open_session
+from ._runtime.client import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    Client,
+    LogHandler,
+    RequestMetaHook,
+    open_session,
+)
 from ._runtime.guard import require_trio
 from ._runtime.link import Link
 from ._runtime.server import Server
@@ -73,6 +79,7 @@ async def open_client(
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
     tasks: bool = False,
+    request_meta: RequestMetaHook | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server, initialize, and yield a `Client` for the `async with` block.
 
@@ -129,6 +136,10 @@ async def open_client(
             `call_tool_as_task`, `wait_task`, `get_task`, `update_task` and `cancel_task`
             work with tasks directly. Off by default: the extension is a draft, and a task
             adds at least one poll interval to a call's latency.
+        request_meta: Called with the method of each request sent; what it returns is added
+            to the request's `_meta` (keys the request already has there are kept).
+            `trio_mcp.middleware.trace_context_meta` adds the caller's OpenTelemetry trace
+            context (`traceparent`...), so that a server's spans join the caller's trace.
 
     Handlers run in tasks of their own (or, for 2026-07-28 input requests, in the calling
     task), concurrently, and may call the server. A handler that raises makes the server's
@@ -163,6 +174,7 @@ async def open_client(
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
         tasks=tasks,
+        request_meta=request_meta,
     )
     try:
         if isinstance(target, Server):

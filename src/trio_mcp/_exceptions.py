@@ -8,9 +8,11 @@
     ├── TaskCancelledError         client: the task running a call was cancelled
     ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
     ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
+    ├── LifespanError              server: its lifespan raised on entry; it did not start
     ├── InvalidTokenError          server: a bearer token failed verification (HTTP 401)
     ├── InsufficientScopeError     server: a valid bearer token lacks scopes (HTTP 403)
-    ├── RequestError               client: the server answered a request with a JSON-RPC error
+    ├── RequestError               a request answered with a JSON-RPC error (client: raised;
+    │                              server: raise it from middleware to answer with one)
     ├── ProtocolError              a JSON-RPC / MCP rule was broken
     │   ├── LocalProtocolError     ... by us (a bug or misuse on this side)
     │   └── RemoteProtocolError    ... by the peer (carries the JSON-RPC error code to answer with)
@@ -34,6 +36,7 @@ __all__ = [
     "ConnectionClosed",
     "InsufficientScopeError",
     "InvalidTokenError",
+    "LifespanError",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
@@ -77,6 +80,13 @@ class ResourceNotFoundError(TrioMCPError):
 
     The client gets the protocol's resource-not-found error for the URI it read (-32002 up to
     2025-11-25, -32602 from 2026-07-28), as if no template had matched.
+    """
+
+
+class LifespanError(TrioMCPError):
+    """The server's lifespan (`Server(lifespan=...)`) raised on entry: the server did not start.
+
+    The lifespan's exception is its `__cause__`; nothing was served.
     """
 
 
@@ -206,7 +216,11 @@ class SessionExpiredError(TransportError):
 
 
 class RequestError(TrioMCPError):
-    """The server answered a request with a JSON-RPC error (for example, an unknown tool).
+    """A request answered with a JSON-RPC error.
+
+    A client raises it when the server answered with one (an unknown tool, say); on the
+    server, a middleware (or a resource or prompt function) raises it to answer its request
+    with exactly that error.
 
     Attributes:
         message: The error's message, as the server wrote it.

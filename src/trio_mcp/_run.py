@@ -14,14 +14,15 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ._core.auth import AuthInfo
 from ._core.jsonrpc import Request
 from ._core.subscriptions import LISTEN
 from ._core.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
-from ._dispatch import LONG_URI
+from ._dispatch import ResolvedRequest
 from ._exceptions import reraise_lone
 from ._runtime.connection import FINAL_ANSWER_SECONDS
 from ._runtime.guard import require_trio
@@ -74,6 +75,7 @@ async def serve_stdio(
         writer = trio.lowlevel.FdStream(out_fd)
         try:
             async with (
+                server.running(),  # the lifespan: entered before anything is read
                 reader,
                 writer,
                 open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
@@ -84,11 +86,6 @@ async def serve_stdio(
                 nursery.cancel_scope.cancel()  # served to the end: stop relaying
         except BaseExceptionGroup as group:  # a lone failure comes out as itself
             reraise_lone(group)
-
-
-#: Requests naming a resource by `uri`, which need the scopes of what serves it.
-_URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
-_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 class _HttpBackend:
@@ -115,55 +112,20 @@ class _HttpBackend:
     def stays_open(self, request: Request) -> bool:
         return request.method == LISTEN
 
-    async def required_scopes(self, request: Request) -> tuple[str, ...]:
-        base = self.server.required_scopes
-        params = request.params or {}
-        own: frozenset[str] = frozenset()
-        if request.method == "tools/call" and isinstance(params.get("name"), str):
-            tool = self.server.registry.get(params["name"])
-            own = tool.scopes if tool is not None else own
-        elif request.method == "prompts/get" and isinstance(params.get("name"), str):
-            prompt = self.server.prompt_registry.get(params["name"])
-            own = prompt.scopes if prompt is not None else own
-        elif request.method in _URI_METHODS and isinstance(params.get("uri"), str):
-            # Subscribing to a resource's updates tells its changes: it needs what reading does.
-            own = await self._scopes_of(params["uri"])
-        elif request.method == "completion/complete" and isinstance(params.get("ref"), dict):
-            own = await self._completion_scopes(params["ref"])
-        elif request.method in _TASK_METHODS and isinstance(params.get("taskId"), str):
-            # A task's result and questions are its tool's: a token that could not call the
-            # tool cannot read, answer or cancel its task (none for an unknown task).
-            runtime = self.server.task_runtime
-            record = await runtime.store.get(params["taskId"], runtime.clock())
-            own = frozenset(record.scopes) if record is not None else own
-        return (*base, *sorted(own - set(base)))
-
-    async def _completion_scopes(self, ref: Mapping[str, Any]) -> frozenset[str]:
-        """A completer tells about what it completes: it needs the scopes of its owner."""
-        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-            prompt = self.server.prompt_registry.get(ref["name"])
-            return prompt.scopes if prompt is not None else frozenset()
-        if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-            registry = self.server.resource_registry
-            owner = registry.template_by_uri(ref["uri"]) or registry.static.get(ref["uri"])
-            return owner.scopes if owner is not None else await self._scopes_of(ref["uri"])
-        return frozenset()
-
-    async def _scopes_of(self, uri: str) -> frozenset[str]:
-        """What reading `uri` needs; a long URI is matched in a worker thread (as `_dispatch`)."""
-        registry = self.server.resource_registry
-        if len(uri) <= LONG_URI:
-            return registry.scopes_of(uri)
-        return await trio.to_thread.run_sync(registry.scopes_of, uri)
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None, peer: str | None = None
+    ) -> ResolvedRequest:
+        return await self.server.resolve(request, auth, peer)
 
     async def serve_channels(
         self,
         receive: trio.MemoryReceiveChannel[bytes],
         send: trio.abc.SendChannel[bytes],
         *,
+        auth: AuthInfo | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        await self.server.serve_connection(receive, send, task_status=task_status)
+        await self.server.serve_connection(receive, send, auth=auth, task_status=task_status)
 
 
 def http_app(server: Server, options: HttpOptions | None = None) -> McpHttpApp:
@@ -238,7 +200,7 @@ async def _serve_http(
         raise RuntimeError('HTTP serving needs Hypercorn: pip install "trio-mcp[http]"') from exc
     app = http_app(server, options)
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
-    async with trio.open_nursery() as nursery:
+    async with server.running(), trio.open_nursery() as nursery:
         await nursery.start(app.run)
         await nursery.start(server.task_runtime.host)  # calls that become tasks run there
         await nursery.start(server.relay)  # what the fleet's other workers publish
@@ -307,16 +269,14 @@ def run(
         ValueError: for an unknown transport, or "http" on a wildcard `host` (0.0.0.0, ::)
             without `options.allowed_hosts`.
         OSError: when the address cannot be bound.
+        LifespanError: when the server's lifespan raised on entry (nothing was served).
     """
     if transport == "stdio":
         run_stdio(server)
     elif transport == "http":
-        try:
-            trio.run(functools.partial(_run_http, server, host=host, port=port, options=options))
-        except BaseExceptionGroup as group:
-            # A failure to start (port taken, a wildcard address without allowed hosts) comes
-            # out of the nurseries as a group of one: the caller sees the error itself.
-            reraise_lone(group)
+        # A failure to start (port taken, a wildcard address without allowed hosts, a lifespan
+        # that raised) comes out as the error itself.
+        _run_trio(functools.partial(_run_http, server, host=host, port=port, options=options))
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
@@ -335,10 +295,7 @@ def run_worker(
     serve = functools.partial(
         _run_http, server, host=host, port=0, options=options, listen_fd=listen_fd, link_fd=link_fd
     )
-    try:
-        trio.run(serve)
-    except BaseExceptionGroup as group:
-        reraise_lone(group)
+    _run_trio(serve)
 
 
 async def _run_http(
@@ -408,7 +365,7 @@ def run_stdio(server: Server, *, try_with: str | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
-    trio.run(_run_stdio, server)
+    _run_trio(functools.partial(_run_stdio, server))
 
 
 async def _run_stdio(server: Server) -> None:
@@ -425,6 +382,14 @@ async def _run_stdio(server: Server) -> None:
             nursery.start_soon(stop_on_signal)
             await serve_stdio(server)
             nursery.cancel_scope.cancel()
+
+
+def _run_trio(fn: Callable[[], Awaitable[None]]) -> None:
+    """`trio.run(fn)`, with a lone failure coming out as itself, not in a group."""
+    try:
+        trio.run(fn)
+    except BaseExceptionGroup as group:
+        reraise_lone(group)
 
 
 def _default_path() -> str:

@@ -7,7 +7,7 @@ the same subject from another issuer. Another principal's task is answered exact
 unknown task id; the same principal reaches it from another session, another worker, or with a
 refreshed token. Two workers sharing a store and a broker bus carry a task's states only to its
 principal's listen streams; for those, the in-memory connections stand in for the transport by
-carrying the verified token in `current_auth`, as the HTTP transport does for each request.
+carrying a verified token (`serve_connection(auth=...)`), as the HTTP transport's requests do.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from trio_mcp import (
     Server,
     TaskRecord,
 )
-from trio_mcp._core.auth import current_auth
 from trio_mcp._core.request_state import StateSeal, binding
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -236,16 +235,9 @@ def test_a_record_carries_its_principal_through_dump_and_load() -> None:
 @asynccontextmanager
 async def peer_as(server: Server, who: str | None) -> AsyncIterator[RawPeer]:
     """An in-memory connection whose requests carry `who`'s verified token, as HTTP's would."""
-    token = current_auth.set(None if who is None else PEOPLE[who])
-    reset = False
-    try:
-        async with open_memory_peer(server, initialize=False) as peer:
-            current_auth.reset(token)  # the connection's tasks keep the copy they were given
-            reset = True
-            yield peer
-    finally:
-        if not reset:
-            current_auth.reset(token)
+    auth = None if who is None else PEOPLE[who]
+    async with open_memory_peer(server, initialize=False, auth=auth) as peer:
+        yield peer
 
 
 async def listen(peer: RawPeer, task_id: str) -> None:

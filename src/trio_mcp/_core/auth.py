@@ -5,20 +5,19 @@ Rule 1: an `AuthInfo` is what a token verifier concluded, never the token: it ho
         forbids a server to pass the client's token on to other services (token passthrough);
         a tool that must call one gets a token of its own for it.
 Rule 2: the HTTP transport verifies a request's token before the request reaches a session and
-        puts the result in `current_auth` for the task that answers it; trio copies context
-        variables into the tasks (and worker threads) that task starts, so the dispatcher reads
-        it where it builds a tool's `Context` and where it lists what a token may use. Over
-        stdio and in memory nothing sets it: None, and scopes are not enforced (no token).
+        hands the result on with it, into the request's resolved record
+        (`ResolvedRequest.auth`), which everything after reads: the lists, a tool's `Context`,
+        the tasks and streams it makes. Over stdio and in memory there is none: None, and
+        scopes are not enforced (no token).
 Rule 3: scopes are compared as sets of strings (RFC 6749, 3.3: space-delimited, case-sensitive).
 Rule 4: what a token grants access to belongs to its principal: the issuer, subject and client
-        of the verified token (`current_principal`), the same for every token of that user and
+        of the verified token (`principal_of`), the same for every token of that user and
         client (a refreshed one too), from any session or worker. HTTP sessions, tasks and
         `requestState` are bound to it; without a token there is no principal and no binding.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -27,8 +26,6 @@ from typing import Any
 __all__ = [
     "AuthInfo",
     "Principal",
-    "current_auth",
-    "current_principal",
     "missing_scopes",
     "parse_scopes",
     "principal_from",
@@ -69,12 +66,6 @@ class AuthInfo:
         return not missing_scopes(needed, self.scopes)
 
 
-#: The verified token of the request being answered (Rule 2); None when none was verified.
-current_auth: contextvars.ContextVar[AuthInfo | None] = contextvars.ContextVar(
-    "trio_mcp_auth", default=None
-)
-
-
 #: Who a token is (Rule 4): its issuer, subject and client id, each None when it names none.
 Principal = tuple[str | None, str | None, str | None]
 
@@ -91,11 +82,6 @@ def principal_of(info: AuthInfo | None) -> Principal | None:
     if info.issuer is None and info.subject is None and info.client_id is None and info.token_id:
         return (None, "sha256:" + info.token_id, None)
     return (info.issuer, info.subject, info.client_id)
-
-
-def current_principal() -> Principal | None:
-    """The principal of the request being answered (Rules 2, 4); None when no token was verified."""
-    return principal_of(current_auth.get())
 
 
 def principal_from(value: Any) -> Principal | None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, overload
+
+from typing_extensions import TypeVar
 
 from .._core.asking import (
     Accepted,
@@ -43,6 +45,8 @@ from .asking import AnswerInvalidError, Ask, AskBook, elicit_form, read_elicitat
 __all__ = ["Context", "NotificationSender", "Requester"]
 
 T = TypeVar("T")
+#: The type of the server's lifespan value (`Server(lifespan=...)`), as `Context[AppState]`.
+LifespanT = TypeVar("LifespanT", default=Any)
 A = TypeVar("A")
 B = TypeVar("B")
 C = TypeVar("C")
@@ -80,8 +84,11 @@ class Requester(Protocol):
     ) -> Any: ...
 
 
-class Context:
+class Context(Generic[LifespanT]):
     """Handed to a tool that declares a parameter annotated `Context`.
+
+    Annotate it `Context[AppState]` to have `lifespan` typed as what the server's lifespan
+    yields (`Server(lifespan=...)`).
 
     Attributes:
         request_id: The JSON-RPC id of the `tools/call` request being served.
@@ -94,6 +101,7 @@ class Context:
         "_auth",
         "_book",
         "_detacher",
+        "_lifespan",
         "_no_requester",
         "_requester",
         "_scope",
@@ -115,6 +123,7 @@ class Context:
         ask_timeout: float | None = None,
         no_requester: str = "this transport cannot carry requests to the client",
         auth: AuthInfo | None = None,
+        lifespan: Any = None,
     ) -> None:
         self.request_id = request_id
         self.tool_name = tool_name
@@ -125,6 +134,7 @@ class Context:
         self._ask_timeout = ask_timeout
         self._no_requester = no_requester
         self._auth = auth
+        self._lifespan = lifespan
         #: Set by the task runtime for a call that may become a task.
         self._detacher: TaskDetacher | None = None
         #: Set once the call is a task: where progress messages go (Rule 4).
@@ -175,6 +185,15 @@ class Context:
         spec forbids passing it on to other services (token passthrough).
         """
         return self._auth
+
+    @property
+    def lifespan(self) -> LifespanT:
+        """What the server's lifespan yielded (`Server(lifespan=...)`): a pool, a client...
+
+        None when the server has no lifespan.
+        """
+        value: LifespanT = self._lifespan
+        return value
 
     @property
     def protocol_version(self) -> str:

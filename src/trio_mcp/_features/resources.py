@@ -279,8 +279,19 @@ class ResourceTemplate(_Described):
         values = self.template.match(uri)
         if values is None:
             return None
+        return self.validate(values)
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The function's keyword arguments for the template's matched `values`.
+
+        The value rules come first (Rule 5): an unsafe value is refused before any conversion.
+
+        Raises:
+            ArgumentsInvalid: when a variable's value breaks the value rules or fails
+                validation (one line each).
+        """
         try:
-            values = self.template.safe(values, self.verbatim)
+            values = self.template.safe(dict(values), self.verbatim)
         except UnsafeValue as exc:
             hint = "" if exc.path else f"; a path belongs in {{+{exc.name}}}, kept under its root"
             raise ArgumentsInvalid([f"{exc}{hint}"]) from None
@@ -386,6 +397,26 @@ class ResourceRegistry:
                 {"maxUriLength": self.max_uri_length},
             )
 
+    def match(
+        self, uri: str
+    ) -> tuple[Resource | ResourceTemplate, Mapping[str, str | list[str]]] | None:
+        """What serves `uri` and the template's matched values (Rule 4); None if nothing.
+
+        The values are not validated yet (`ResourceTemplate.validate`); a resource has none.
+
+        Raises:
+            RemoteProtocolError: -32602 for a URI longer than `max_uri_length`.
+        """
+        self.check_length(uri)
+        found = self.static.get(uri)
+        if found is not None:
+            return found, {}
+        for template in self.templates:
+            values = template.template.match(uri)
+            if values is not None:
+                return template, values
+        return None
+
     def resolve(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
         """What serves `uri` and the arguments to call it with (Rule 4); None if nothing.
 
@@ -394,34 +425,13 @@ class ResourceRegistry:
             ArgumentsInvalid: when a template matches but a variable breaks the value rules
                 or fails validation (Rule 5).
         """
-        self.check_length(uri)
-        found = self.static.get(uri)
-        if found is not None:
-            return found, {}
-        for template in self.templates:
-            kwargs = template.bind(uri)
-            if kwargs is not None:
-                return template, kwargs
-        return None
-
-    def scopes_of(self, uri: str) -> frozenset[str]:
-        """The OAuth scopes reading `uri` needs: those of what serves it (none if nothing).
-
-        A template whose variables fail validation still names its scopes: the read needs
-        them before it is told what is wrong. A URI too long to read needs none: it is refused.
-        """
-        if len(uri) > self.max_uri_length:
-            return frozenset()
-        found = self.static.get(uri)
-        if found is not None:
-            return found.scopes
-        for template in self.templates:
-            try:
-                if template.bind(uri) is not None:
-                    return template.scopes
-            except ArgumentsInvalid:
-                return template.scopes
-        return frozenset()
+        found = self.match(uri)
+        if found is None:
+            return None
+        target, values = found
+        if isinstance(target, Resource):
+            return target, {}
+        return target, target.validate(values)
 
     def template_by_uri(self, uri_template: str) -> ResourceTemplate | None:
         """The enabled template written exactly `uri_template`, or None."""

@@ -99,6 +99,9 @@ def _strip_params(annotation: Any) -> tuple[Any, Param | None]:
 def _is_context(annotation: Any) -> bool:
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
+    origin = get_origin(annotation)
+    if origin is not None:  # `Context[AppState]`
+        annotation = origin
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
 

@@ -155,6 +155,7 @@ __all__ = [
     "ListKind",
     "LogHandler",
     "ProgressHandler",
+    "RequestMetaHook",
     "ServerRequestHandler",
     "UpdateHandler",
     "open_session",
@@ -201,6 +202,9 @@ ListChangedHandler = Callable[[str], Awaitable[None] | None]
 #: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
 #: `RequestError` to answer with that error.
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+#: Called with the method of each request the client sends; what it returns is added to the
+#: request's `_meta` (e.g. `trio_mcp.middleware.trace_context_meta`: the caller's trace context).
+RequestMetaHook = Callable[[str], Mapping[str, Any]]
 
 
 class _Pending:
@@ -260,6 +264,7 @@ class Client:
         on_elicitation_complete: ElicitationCompleteHandler | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         tasks: bool = False,
+        request_meta: RequestMetaHook | None = None,
     ) -> None:
         # ClientSession refuses a revision this package does not speak (ValueError), Answers
         # unknown elicitation modes and roots that are not file:// URIs.
@@ -281,6 +286,7 @@ class Client:
             extensions={TASKS_EXTENSION: {}} if tasks else None,
         )
         self._tasks = tasks
+        self._request_meta = request_meta
         self._log_handler = log_handler
         self._validate_output = validate_output
         self._pending: dict[RequestId, _Pending] = {}
@@ -870,11 +876,14 @@ class Client:
         # `request`; `on_id` learns the request's id before it is sent.
         if self._closed is not None:
             raise ConnectionClosed(self._closed)
+        body = dict(params or {})
+        meta = dict(body.get("_meta") or {})
+        if self._request_meta is not None:  # before the id is taken: the hook may raise
+            for key, value in self._request_meta(method).items():
+                meta.setdefault(key, value)  # what the caller put there stays
         request_id = self._peer.start_request(method).id
         if on_id is not None:
             on_id(request_id)
-        body = dict(params or {})
-        meta = dict(body.get("_meta") or {})
         if progress is not None:
             meta["progressToken"] = request_id
         meta = self._session.request_meta(meta)
@@ -898,6 +907,10 @@ class Client:
         finally:
             del self._pending[request_id]
             self._peer.cancel_outbound(request_id)  # a send that failed: forget the id
+        return self._outcome(method, pending)
+
+    def _outcome(self, method: str, pending: _Pending) -> Any:
+        """The result of an answered request, or what its answer (or its absence) raises."""
         answer = pending.answer
         if pending.malformed is not None:
             raise RemoteProtocolError(
@@ -1491,6 +1504,7 @@ async def open_session(
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
     tasks: bool = False,
+    request_meta: RequestMetaHook | None = None,
 ) -> AsyncIterator[Client]:
     """Run a `Client` over `link` for the `async with` block, after the handshake.
 
@@ -1507,6 +1521,7 @@ async def open_session(
         on_elicitation_complete: Called with the id of a URL-mode elicitation completed.
         max_input_rounds: Rounds of input requests one call answers (2026-07-28).
         tasks: Declare the tasks extension and follow the tasks calls become.
+        request_meta: Adds entries to each request's `_meta` (see `open_client`).
 
     Yields:
         The connected client.
@@ -1524,6 +1539,7 @@ async def open_session(
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
         tasks=tasks,
+        request_meta=request_meta,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 import trio
 
+from .._core.auth import AuthInfo
 from .._core.framing import LineTooLong
 from .._core.jsonrpc import (
     INVALID_REQUEST,
@@ -50,6 +51,7 @@ from .._core.jsonrpc import (
     error_response,
     parse,
 )
+from .._dispatch import ResolvedRequest
 from .link import Incoming
 from .session import (
     CANCEL_NOTICE_SECONDS,
@@ -82,14 +84,17 @@ async def serve_frames(
     receive: Frames,
     send: trio.abc.SendChannel[bytes],
     *,
+    auth: AuthInfo | None = None,
     stop_tasks: Callable[[], Awaitable[Any]] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve one session of `server` over a pair of frame channels until `receive` ends.
 
+    `auth` is the verified token of the connection's client, when its transport authenticated
+    it (legacy HTTP+SSE: the stream's GET); every request of the connection carries it.
     `stop_tasks` settles and tells the tasks the connection hosts, as it ends (Rule 6).
     """
-    await _Connection(server, send, stop_tasks).run(receive, task_status)
+    await _Connection(server, send, auth, stop_tasks).run(receive, task_status)
 
 
 class _Connection:
@@ -99,11 +104,13 @@ class _Connection:
         self,
         server: SessionOwner,
         send: trio.abc.SendChannel[bytes],
+        auth: AuthInfo | None = None,
         stop_tasks: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.server = server
         self._stop_tasks = stop_tasks
-        self.runtime = SessionRuntime(server, self.send)
+        self.runtime = SessionRuntime(server, self.send, auth=auth)
+        self._resolve = server.dispatcher.resolve  # step 1 of every request read here
         self._send_channel = send
         # A memory channel can take a frame without a trip through the scheduler when it has
         # room; that is most of the time, and it is what lets a batch of calls answered inline
@@ -200,16 +207,16 @@ class _Connection:
             await self._flushed()
         self._owed.clear()
 
-    def _owe(self, request: Request) -> None:
-        if not self.runtime.was_cancelled(request.id):
-            self._owed.append(shutting_down(request))
-        self.runtime.release(request.id)
+    def _owe(self, call: ResolvedRequest) -> None:
+        if not self.runtime.was_cancelled(call.id):
+            self._owed.append(shutting_down(call.request))
+        self.runtime.release(call.id)
 
     def _owe_batch(self, slots: list[Any]) -> None:
         for i, slot in enumerate(slots):
-            if isinstance(slot, Request):
+            if isinstance(slot, ResolvedRequest):
                 cancelled = self.runtime.was_cancelled(slot.id)
-                slots[i] = None if cancelled else shutting_down(slot)
+                slots[i] = None if cancelled else shutting_down(slot.request)
                 self.runtime.release(slot.id)
         answer = batch_answer(slots)
         if answer is not None:
@@ -255,25 +262,27 @@ class _Connection:
         messages, is_batch = parse(frame)
         if is_batch:
             slots = self.runtime.admit_batch(messages)
-            weight = sum(isinstance(slot, Request) for slot in slots)
+            weight = sum(isinstance(slot, ResolvedRequest) for slot in slots)
             await self._start(nursery, self._batch, slots, weight=max(weight, 1), size=len(frame))
             return
         message = messages[0]
         runtime = self.runtime
         if isinstance(message, Request):
-            # The fast path: answer on the reader's task when no waiting is needed.
-            response = runtime.admit(message) or runtime.answer_now(message)
+            call = self._resolve(message, runtime.auth)
+            # The fast path: answered on the reader's task when its record needs no waiting.
+            response = runtime.start(call)
             if response is None:
-                runtime.prepare(message)
-                await self._start(nursery, self._request, message, size=len(frame))
+                await self._start(nursery, self._request, call, size=len(frame))
                 return
+            if not isinstance(response, dict):  # through middleware that never wait
+                response = await response
             await self.reply(response)
         elif isinstance(message, InvalidMessage):
             error = runtime.invalid(message)
             if error is not None:
                 await self.reply(error)
         else:
-            runtime.incoming(message)
+            await runtime.receive(message)
             if self._held and isinstance(message, Notification):
                 self._drop_cancelled_held()
 
@@ -307,10 +316,10 @@ class _Connection:
         """Answer a request that found the waiting queue full (Rule 4), at once."""
         limit = self.server.max_in_flight
 
-        def busy(request: Request) -> dict[str, Any]:
-            self.runtime.release(request.id)
+        def busy(call: ResolvedRequest) -> dict[str, Any]:
+            self.runtime.release(call.id)
             return error_response(
-                request.id,
+                call.id,
                 SERVER_UNAVAILABLE,
                 f"Server busy: {limit} requests are running and {self._held_requests} wait "
                 "already; send it again once some are answered",
@@ -318,7 +327,7 @@ class _Connection:
 
         if fn == self._request:
             return busy(arg)
-        return batch_answer([busy(s) if isinstance(s, Request) else s for s in arg])
+        return batch_answer([busy(s) if isinstance(s, ResolvedRequest) else s for s in arg])
 
     def _release_held(self) -> None:
         """Start what waits for a slot, as far as the slots allow (Rule 4)."""
@@ -362,19 +371,19 @@ class _Connection:
         # What still waits then is answered by `_pay_what_is_owed`, not started to be cancelled.
         return self._nursery is None or self._nursery.cancel_scope.cancel_called
 
-    async def _request(self, request: Request) -> None:
+    async def _request(self, call: ResolvedRequest) -> None:
         # `answer` ends quietly when the client cancels; anything it raises (the teardown's
         # Cancelled, bare or in a group from a nursery inside) leaves the request owed.
         answered = False
         try:
-            response = await self.runtime.answer(request, self.notify)
+            response = await self.runtime.answer(call, self.notify)
             answered = True
             if response is not None:  # None also when the client cancelled it
                 await self.send(response)
         finally:
             if not answered:
-                self._owe(request)
-            self.runtime.release(request.id)
+                self._owe(call)
+            self.runtime.release(call.id)
 
     async def _batch(self, slots: list[Any]) -> None:
         filled = False

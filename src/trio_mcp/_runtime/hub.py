@@ -137,8 +137,12 @@ class SessionHub:
         self._announced[kind] += 1
         self._wake()
 
+    def count(self, kind: str) -> int:
+        """How many changes the list `kind` has seen: its registry's and those announced."""
+        return self._lists[kind].changes + self._announced[kind]
+
     def _counts(self) -> dict[str, int]:
-        return {kind: c.changes + self._announced[kind] for kind, c in self._lists.items()}
+        return {kind: self.count(kind) for kind in self._lists}
 
     def _wake(self) -> None:
         try:

@@ -38,7 +38,7 @@ from typing import Any, Final, NoReturn
 
 import trio
 
-from .._core.auth import Principal, current_principal
+from .._core.auth import AuthInfo, Principal, principal_of
 from .._core.jsonrpc import RequestId
 from .._core.subscriptions import (
     ACKNOWLEDGED,
@@ -217,7 +217,11 @@ class Listening:
         return iter(list(self._live))
 
     async def listen(
-        self, subscription_id: RequestId, granted: SubscriptionFilter, send: NotificationSender
+        self,
+        subscription_id: RequestId,
+        granted: SubscriptionFilter,
+        send: NotificationSender,
+        auth: AuthInfo | None = None,
     ) -> None:
         """Serve one listen stream until its request is cancelled or `close` ends it.
 
@@ -227,9 +231,9 @@ class Listening:
             subscription_id: The id of the `subscriptions/listen` request.
             granted: What the server honours of the request's filter.
             send: Where the stream's messages go (the request's notifications).
+            auth: The request's verified token: whose tasks it may hear of (Rule 4).
         """
-        # Read in the request's own task, where the transport put its verified token (Rule 4).
-        listener = Listener(subscription_id, granted, self.max_bytes, current_principal())
+        listener = Listener(subscription_id, granted, self.max_bytes, principal_of(auth))
         self._live[listener] = None
         try:
             async with trio.open_nursery() as nursery:

@@ -24,20 +24,28 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, Literal, TypeVar, overload
 
 import trio
 
-from .._core.auth import Principal, principal_from
+from .._core.auth import AuthInfo, Principal, principal_from
 from .._core.framing import DEFAULT_MAX_LINE_BYTES
+from .._core.jsonrpc import Request
 from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
 from .._core.server_session import ServerSession
 from .._core.subscriptions import DEFAULT_MAX_SUBSCRIPTION_BYTES, DEFAULT_MAX_SUBSCRIPTIONS
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
-from .._dispatch import DEFAULT_ASK_TIMEOUT, LIST_METHODS, Dispatcher
-from .._exceptions import ToolDefinitionError
+from .._dispatch import (
+    DEFAULT_ASK_TIMEOUT,
+    LIST_METHODS,
+    Dispatcher,
+    MiddlewareLike,
+    ResolvedRequest,
+)
+from .._exceptions import LifespanError, ToolDefinitionError
 from .._features.context import Context
 from .._features.directories import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_LISTED, make_directory
 from .._features.prompts import (
@@ -81,15 +89,25 @@ from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 from .listening import Listening
+from .session import SessionInfo
 from .tasks import TaskRuntime
 
 logger = logging.getLogger("trio_mcp")
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Server"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Lifespan", "Server", "SessionHook", "SessionInfo"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MISSING: Final[Any] = object()
 PrimitiveKind = Literal["tool", "resource", "prompt"]
+#: `Server(lifespan=...)`: called with the server, the async context manager it enters.
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+
+
+#: What `Server.on_session_start` and `on_session_end` register.
+SessionHook = Callable[[SessionInfo], Awaitable[None]]
+H = TypeVar("H", bound=SessionHook)
+
+
 #: What `Server.on_roots_changed` registers.
 RootsHandler = TypeVar("RootsHandler", bound=Callable[[Context], Awaitable[None]])
 
@@ -144,6 +162,13 @@ class Server:
         hide_unauthorized: List only the tools, resources, templates and prompts the
             request's token has the scopes for (True, the default), or list everything and
             refuse the calls (False). Over stdio or in memory everything is listed.
+        middleware: Run around every request, outermost first (`Middleware`, or a plain
+            `async def mw(request, call_next)`); `add_middleware` adds more.
+        lifespan: `lifespan(server)`, an async context manager entered once before the server
+            serves and exited once it stops (after the requests in flight ended, within
+            `shutdown_grace`): open a database pool there. What it yields is every
+            `Context.lifespan` (`Context[AppState]` types it). If it raises, the server does
+            not start.
         max_subscriptions: Resources one session may be subscribed to at once
             (`resources/subscribe`); past it, -32000 naming the bound.
         max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
@@ -177,6 +202,8 @@ class Server:
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
         max_uri_length: int = DEFAULT_MAX_URI_LENGTH,
+        middleware: Sequence[MiddlewareLike] = (),
+        lifespan: Lifespan | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be positive")
@@ -215,8 +242,16 @@ class Server:
             ),
             ask_timeout=ask_timeout,
             hide_unauthorized=hide_unauthorized,
+            middleware=middleware,
         )
-        #: Scopes every request needs over HTTP with token verification (not public API).
+        self._lifespan = lifespan
+        # `running`: how many serve it now; the first enters the lifespan, the last leaves it.
+        self._running = 0
+        self._stopped = trio.Event()
+        self._hooks: trio.Nursery | None = None
+        self._hooks_running = 0
+        self._hooks_done = trio.Event()
+        self._session_hooks: dict[str, list[SessionHook]] = {"start": [], "end": []}
         given = required_scopes if isinstance(required_scopes, str) else tuple(required_scopes)
         check_scopes(given, "Server(required_scopes=...)")
         self.required_scopes = tuple(dict.fromkeys(given))
@@ -230,6 +265,9 @@ class Server:
                 "prompts": self.prompt_registry,
             },
         )
+        #: Called with the URI of each resource update told here, this worker's or another's
+        #: (not public API: `ResponseCache` forgets its reads of that URI).
+        self.update_watchers: list[Callable[[str], None]] = []
         #: The `subscriptions/listen` streams open now (not public API).
         self.listening = Listening(self.hub)
         self.dispatcher.listen = self.listening.listen
@@ -272,6 +310,154 @@ class Server:
         new = make_tool(fn, options)
         self.registry.add(new)
         return new
+
+    @property
+    def required_scopes(self) -> tuple[str, ...]:
+        """OAuth scopes every request needs over HTTP with token verification (not public API)."""
+        return self.dispatcher.base_scopes
+
+    @required_scopes.setter
+    def required_scopes(self, scopes: tuple[str, ...]) -> None:
+        self.dispatcher.base_scopes = scopes
+
+    def add_middleware(self, middleware: MiddlewareLike) -> None:
+        """Add a middleware, innermost of those there (see `Middleware`).
+
+        Raises:
+            TypeError: for something that is neither a `Middleware` nor a callable.
+        """
+        self.dispatcher.add_middleware(middleware)
+
+    def on_session_start(self, hook: H) -> H:
+        """Register `async hook(session)`, run when a client's session starts.
+
+        A session starts when its `initialize` is answered (over stdio, in memory, legacy SSE
+        and Streamable HTTP with sessions) and ends with its connection or HTTP session; a
+        2026-07-28 request has no session, and runs neither hook. `session` is a `SessionInfo`
+        (its id, revision, client, token). The hook runs in a task of the server's, beside
+        the session; what it raises is logged. Usable as a decorator.
+        """
+        self._session_hooks["start"].append(hook)
+        return hook
+
+    def on_session_end(self, hook: H) -> H:
+        """Register `async hook(session)`, run once a started session ended (see above).
+
+        Hooks of sessions that end as the server stops get `shutdown_grace` to finish.
+        """
+        self._session_hooks["end"].append(hook)
+        return hook
+
+    def session_started(self, info: SessionInfo) -> None:
+        """Run the start hooks for a session that just started (not public API)."""
+        self._run_hooks("start", info)
+
+    def session_ended(self, info: SessionInfo) -> None:
+        """Run the end hooks for a started session that just ended (not public API)."""
+        self._run_hooks("end", info)
+
+    def _run_hooks(self, which: str, info: SessionInfo) -> None:
+        hooks = self._session_hooks[which]
+        if not hooks:
+            return
+        if self._hooks is None:
+            logger.warning(
+                "session %s hooks not run for session %s: the server is not running "
+                "(serve it with serve_stdio, serve_http, run, or inside `async with "
+                "server.running()`)",
+                which,
+                info.id,
+            )
+            return
+        for hook in hooks:
+            self._hooks_running += 1
+            self._hooks.start_soon(self._run_hook, hook, info, which)
+
+    async def _run_hook(self, hook: SessionHook, info: SessionInfo, which: str) -> None:
+        try:
+            await hook(info)
+        except Exception:
+            logger.exception("a session %s hook raised (session %s)", which, info.id)
+        finally:
+            self._hooks_running -= 1
+            if not self._hooks_running:
+                self._hooks_done.set()
+                self._hooks_done = trio.Event()
+
+    @property
+    def has_session_hooks(self) -> bool:
+        """Whether any session hook is registered (not public API)."""
+        return bool(self._session_hooks["start"] or self._session_hooks["end"])
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Any]:
+        """Enter the server's lifespan for as long as the block runs; yields its value.
+
+        `serve_stdio`, `serve_http`, `run`, `serve_connection` and `trio_mcp.testing.connect`
+        enter it themselves: call it to serve the server another way (an ASGI app under
+        another server, connections of your own). Nested and concurrent uses share one
+        lifespan: the first enters it, the last out leaves it, once the session end hooks
+        ran; the hooks and the lifespan's exit get `shutdown_grace` each, even when the block
+        was cancelled.
+
+        Raises:
+            LifespanError: when the lifespan raised on entry (the server must not serve then).
+        """
+        if self._running:
+            self._running += 1
+            try:
+                yield self.dispatcher.lifespan_value
+            finally:
+                self._left()
+            return
+        self._running = 1
+        self._stopped = trio.Event()
+        lifespan = self._lifespan(self) if self._lifespan is not None else None
+        try:
+            if lifespan is not None:
+                try:
+                    self.dispatcher.lifespan_value = await lifespan.__aenter__()
+                except Exception as exc:
+                    raise LifespanError(
+                        f"the lifespan of server {self.name!r} failed to start: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self._hook_runner)
+                    try:
+                        yield self.dispatcher.lifespan_value
+                    finally:
+                        self._left()
+                        with trio.CancelScope(shield=True):
+                            await self._stopped.wait()  # the last of those serving it
+                            with trio.move_on_after(self.shutdown_grace):
+                                while self._hooks_running:
+                                    await self._hooks_done.wait()
+                            assert self._hooks is not None
+                            self._hooks.cancel_scope.cancel()
+            finally:
+                if lifespan is not None:
+                    with trio.CancelScope(shield=True) as scope:
+                        scope.deadline = trio.current_time() + self.shutdown_grace
+                        await lifespan.__aexit__(None, None, None)
+        finally:
+            self.dispatcher.lifespan_value = None
+            self._running = 0
+
+    async def _hook_runner(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Hold the nursery session hooks run in, shielded, until `running` ends it."""
+        with trio.CancelScope(shield=True):
+            async with trio.open_nursery() as hooks:
+                self._hooks = hooks
+                task_status.started()
+                await trio.sleep_forever()  # until `running` cancels this nursery
+        self._hooks = None
+
+    def _left(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self._stopped.set()
 
     def on_roots_changed(self, handler: RootsHandler) -> RootsHandler:
         """Register `async handler(ctx)`, run when a client says its roots changed.
@@ -608,6 +794,8 @@ class Server:
         return told
 
     async def _resource_updated_here(self, uri: str) -> int:
+        for watcher in self.update_watchers:
+            watcher(uri)
         return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
 
     async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
@@ -902,6 +1090,30 @@ class Server:
             max_subscription_bytes=self.max_subscription_bytes,
         )
 
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None = None, peer: str | None = None
+    ) -> ResolvedRequest:
+        """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
+
+        `peer` is the client's address, when the transport knows it (`ResolvedRequest.peer`).
+
+        A `tasks/*` request needs the scopes of the tool its task runs: a token that could not
+        call the tool cannot read, answer or cancel its task (none for an unknown task). The
+        task's record may live in a remote store, hence the wait.
+        """
+        call = self.dispatcher.resolve(request, auth)
+        if not call.matched:  # a long URI, matched off the event loop
+            call = await trio.to_thread.run_sync(self.dispatcher.targets.matched, call)
+        if peer is not None:
+            call = call._replace(peer=peer)
+        if call.kind == "task" and call.name is not None:
+            runtime = self.task_runtime
+            record = await runtime.store.get(call.name, runtime.clock())
+            if record is not None:
+                own = frozenset(record.scopes)
+                call = call.replace(scopes=self.dispatcher.targets.scopes(own))
+        return call
+
     # -- serving --------------------------------------------------------------------------------
 
     async def serve_connection(
@@ -909,6 +1121,7 @@ class Server:
         receive: Frames,
         send: trio.abc.SendChannel[bytes],
         *,
+        auth: AuthInfo | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve one client over a pair of frame channels until `receive` ends.
@@ -918,6 +1131,9 @@ class Server:
                 `LineTooLong` in a batch stands for a frame that was too long and is answered
                 with -32600 in its place); the channel's end ends the session.
             send: Where response and notification frames go.
+            auth: The verified token of the client, when the transport authenticated the
+                connection: its requests see it (`Context.auth`, the lists it may see, the
+                tasks it owns). None over stdio and in memory.
             task_status: Reports when the server is ready to read.
 
         Raises:
@@ -925,12 +1141,13 @@ class Server:
         """
         require_trio("Server.serve_connection")
         # The connection's calls that become tasks run here, and end with the connection.
-        async with trio.open_nursery() as tasks:
+        async with self.running(), trio.open_nursery() as tasks:
             with self.task_runtime.lend(tasks):
                 await serve_frames(
                     self,
                     receive,
                     send,
+                    auth=auth,
                     stop_tasks=functools.partial(self._stop_hosted_tasks, tasks),
                     task_status=task_status,
                 )

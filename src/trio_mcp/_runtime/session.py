@@ -30,12 +30,16 @@ server through `SessionOwner`, and is driven by `connection` (channels) or an HT
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import trio
 
+from .._core.auth import AuthInfo
 from .._core.jsonrpc import (
     INVALID_REQUEST,
     SERVER_UNAVAILABLE,
@@ -52,7 +56,7 @@ from .._core.meta import SUBSCRIPTION_ID
 from .._core.peer import Outcome
 from .._core.server_session import ServerSession, requested_version
 from .._core.subscriptions import LISTEN
-from .._dispatch import Dispatcher
+from .._dispatch import Dispatcher, ResolvedRequest
 from .._exceptions import (
     ClientTimeoutError,
     ConnectionClosed,
@@ -66,6 +70,7 @@ from .hub import SessionHub
 __all__ = [
     "CANCEL_NOTICE_SECONDS",
     "MessageSender",
+    "SessionInfo",
     "SessionOwner",
     "SessionRuntime",
     "batch_answer",
@@ -81,6 +86,29 @@ CANCEL_NOTICE_SECONDS: Final = 2.0
 
 #: How a runtime puts one message on its connection (None: it has no connection to put it on).
 MessageSender = Callable[[dict[str, Any]], Awaitable[None]]
+
+# Session ids (`SessionRuntime.id`): unique in the process, and across a fleet's processes on
+# one machine, with no secret in them (an HTTP session's own id is a credential).
+_SESSION_IDS: Final = itertools.count(1)
+_PID: Final = os.getpid()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A client's session, as session hooks see it (`Server.on_session_start`).
+
+    Attributes:
+        id: Names the session for as long as the process lives (no secret: not the HTTP
+            `Mcp-Session-Id`); the same as `ResolvedRequest.session_id`.
+        protocol_version: The revision it negotiated.
+        client_info: The client's `{"name", "version", ...}`, when it told.
+        auth: The verified token it was opened with, or None (stdio, memory, no auth).
+    """
+
+    id: str
+    protocol_version: str | None
+    client_info: dict[str, Any] | None
+    auth: AuthInfo | None
 
 
 class SessionOwner(Protocol):
@@ -99,6 +127,14 @@ class SessionOwner(Protocol):
 
     def new_session(self) -> ServerSession:
         """A fresh protocol session for one client."""
+        ...
+
+    def session_started(self, info: Any) -> None:
+        """Tell the server's session hooks that a session started (its `initialize`)."""
+        ...
+
+    def session_ended(self, info: Any) -> None:
+        """Tell the server's session hooks that a started session ended."""
         ...
 
 
@@ -125,12 +161,23 @@ class SessionRuntime:
         send: How to put a message on the connection; None for a per-request transport,
             whose requests to the client go on the stream of the request being answered
             (Rule 2).
+        auth: The verified token of a connection's client, when its transport authenticated
+            the connection as a whole (an HTTP transport passes each request's own instead).
     """
 
-    def __init__(self, server: SessionOwner, send: MessageSender | None = None) -> None:
+    def __init__(
+        self,
+        server: SessionOwner,
+        send: MessageSender | None = None,
+        *,
+        auth: AuthInfo | None = None,
+    ) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
         self.session = server.new_session()
+        #: Names the session in records and logs (`ResolvedRequest.session_id`).
+        self.id = f"{_PID}-{next(_SESSION_IDS)}"
+        self.auth = auth
         #: The session's two-way bookkeeping: the client's requests and the server's.
         self.peer = self.session.peer
         self._send = send
@@ -150,6 +197,9 @@ class SessionRuntime:
         # Streamable HTTP: the session's server-to-client stream, for messages not tied to a
         # request being answered (`attach_stream`); None until the transport gives it one.
         self._stream: MessageSender | None = None
+        # Whether the session started (a kept session's `initialize` was answered): its end
+        # is then told to the server's session hooks too.
+        self._started = False
 
     def attach_stream(
         self,
@@ -180,6 +230,9 @@ class SessionRuntime:
         """
         self.cancel_all()
         self.session.subscriptions.clear()
+        if self._started:
+            self._started = False
+            self.server.session_ended(self.info())
         # However it ended (end of input, cancellation, a crash), a request the server sent to
         # the client must not wait for ever; a reason given earlier by `close` is kept.
         self.close("the session ended")
@@ -239,62 +292,93 @@ class SessionRuntime:
         """Requests admitted and not yet released."""
         return self.session.in_flight_count
 
-    def admit(self, request: Request) -> dict[str, Any] | None:
-        """Mark the id in flight; an error response if it is already in use."""
+    def resolve(self, request: Request) -> ResolvedRequest:
+        """The record of a request that came on the connection (its token: the connection's)."""
+        return self.dispatcher.resolve(request, self.auth)
+
+    def start(self, call: ResolvedRequest) -> dict[str, Any] | Awaitable[dict[str, Any]] | None:
+        """Take a request: its response when it needs no waiting, else None (run it: `answer`).
+
+        A request answered here is done (its id free again). One that needs no waiting but goes
+        through middleware that never wait (`Middleware.inline`) is answered by the awaitable
+        returned, on the caller's own task: await it at once. One that must wait is admitted
+        (its id in flight) and given its cancel scope now, so that a `notifications/cancelled`
+        read right after it still finds it; its runner calls `answer`, then `release` once the
+        response is delivered.
+        """
+        request_id = call.request.id
         try:
-            self.session.begin(request.id)
+            self.session.begin(request_id)
         except RemoteProtocolError as exc:
-            return error_response(request.id, exc.code, exc.message)
+            return error_response(request_id, exc.code, exc.message)
+        if call.now:
+            if self.dispatcher.has_middleware and self.dispatcher.chained(call):
+                return self._through_chain(call)
+            response = self.dispatcher.answer_now(self.session, call, self.id)
+            self.session.end(request_id)
+            if call.request.method == "initialize":
+                self._initialized(response)
+            return response
+        self._scopes[request_id] = trio.CancelScope()
+        if call.request.method == LISTEN:
+            self._listens.add(request_id)
         return None
 
-    def prepare(self, request: Request) -> None:
-        """Give an admitted request that must wait its cancel scope.
+    async def _through_chain(self, call: ResolvedRequest) -> dict[str, Any]:
+        """A record that needs no waiting, answered through middleware that never wait."""
+        try:
+            # No context is made for it (no function of it takes one): nothing to notify.
+            return await self.dispatcher.answer(
+                self.session, call, _no_notifications, None, self.id
+            )
+        finally:
+            self.session.end(call.request.id)
 
-        Call it before the task that runs the request starts, so that a
-        `notifications/cancelled` read right after the request still finds the scope. (Requests
-        answered by `answer_now` never get one: they cannot be cancelled, being done at once.)
-        """
-        self._scopes[request.id] = trio.CancelScope()
-        if request.method == LISTEN:
-            self._listens.add(request.id)
+    def _initialized(self, response: dict[str, Any]) -> None:
+        # A kept session starts with its `initialize` answered: the server's hooks hear of it.
+        if self._kept and not self._started and "result" in response:
+            self._started = True
+            self.server.session_started(self.info())
+
+    def info(self) -> SessionInfo:
+        """The session as session hooks see it."""
+        return SessionInfo(
+            self.id, self.session.protocol_version, self.session.client_info, self.auth
+        )
 
     def release(self, request_id: RequestId) -> None:
-        """Forget a request admitted by `admit`; its id may be used again."""
+        """Forget a request `start` admitted; its id may be used again."""
         self._scopes.pop(request_id, None)
         self._listens.discard(request_id)
         self.session.end(request_id)
 
-    def answer_now(self, request: Request) -> dict[str, Any] | None:
-        """For an admitted request: its response if no waiting is needed (then released)."""
-        response = self.dispatcher.respond_now(self.session, request)
-        if response is not None:
-            self.release(request.id)
-        return response
-
     async def answer(
-        self, request: Request, notify: NotificationSender, via: MessageSender | None = None
+        self,
+        call: ResolvedRequest,
+        notify: NotificationSender,
+        via: MessageSender | None = None,
     ) -> dict[str, Any] | None:
-        """Run an admitted request in its own cancel scope; None when the client cancelled it.
+        """Run a request `start` admitted, in its cancel scope; None when the client cancelled it.
 
         The request stays admitted: the caller releases it once the response is delivered.
 
         Args:
-            request: The request.
+            call: The request's record.
             notify: Where its notifications go.
             via: Where the requests of the server's it makes go (the stream of its answer),
                 when the session has no connection (Rule 2).
         """
-        scope = self._scopes.get(request.id)
-        if scope is None:
-            self.prepare(request)
-            scope = self._scopes[request.id]
+        request = call.request
+        scope = self._scopes[request.id]
         if self._shutting_down:
             self._cut.add(request.id)
             scope.cancel()
         with scope:
-            response = await self.dispatcher.respond(
-                self.session, request, notify, self.requester(request, via)
+            response = await self.dispatcher.answer(
+                self.session, call, notify, self.requester(request, via), self.id
             )
+        if request.method == "initialize":
+            self._initialized(response)
         if not scope.cancel_called:
             return response
         if request.id in self._cut:
@@ -448,45 +532,43 @@ class SessionRuntime:
                 self._cut.add(request_id)
                 scope.cancel()
 
-    def handle_now(self, request: Request) -> dict[str, Any] | None:
-        """Answer a request completely if that needs no waiting; None if it must go to `handle`.
-
-        For a per-request transport's fast path: a request answered here needs no task, no
-        cancel scope and no channel. One that must wait is left as it came (not admitted).
-        """
-        refused = self.admit(request)
-        if refused is not None:
-            return refused
-        response = self.answer_now(request)  # releases the request when it answers
-        if response is None:
-            self.release(request.id)
-        return response
-
     async def handle(
         self, message: Any, notify: NotificationSender, via: MessageSender | None = None
     ) -> Any:
-        """Handle one decoded message (or batch) completely; return what to answer, or None.
+        """Handle one message (or batch) completely; return what to answer, or None.
+
+        For a per-request transport (Streamable HTTP).
 
         Args:
-            message: A `Message`, an `InvalidMessage`, or a list of them (a batch).
+            message: A `ResolvedRequest`, a `Notification`, a `Response`, an `ErrorResponse`,
+                an `InvalidMessage`, or a list of them (a batch; requests in it resolved or
+                not).
             notify: Where notifications related to this message's requests go.
             via: Where requests of the server's made while answering it go (its stream).
         """
         if isinstance(message, list):
             return await self.run_batch(self.admit_batch(message), notify, via)
+        if isinstance(message, ResolvedRequest):
+            return await self._handle_request(message, notify, via)
         if isinstance(message, Request):
-            refused = self.admit(message)
-            if refused is not None:
-                return refused
-            try:
-                # `answer` runs Dispatcher.respond, which answers at once what needs no waiting.
-                return await self.answer(message, notify, via)
-            finally:
-                self.release(message.id)
+            return await self.handle(self.resolve(message), notify, via)
         if isinstance(message, InvalidMessage):
             return self.invalid(message)
-        self.incoming(message)
+        await self.receive(message)
         return None
+
+    async def _handle_request(
+        self, call: ResolvedRequest, notify: NotificationSender, via: MessageSender | None
+    ) -> dict[str, Any] | None:
+        response = self.start(call)
+        if isinstance(response, dict):
+            return response
+        if response is not None:
+            return await response
+        try:
+            return await self.answer(call, notify, via)
+        finally:
+            self.release(call.request.id)
 
     def admit_batch(self, messages: list[Any]) -> list[Any]:
         """The synchronous first pass over a batch, run as soon as it is read.
@@ -499,7 +581,7 @@ class SessionRuntime:
         tasks at once, past the limit that bounds what one client can make the server hold.
 
         Returns:
-            One slot per message: a `Request` still to run, an answer, or None.
+            One slot per message: a `ResolvedRequest` still to run, an answer, or None.
         """
         try:
             self.session.check_batch()
@@ -518,10 +600,12 @@ class SessionRuntime:
         slots: list[Any] = []
         for message in messages:
             if isinstance(message, Request):
-                refused = self.admit(message)
-                if refused is None:
-                    self.prepare(message)
-                slots.append(message if refused is None else refused)
+                message = self.resolve(message)  # noqa: PLW2901 - the request, resolved
+            if isinstance(message, ResolvedRequest):
+                # Every request of a batch runs in its task (its answer goes with the others').
+                call = message._replace(now=False) if message.now else message
+                refused = self.start(call)
+                slots.append(call if refused is None else refused)
             elif isinstance(message, InvalidMessage):
                 slots.append(self.invalid(message))
             else:
@@ -541,22 +625,23 @@ class SessionRuntime:
     ) -> None:
         """Run the requests among `slots` concurrently, each slot taking its request's answer.
 
-        A slot still holding its `Request` afterwards was not answered (the batch was cancelled
+        A slot still holding its record afterwards was not answered (the batch was cancelled
         from outside: the caller decides what it is owed); None is a request the client
         cancelled, which is owed nothing.
         """
 
-        async def one(i: int, request: Request) -> None:
+        async def one(i: int, call: ResolvedRequest) -> None:
+            request_id = call.request.id
             try:
-                slots[i] = await self.answer(request, notify, via)
+                slots[i] = await self.answer(call, notify, via)
             finally:
-                if slots[i] is request and self.was_cancelled(request.id):
+                if slots[i] is call and self.was_cancelled(request_id):
                     slots[i] = None  # cut short, but the client cancelled it: owed nothing
-                self.release(request.id)
+                self.release(request_id)
 
         async with trio.open_nursery() as nursery:
             for i, slot in enumerate(slots):
-                if isinstance(slot, Request):
+                if isinstance(slot, ResolvedRequest):
                     nursery.start_soon(one, i, slot)
 
     def was_cancelled(self, request_id: RequestId) -> bool:
@@ -600,8 +685,18 @@ class SessionRuntime:
         for scope in self._scopes.values():
             scope.cancel()
 
+    async def receive(self, message: Notification | Response | ErrorResponse) -> None:
+        """Take a notification (through the middleware that see them) or a response."""
+        if isinstance(message, Notification) and self.dispatcher.chain.sees_notifications:
+            await self.dispatcher.notified(message, self._take_notification)
+        else:
+            self.incoming(message)
+
+    async def _take_notification(self, notification: Notification) -> None:
+        self.incoming(notification)
+
     def incoming(self, message: Notification | Response | ErrorResponse) -> None:
-        """Take a notification or a response from the client."""
+        """Take a notification or a response from the client (no middleware: `receive`)."""
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 # The peer ignores malformed params and ids of the wrong type (True / 1.0 would
@@ -653,11 +748,17 @@ class SessionRuntime:
             send=self.notify,
             requester=self.request,
             ask_timeout=self.dispatcher.ask_timeout,
+            lifespan=self.dispatcher.lifespan_value,
         )
         try:
             await handler(context)
         except Exception:
             logger.exception("the roots/list_changed handler raised")
+
+
+async def _no_notifications(method: str, params: dict[str, Any]) -> None:
+    """Where a record answered without waiting sends notifications: it sends none."""
+    logger.debug("dropped %s of a request answered at once", method)
 
 
 async def _send_cancel(send: MessageSender, params: dict[str, Any] | None) -> None:

@@ -23,7 +23,13 @@ from .._runtime.answering import (
     Roots,
     SamplingHandler,
 )
-from .._runtime.client import DEFAULT_MAX_INPUT_ROUNDS, Client, LogHandler, open_session
+from .._runtime.client import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    Client,
+    LogHandler,
+    RequestMetaHook,
+    open_session,
+)
 from .._runtime.guard import require_trio
 from .._runtime.server import Server
 
@@ -46,6 +52,7 @@ async def connect(
     on_elicitation_complete: ElicitationCompleteHandler | None = None,
     max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
     tasks: bool = False,
+    request_meta: RequestMetaHook | None = None,
 ) -> AsyncIterator[Client]:
     """Serve `server` in this process and yield a connected, initialized `Client`.
 
@@ -75,6 +82,7 @@ async def connect(
         max_input_rounds: Rounds of input requests one call answers (2026-07-28).
         tasks: Declare the tasks extension (as in `open_client`): the server may run calls of
             its `task=` tools as tasks, which `call_tool` follows to their end.
+        request_meta: Adds entries to each request's `_meta` (as in `open_client`).
 
     Yields:
         The connected client.
@@ -100,6 +108,7 @@ async def connect(
         on_elicitation_complete=on_elicitation_complete,
         max_input_rounds=max_input_rounds,
         tasks=tasks,
+        request_meta=request_meta,
     )
     async with open_in_process(server, session, tap=tap) as client:
         yield client

@@ -123,6 +123,11 @@ def _created_task(result: Any) -> bool:
     return isinstance(result, dict) and result.get("resultType") == "task"
 
 
+def _input_required(result: Any) -> bool:
+    """Whether a result is a 2026-07-28 `InputRequiredResult` (questions for the client)."""
+    return isinstance(result, dict) and result.get("resultType") == "input_required"
+
+
 @functools.cache
 def _document(version: str) -> dict[str, Any]:
     if version not in VERSIONS:
@@ -316,6 +321,9 @@ def _check_one(
     _check(message, version, "JSONRPCMessage", what)
     if result is None or _created_task(message.get("result")):
         return
+    if _input_required(message.get("result")) and has_definition(version, "InputRequiredResult"):
+        # 2026-07-28: a request may be answered with a round of questions instead.
+        result = "InputRequiredResult"
     _check(message["result"], version, result, f"the result of {what}", message)
     # 2026-07-28 also defines a per-method response envelope (e.g. CallToolResultResponse).
     if has_definition(version, f"{result}Response"):

@@ -15,7 +15,9 @@ Rule 2: every check that can refuse a request runs before its body is handed on,
         `streamable` Rule 1; then the scopes of what the body asks for, 403). A refused
         request never reaches a session: every refusal is raised as `Refused` and answered
         here, in one shape. The protected resource metadata (RFC 9728) is public: it is
-        answered before any of these but framing.
+        answered before any of these but framing. The metrics endpoint, when
+        `HttpOptions.metrics` is set, is checked for method, Host and Origin like the MCP
+        endpoint, then for its own token (`metrics_token`), never for a user's.
 Rule 3: shutting down (`begin_shutdown`) ends the legacy streams and the Streamable HTTP GET
         streams, which would never end by themselves; Streamable HTTP requests end with their
         answers, and those still running when the grace period is over are answered "server
@@ -25,13 +27,25 @@ Rule 3: shutting down (`begin_shutdown`) ends the legacy streams and the Streama
 
 from __future__ import annotations
 
+import hmac
+import logging
 from collections.abc import Iterable
 
 import trio
 
-from ..._core.auth import current_auth
+from ..._core.auth import AuthInfo
 from ..._core.jsonrpc import dumps
-from .asgi import Receive, Refused, Scope, Send, check_framing, header_map, refuse, send_json
+from .asgi import (
+    Receive,
+    Refused,
+    Scope,
+    Send,
+    check_framing,
+    content_length,
+    header_map,
+    refuse,
+    send_json,
+)
 from .auth import AuthGate, StaticTokenVerifier, TokenVerifier
 from .guard import source_refusal
 from .legacy_sse import LegacySse
@@ -49,6 +63,8 @@ __all__ = [
     "HttpSession",
     "McpHttpApp",
 ]
+
+logger = logging.getLogger("trio_mcp")
 
 
 class McpHttpApp:
@@ -71,7 +87,6 @@ class McpHttpApp:
             self.options.resource_metadata,
             self.options.path,
             backend.base_scopes(),
-            backend.required_scopes,
             scope_hierarchy=self.options.scope_hierarchy,
         )
         self._streamable = StreamableHttp(backend, self.options, self._sessions, self._gate)
@@ -131,6 +146,9 @@ class McpHttpApp:
         if path in self._gate.metadata_paths():  # from the canonical URI as it is now
             await self._metadata(scope, send)
             return
+        if opts.metrics is not None and path == opts.metrics_path:
+            await self._metrics(scope, send)
+            return
         if path == opts.path:
             # No GET and no DELETE without sessions: a request that stands alone has no stream
             # for the server to speak on outside its answer (spec: 405 then). `Allow` lists
@@ -151,28 +169,29 @@ class McpHttpApp:
         refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
         if refusal is not None:
             raise Refused(*refusal)
-        # The verified token rides along in a context variable to the tasks that answer this
-        # request (`_core/auth`, Rule 2); this request's task is its own, so it is set here.
-        reset = current_auth.set(await self._gate.authenticate(scope, headers))
-        try:
-            await self._serve(scope, headers, receive, send)
-        finally:
-            current_auth.reset(reset)
+        # The verified token goes down with the request, to the records its messages become.
+        auth = await self._gate.authenticate(scope, headers)
+        await self._serve(scope, headers, receive, send, auth)
 
     async def _serve(
-        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None,
     ) -> None:
         path, method = scope["path"], scope["method"]
         if path == "/sse":
-            await self._legacy.stream(headers, receive, send)
+            await self._legacy.stream(headers, receive, send, auth)
         elif path == "/messages":
-            await self._legacy.post(scope, headers, receive, send)
+            await self._legacy.post(scope, headers, receive, send, auth)
         elif method == "POST":
-            await self._streamable.post(scope, headers, receive, send)
+            await self._streamable.post(scope, headers, receive, send, auth)
         elif method == "GET":
-            await self._streamable.get(headers, receive, send)
+            await self._streamable.get(headers, receive, send, auth)
         else:  # DELETE
-            await self._streamable.delete(headers, send)
+            await self._streamable.delete(headers, send, auth)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         """Serve the protected resource metadata (RFC 9728), to anyone (`auth` Rule 2)."""
@@ -186,6 +205,41 @@ class McpHttpApp:
             raise Refused(405, f"Method {method} not allowed", _allow(("GET", "OPTIONS")))
         body = dumps(self._gate.document(scope, header_map(scope)))
         await send_json(send, 200, body, _CORS)
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        """Serve the metrics (Rule 2): GET, Host and Origin as for MCP, then the metrics token."""
+        opts = self.options
+        assert opts.metrics is not None
+        if scope["method"] != "GET":
+            raise Refused(405, f"Method {scope['method']} not allowed", _allow(("GET",)))
+        headers = header_map(scope)
+        refusal = source_refusal(headers, scope.get("server"), scope.get("scheme", "http"), opts)
+        if refusal is not None:
+            raise Refused(*refusal)
+        if opts.metrics_token is not None and not _bearer_is(headers, opts.metrics_token):
+            raise Refused(401, "Missing or wrong metrics token", [_METRICS_CHALLENGE])
+        accept = headers.get(b"accept")
+        try:
+            body, content_type = opts.metrics(None if accept is None else accept.decode("latin-1"))
+        except Exception:
+            logger.exception("rendering the metrics failed")
+            raise Refused(500, "The metrics could not be rendered") from None
+        start = [
+            (b"content-type", content_type.encode("latin-1")),
+            content_length(body),
+            (b"cache-control", b"no-store"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": start})
+        await send({"type": "http.response.body", "body": body})
+
+
+_METRICS_CHALLENGE = (b"www-authenticate", b'Bearer realm="metrics"')
+
+
+def _bearer_is(headers: dict[bytes, bytes], token: str) -> bool:
+    """Whether the request's `Authorization` is `Bearer <token>` (constant time in the token)."""
+    scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token.encode())
 
 
 _CORS = [

@@ -16,6 +16,7 @@ Nothing here knows MCP sessions or routes; `app`, `streamable` and `legacy_sse` 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final, Protocol
@@ -36,11 +37,13 @@ __all__ = [
     "cancel_on_disconnect",
     "check_content_type",
     "check_framing",
+    "client_key",
     "content_length",
     "encode",
     "event",
     "event_of",
     "header_map",
+    "peer_of",
     "priming",
     "read_body",
     "refuse",
@@ -117,6 +120,39 @@ class Refused(Exception):  # noqa: N818 - control flow: an HTTP status to answer
 def header_map(scope: Scope) -> dict[bytes, bytes]:
     """The request's headers, lower-cased names to their last value."""
     return {name.lower(): value for name, value in scope["headers"]}
+
+
+def peer_of(scope: Scope) -> str | None:
+    """The address of the client's end of the connection (ASGI `client`), None when unknown.
+
+    The host only: a client's port changes with each connection it opens. Behind a proxy,
+    this is the proxy's address.
+    """
+    client = scope.get("client")
+    if not client or not client[0]:
+        return None
+    return str(client[0])
+
+
+def client_key(address: Any) -> str | None:
+    """Who a peer address counts as, for a limit per client address.
+
+    `max_connections_per_address` (`serving` Rule 8) and `RateLimiter`'s `by_client` count
+    by it. An IPv4 address is itself (an IPv4-mapped IPv6 address too); an IPv6 address
+    counts as its /64, the block one host or site usually has whole (its privacy addresses
+    change within it). None for an address that is not an IP one (a Unix socket's).
+    """
+    if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
+        return None
+    try:
+        ip = ipaddress.ip_address(address[0].partition("%")[0])  # no IPv6 zone
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
 
 
 async def check_framing(scope: Scope, receive: Receive, options: BodyOptions) -> None:

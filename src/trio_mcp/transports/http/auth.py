@@ -34,15 +34,14 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, urlsplit
 
 import trio
 
-from ..._core.auth import AuthInfo, current_auth, missing_scopes, parse_scopes
-from ..._core.jsonrpc import Request
+from ..._core.auth import AuthInfo, missing_scopes, parse_scopes
 from ..._exceptions import InsufficientScopeError, InvalidTokenError
 from .asgi import Refused, Scope
 from .options import ProtectedResource, TokenVerifier, TokenVerifierError
@@ -143,8 +142,6 @@ class AuthGate:
         path: The MCP endpoint's path (for the canonical URI and the metadata URL).
         base_scopes: The scopes every request needs (`HttpBackend.base_scopes`), which 401
             challenges name.
-        required_scopes: The scopes a request needs (`HttpBackend.required_scopes`); None:
-            only `base_scopes`.
         scope_hierarchy: Broader scopes and the narrower ones each implies.
     """
 
@@ -154,7 +151,6 @@ class AuthGate:
         resource: ProtectedResource | None,
         path: str,
         base_scopes: Iterable[str] = (),
-        required_scopes: Callable[[Request], Awaitable[Iterable[str]]] | None = None,
         *,
         scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
@@ -162,7 +158,6 @@ class AuthGate:
         self._implied = _closure(scope_hierarchy or {})
         self.resource = resource
         self.path = path
-        self._required = required_scopes
         bind = getattr(verifier, "bind_resource", None)
         if callable(bind):  # an audience-checking verifier learns the canonical URI (Rule 3)
             bind(resource.resource if resource is not None else None)
@@ -273,30 +268,38 @@ class AuthGate:
         self.check(scope, headers, self.base_scopes, info)
         return info
 
-    async def check_messages(
-        self, scope: Scope, headers: Mapping[bytes, bytes], messages: Iterable[Any]
+    def check_scopes(
+        self,
+        scope: Scope,
+        headers: Mapping[bytes, bytes],
+        info: AuthInfo | None,
+        needs: Iterable[Iterable[str]],
     ) -> None:
-        """Refuse (403) a body whose requests need scopes the verified token lacks."""
+        """Refuse (403) a body whose requests need scopes the verified token lacks.
+
+        Args:
+            scope: The ASGI scope.
+            headers: The request's headers.
+            info: The verified token (`authenticate`).
+            needs: The scopes of each request of the body (their resolved records').
+        """
         if self.verifier is None:
             return
         needed: dict[str, None] = {}
-        if self._required is not None:
-            for message in messages:
-                if isinstance(message, Request):
-                    needed.update(dict.fromkeys(await self._required(message)))
-        self.check(scope, headers, needed)
+        for scopes in needs:
+            needed.update(dict.fromkeys(scopes))
+        self.check(scope, headers, needed, info)
 
     def check(
         self,
         scope: Scope,
         headers: Mapping[bytes, bytes],
         needed: Iterable[str],
-        info: AuthInfo | None = None,
+        info: AuthInfo | None,
     ) -> None:
         """Refuse (403) when the verified token lacks any of `needed` (no verifier: nothing)."""
         if self.verifier is None:
             return
-        info = info if info is not None else current_auth.get()
         granted = info.scopes if info is not None else frozenset()
         missing = missing_scopes(needed, granted)
         if missing:

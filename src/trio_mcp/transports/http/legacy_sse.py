@@ -38,6 +38,7 @@ from urllib.parse import parse_qs
 
 import trio
 
+from ..._core.auth import AuthInfo
 from ..._core.jsonrpc import Notification, Request, RequestId, is_request_id, loads, parse
 from ..._exceptions import RemoteProtocolError
 from .asgi import (
@@ -88,8 +89,17 @@ class LegacySse:
         self._closing = True
         self._sessions.end_legacy()
 
-    async def stream(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
-        """Serve one session's stream until the client disconnects or the session ends."""
+    async def stream(
+        self,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
+    ) -> None:
+        """Serve one session's stream until the client disconnects or the session ends.
+
+        The session is `auth`'s, the verified token of this GET (`sessions` Rule 5).
+        """
         if self._closing:
             raise Refused(503, "Shutting down", [(b"retry-after", b"5")])
         self._sessions.check_room()
@@ -100,7 +110,7 @@ class LegacySse:
             None, trio.current_time(), legacy_inbox=inbox_send, legacy_pending=collections.Counter()
         )
         outbox = _Outbox(outbox_send, entry)
-        self._sessions.add(sid, entry)
+        self._sessions.add(sid, entry, auth)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
             endpoint = f"/messages?sessionId={sid}".encode()
@@ -115,7 +125,7 @@ class LegacySse:
                 nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
 
                 async def serve() -> None:
-                    await self.backend.serve_channels(inbox_receive, outbox)
+                    await self.backend.serve_channels(inbox_receive, outbox, auth=auth)
                     await outbox.aclose()
 
                 nursery.start_soon(serve)
@@ -136,14 +146,19 @@ class LegacySse:
             self._sessions.end(sid)
 
     async def post(
-        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
     ) -> None:
         """Queue one POSTed body for its session (Rules 2, 3)."""
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
         if not sid:
             raise Refused(400, "Missing sessionId query parameter")
-        entry = self._sessions.get(sid)
+        entry = self._sessions.get(sid, auth)
         if entry is None or entry.legacy_inbox is None:
             raise Refused(404, "Unknown or closed session")
         check_content_type(headers)
@@ -152,8 +167,15 @@ class LegacySse:
         # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.
         messages, _ = parse(body)
-        if self._gate is not None:
-            await self._gate.check_messages(scope, headers, messages)
+        if self._gate is not None and self._gate.verifier is not None:
+            # The body goes to the session as it came, to be resolved there (this transport's
+            # session reads frames): resolved here for its scopes only.
+            needs = [
+                (await self.backend.resolve(m, auth)).scopes
+                for m in messages
+                if isinstance(m, Request)
+            ]
+            self._gate.check_scopes(scope, headers, auth, needs)
         requests = [m.id for m in messages if isinstance(m, Request)]
         if requests and entry.legacy_in_flight + len(requests) > (
             self.options.max_in_flight_per_session

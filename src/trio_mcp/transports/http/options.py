@@ -12,7 +12,7 @@ options can name them; `auth` has the verifiers and the challenges.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -22,6 +22,7 @@ from .replay import EventStore, MemoryEventStore
 __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "HttpOptions",
+    "MetricsRenderer",
     "ProtectedResource",
     "TokenVerifier",
     "TokenVerifierError",
@@ -37,6 +38,11 @@ DEFAULT_ALLOWED_ORIGINS: Final = (
     "https://127.0.0.1",
     "https://[::1]",
 )
+
+
+#: Renders what `HttpOptions.metrics_path` serves: called with the scrape's Accept header (None
+#: without one), returns the body and its Content-Type (`PrometheusMiddleware.render`).
+MetricsRenderer = Callable[[str | None], tuple[bytes, str]]
 
 
 class TokenVerifier(Protocol):
@@ -184,6 +190,14 @@ class HttpOptions:
             included, by reconnecting with `Last-Event-ID`; a call whose stream broke then
             runs on. None keeps nothing: a broken call stream cancels its call. Default: a
             `MemoryEventStore` of this process (16 MiB, 5 minutes).
+        metrics: Serve metrics at `metrics_path` (GET): a renderer such as
+            `PrometheusMiddleware.render`. Off by default: the metrics name the server's tools
+            and tell how it is used. The endpoint has the MCP endpoint's Host and Origin
+            checks, but not its `auth` (a scraper holds no user's token): see `metrics_token`.
+        metrics_path: Where `metrics` are served.
+        metrics_token: When set, a scrape must carry `Authorization: Bearer <token>` (compared
+            in constant time; Prometheus's `authorization` scrape setting sends it). Without
+            it, whoever reaches the port may read the metrics.
     """
 
     path: str = "/mcp"
@@ -262,11 +276,23 @@ class HttpOptions:
     # In memory, bounded (transports/http/replay.py, Rule 2): resuming must work out of the
     # box (SEP-1699 polling), and a fleet can hand in a shared store instead.
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
+    metrics: MetricsRenderer | None = None
+    # Prometheus's default `metrics_path`, which its scrape configurations assume.
+    metrics_path: str = "/metrics"
+    metrics_token: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_connections_per_address is not None and self.max_connections_per_address < 1:
             raise ValueError(
                 "HttpOptions.max_connections_per_address must be 1 or more, or None for no bound"
+            )
+        taken = {self.path, "/sse", "/messages"} if self.legacy_sse else {self.path}
+        if self.metrics is not None and (
+            not self.metrics_path.startswith("/") or self.metrics_path in taken
+        ):
+            raise ValueError(
+                f"metrics_path must be a path of its own starting with '/', not "
+                f"{self.metrics_path!r} (the MCP endpoints use {', '.join(sorted(taken))})"
             )
         if self.auth is not None and self.bearer_token is not None:
             raise ValueError(

@@ -61,6 +61,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 
 from ..._core.jsonrpc import INVALID_REQUEST, dumps, error_response
+from .asgi import client_key
 from .options import HttpOptions
 
 __all__ = [
@@ -260,26 +261,6 @@ def check_bind(host: str, options: HttpOptions) -> None:
 def _url(address: Any) -> str:
     host, port = address[0], address[1]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def client_key(address: Any) -> str | None:
-    """Who a peer address counts as for `max_connections_per_address` (Rule 8).
-
-    An IPv4 address is itself (an IPv4-mapped IPv6 address too); an IPv6 address counts as its
-    /64, the block one host or site usually has whole (its privacy addresses change within
-    it). None for an address that is not an IP one (a Unix socket's).
-    """
-    if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
-        return None
-    try:
-        ip = ipaddress.ip_address(address[0].partition("%")[0])  # no IPv6 zone
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
-    return str(ip)
 
 
 def _turn_away_now(stream: trio.SocketStream, answer: bytes) -> None:

@@ -40,14 +40,14 @@ from typing import Any, Protocol
 
 import trio
 
-from ..._core.auth import Principal, current_principal
+from ..._core.auth import AuthInfo, Principal, principal_of
 from ..._core.jsonrpc import Request, RequestId
 from .asgi import Refused
 from .options import HttpOptions
 from .outbox import Outbox, Spawn
 from .replay import SessionStreams
 
-__all__ = ["Carry", "Entry", "HttpBackend", "HttpSession", "Notify", "SessionTable"]
+__all__ = ["Carry", "Entry", "HttpBackend", "HttpSession", "Notify", "Resolved", "SessionTable"]
 
 logger = logging.getLogger("trio_mcp.http")
 
@@ -55,6 +55,25 @@ Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 #: Puts one message of the server's (a request to the client, its cancellation) on the stream
 #: of the request being answered; raises `ConnectionClosed` once that stream is gone.
 Carry = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Resolved(Protocol):
+    """A request as the MCP side resolved it (`HttpBackend.resolve`): what the transport reads.
+
+    The transport hands it back to the session that answers it, which reads the rest.
+    """
+
+    @property
+    def request(self) -> Request:
+        """The JSON-RPC request."""
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The OAuth scopes it needs."""
+
+    @property
+    def auth(self) -> AuthInfo | None:
+        """The verified token it came with."""
 
 
 class HttpSession(Protocol):
@@ -68,15 +87,26 @@ class HttpSession(Protocol):
     def protocol_version(self) -> str | None:
         """The revision the session speaks, once initialized (or adopted)."""
 
-    def handle_now(self, request: Request) -> Any:
-        """Answer a request at once if it needs no waiting; None if it must go to `handle`."""
+    def start(self, call: Any) -> Any:
+        """Take a resolved request: its answer if it needs no waiting, else None.
 
-    async def handle(self, message: Any, notify: Notify, via: Carry | None = None) -> Any:
-        """Handle a decoded message or batch; return the answer (None when nothing is owed).
+        The answer may come as an awaitable (middleware that never wait run around it): await
+        it at once. A request that must wait is admitted: run it with `answer`, then `release`
+        it.
+        """
 
-        Notifications of its requests go to `notify`, their requests to the client to `via`
+    async def answer(self, call: Any, notify: Notify, via: Carry | None = None) -> Any:
+        """Run a request `start` admitted; its answer, None when the client cancelled it.
+
+        Notifications of the request go to `notify`, its requests to the client to `via`
         (the session decides whether it may send them at all).
         """
+
+    def release(self, request_id: RequestId) -> None:
+        """Forget a request `start` admitted, once its answer is delivered."""
+
+    async def handle(self, message: Any, notify: Notify, via: Carry | None = None) -> Any:
+        """Handle a decoded message or batch (requests resolved); the answer or None."""
 
     def open(self) -> None:
         """The session is kept (in the table) until `end`: it is live for the MCP side."""
@@ -127,12 +157,15 @@ class HttpBackend(Protocol):
         A 2026-07-28 `subscriptions/listen`: it is bounded apart from the requests in flight.
         """
 
-    async def required_scopes(self, request: Request) -> tuple[str, ...]:
-        """The OAuth scopes a request needs.
+    async def resolve(
+        self, request: Request, auth: AuthInfo | None, peer: str | None = None
+    ) -> Resolved:
+        """The request resolved once, with its verified token and its client's address.
 
-        Those the server needs for everything, and those of the tool, resource or prompt it
-        names (for `tasks/get`, `tasks/update` and `tasks/cancel`: of the tool the task runs).
-        Consulted only when the transport verifies tokens (`HttpOptions.auth`).
+        `peer` is the address (`peer_of`), for what tells clients without a token apart. Its
+        `scopes` are those the server needs for everything and those of the tool, resource or
+        prompt it names (for `tasks/get`, `tasks/update` and `tasks/cancel`: of the tool the
+        task runs); the transport refuses it (403) when the token lacks any.
         """
 
     async def serve_channels(
@@ -140,9 +173,13 @@ class HttpBackend(Protocol):
         receive: trio.MemoryReceiveChannel[bytes],
         send: trio.abc.SendChannel[bytes],
         *,
+        auth: AuthInfo | None = None,
         task_status: trio.TaskStatus[None] = ...,
     ) -> None:
-        """Serve one legacy-SSE session over frame channels until `receive` ends."""
+        """Serve one legacy-SSE session over frame channels until `receive` ends.
+
+        `auth` is the verified token of the stream's GET: the session's.
+        """
 
 
 # Not frozen: a session's record changes as its requests come and go (last_seen, the legacy
@@ -194,10 +231,10 @@ class SessionTable:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, sid: str) -> Entry | None:
-        """The session named `sid`, if it is open and this request's token may use it (Rule 5)."""
+    def get(self, sid: str, auth: AuthInfo | None) -> Entry | None:
+        """The session named `sid`, if it is open and the request's token may use it (Rule 5)."""
         entry = self._entries.get(sid)
-        if entry is not None and entry.owner != current_principal():
+        if entry is not None and entry.owner != principal_of(auth):
             return None
         return entry
 
@@ -216,9 +253,9 @@ class SessionTable:
         logger.info("session %s ended to make room for a new one (the table is full)", sid[:8])
         self.end(sid)
 
-    def add(self, sid: str, entry: Entry) -> None:
-        """Open a session under `sid`, owned by this request's verified token (Rule 5)."""
-        entry.owner = current_principal()
+    def add(self, sid: str, entry: Entry, auth: AuthInfo | None) -> None:
+        """Open a session under `sid`, owned by the request's verified token (Rule 5)."""
+        entry.owner = principal_of(auth)
         self._entries[sid] = entry
         if entry.session is not None:
             entry.session.open()

@@ -92,8 +92,16 @@ from typing import Any, NoReturn
 
 import trio
 
-from ..._core.auth import current_principal
-from ..._core.jsonrpc import SERVER_UNAVAILABLE, InvalidMessage, Request, parse
+from ..._core.auth import AuthInfo, principal_of
+from ..._core.jsonrpc import (
+    SERVER_UNAVAILABLE,
+    ErrorResponse,
+    InvalidMessage,
+    Notification,
+    Request,
+    Response,
+    parse,
+)
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
 from ..._core.versions import HTTP_DEFAULT_VERSION, batch_refusal
@@ -110,6 +118,7 @@ from .asgi import (
     content_length,
     encode,
     event_of,
+    peer_of,
     priming,
     read_body,
     send_json,
@@ -119,7 +128,7 @@ from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox
 from .replay import SessionStreams, StreamLog, parse_event_id
-from .sessions import Entry, HttpBackend, HttpSession, SessionTable
+from .sessions import Entry, HttpBackend, HttpSession, Resolved, SessionTable
 
 __all__ = ["StreamableHttp"]
 
@@ -175,9 +184,14 @@ class StreamableHttp:
             session.shut_down()
 
     async def post(
-        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
     ) -> None:
-        """Answer one POST: a message or a batch (Rules 1, 2)."""
+        """Answer one POST: a message or a batch (Rules 1, 2), with its verified token."""
         check_content_type(headers)
         accept = headers.get(b"accept", b"").lower()
         wildcard = b"*/*" in accept
@@ -187,25 +201,35 @@ class StreamableHttp:
         messages, is_batch = parse(body)
         if not is_batch and isinstance(messages[0], InvalidMessage):
             if messages[0].response:
-                await self._malformed_response(headers, messages[0])
+                await self._malformed_response(headers, messages[0], auth)
             # Parse errors and invalid messages: 400 with the JSON-RPC error as the body.
             error = messages[0].error
             raise Refused(400, error.message, code=error.code, request_id=error.id)
-        message: Any = messages if is_batch else messages[0]
+        # Each request is resolved once, here: its record carries the scopes it needs (checked
+        # now) and goes on to the session that answers it.
+        peer = peer_of(scope)
+        calls = {
+            i: await self.backend.resolve(m, auth, peer)
+            for i, m in enumerate(messages)
+            if isinstance(m, Request)
+        }
         if self._gate is not None:
-            await self._gate.check_messages(scope, headers, messages)
+            self._gate.check_scopes(scope, headers, auth, (c.scopes for c in calls.values()))
+        resolved = [calls.get(i, m) for i, m in enumerate(messages)]
+        message: Any = resolved if is_batch else resolved[0]
         version = headers.get(b"mcp-protocol-version")
         modern_version = self._modern_version(version, messages)
         modern = modern_version is not None
         has_request = any(isinstance(m, Request) for m in messages)
         if modern:
-            _check_batch(message, modern_version)
-            sid, session = None, self._modern_session(scope, headers, message)
+            raw = messages if is_batch else messages[0]
+            _check_batch(raw, modern_version)
+            sid, session = None, self._modern_session(scope, headers, raw)
         else:
-            is_init = _is_initialize(message)
+            is_init = not is_batch and _is_initialize(messages[0])
             if is_batch and any(_is_initialize(m) for m in messages):
-                _check_batch(message, None)  # no revision is in force before `initialize`
-            sid, session, entry = self._session_for(headers, is_init, version, has_request)
+                _check_batch(messages, None)  # no revision is in force before `initialize`
+            sid, session, entry = self._session_for(headers, is_init, version, has_request, auth)
             _check_batch(message, session.protocol_version)
         if not has_request:
             answer = await session.handle(message, _no_notify)
@@ -215,23 +239,31 @@ class StreamableHttp:
             await send_json(send, 202, b"", _sid(sid))
             return
         if modern or self.options.stateless or entry is None:
-            if isinstance(message, Request) and self.backend.stays_open(message):
+            if _is_request(message) and self.backend.stays_open(message.request):
                 await self._answer_stream(scope, session, message, receive, send, modern=modern)
                 return
             await self._answer_sessionless(session, message, receive, send, modern=modern)
         else:
             await self._answer_in_session(session, message, sid, receive, send, entry=entry)
 
-    async def _malformed_response(self, headers: dict[bytes, bytes], message: Any) -> NoReturn:
+    async def _malformed_response(
+        self, headers: dict[bytes, bytes], message: Any, auth: AuthInfo | None
+    ) -> NoReturn:
         """Drop a malformed response in the session it names, then refuse the POST (Rule 2)."""
         raw = headers.get(b"mcp-session-id")
-        entry = None if raw is None else self._sessions.get(raw.decode("latin-1"))
+        entry = None if raw is None else self._sessions.get(raw.decode("latin-1"), auth)
         if entry is not None and entry.session is not None:
             await entry.session.handle(message, _no_notify)  # fails the task that waits
         error = message.error
         raise Refused(400, error.message, code=error.code, id_member=False)
 
-    async def get(self, headers: dict[bytes, bytes], receive: Receive, send: Send) -> None:
+    async def get(
+        self,
+        headers: dict[bytes, bytes],
+        receive: Receive,
+        send: Send,
+        auth: AuthInfo | None = None,
+    ) -> None:
         """Open the server-to-client stream of the session a GET names (Rule 6)."""
         accept = headers.get(b"accept", b"").lower()
         if b"text/event-stream" not in accept and b"*/*" not in accept:
@@ -246,7 +278,7 @@ class StreamableHttp:
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
-        entry = self._sessions.get(raw.decode("latin-1"))
+        entry = self._sessions.get(raw.decode("latin-1"), auth)
         if entry is None or entry.outbox is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         if self._hung_up:
@@ -378,13 +410,15 @@ class StreamableHttp:
         # dispatches no event.
         return b"retry: %d\n\n" % round(self.options.retry_interval * 1000)
 
-    async def delete(self, headers: dict[bytes, bytes], send: Send) -> None:
+    async def delete(
+        self, headers: dict[bytes, bytes], send: Send, auth: AuthInfo | None = None
+    ) -> None:
         """End the session a DELETE names: 204, or 400 / 404 when it names none open."""
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header")
         sid = raw.decode("latin-1")
-        entry = self._sessions.get(sid)
+        entry = self._sessions.get(sid, auth)
         if entry is None or entry.session is None:
             raise Refused(404, "Unknown or expired session")
         self._sessions.end(sid)
@@ -410,7 +444,7 @@ class StreamableHttp:
         if not isinstance(message, list):
             # The fast path: a request that needs no waiting (initialize, ping, tools/list, an
             # inline tool) is answered right here, with no task, channel or disconnect watch.
-            answer = session.handle_now(message)
+            answer = await _started(session, message)
             if answer is not None:
                 await send_json(send, 200, encode(answer), _sid(sid))
                 return
@@ -431,14 +465,14 @@ class StreamableHttp:
         # No session bounds these requests: the server does (Rule 4). 503, not 429: the
         # overload is the server's, not this client's doing (RFC 9110, 15.6.4), and a load
         # balancer may pass a 503 on to another worker.
-        weight = sum(isinstance(m, Request) for m in message) if isinstance(message, list) else 1
+        weight = sum(not _is_message(m) for m in message) if isinstance(message, list) else 1
         if self._sessionless + weight > self.options.max_in_flight_sessionless:
             raise Refused(
                 503, "Too many requests in flight; try again later", [(b"retry-after", b"1")]
             )
         if not isinstance(message, list):
             # The fast path, as in a session: answered here, it never holds a slot.
-            answer = session.handle_now(message)
+            answer = await _started(session, message)
             if answer is not None:
                 status = modern_status(answer) if modern else 200
                 await send_json(send, status, encode(answer))
@@ -453,18 +487,15 @@ class StreamableHttp:
         self,
         scope: Scope,
         session: HttpSession,
-        request: Request,
+        call: Resolved,
         receive: Receive,
         send: Send,
         *,
         modern: bool,
     ) -> None:
         """Answer a request whose stream stays open, within the bounds of such streams (Rule 4)."""
-        answer = session.handle_now(request)  # refused at once (a malformed filter): no stream
-        if answer is not None:
-            await send_json(send, modern_status(answer) if modern else 200, encode(answer))
-            return
-        client = _client_of(scope)
+        request = call.request
+        client = _client_of(scope, call.auth)
         opts = self.options
         if self._streams_of.get(client, 0) >= opts.max_listens_per_client:
             # 429: this client's own doing (RFC 6585); it may close one of its streams.
@@ -485,10 +516,14 @@ class StreamableHttp:
                 SERVER_UNAVAILABLE,
                 request.id,
             )
+        answer = await _started(session, call)  # refused at once (a duplicate id): no stream
+        if answer is not None:
+            await send_json(send, modern_status(answer) if modern else 200, encode(answer))
+            return
         self._streams += 1
         self._streams_of[client] = self._streams_of.get(client, 0) + 1
         try:
-            await self._answer(session, request, None, receive, send, modern=modern)
+            await self._answer(session, call, None, receive, send, modern=modern)
         finally:
             self._streams -= 1
             left = self._streams_of[client] - 1
@@ -530,7 +565,12 @@ class StreamableHttp:
         return self.backend.new_session()
 
     def _session_for(
-        self, headers: dict[bytes, bytes], is_init: bool, version: bytes | None, request: bool
+        self,
+        headers: dict[bytes, bytes],
+        is_init: bool,
+        version: bytes | None,
+        request: bool,
+        auth: AuthInfo | None,
     ) -> tuple[str | None, HttpSession, Entry | None]:
         """The session a handshake-era POST belongs to: (its id if new, it, its table entry)."""
         if version is not None and version.decode("latin-1") not in self.backend.versions:
@@ -559,12 +599,12 @@ class StreamableHttp:
             sid = secrets.token_urlsafe(32)  # 256 bits; URL-safe base64 is visible ASCII
             session = self.backend.new_session()
             new = Entry(session, trio.current_time())
-            self._sessions.add(sid, new)
+            self._sessions.add(sid, new, auth)
             return sid, session, new
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
-        entry = self._sessions.get(raw.decode("latin-1"))
+        entry = self._sessions.get(raw.decode("latin-1"), auth)
         if entry is None or entry.session is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
         entry.last_seen = trio.current_time()
@@ -634,7 +674,13 @@ class StreamableHttp:
             if resumable:
                 current_stream.set(_Closer(out_send))
             async with out_send:
-                answer = await session.handle(message, notify, carry)
+                if isinstance(message, list):
+                    answer = await session.handle(message, notify, carry)
+                else:  # one request, admitted by `start`
+                    try:
+                        answer = await session.answer(message, notify, carry)
+                    finally:
+                        session.release(message.request.id)
                 await out_send.send(answer if answer is not None else done)
 
         # The disconnect watch ends before the last body is sent: the server reports the
@@ -849,18 +895,36 @@ async def _next_kept_alive(
         await send({"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True})
 
 
+async def _started(session: HttpSession, call: Any) -> Any:
+    """`session.start(call)`, its awaitable answer awaited (the middleware that never wait)."""
+    answer = session.start(call)
+    if answer is not None and not isinstance(answer, dict):
+        answer = await answer
+    return answer
+
+
+def _is_request(item: Any) -> bool:
+    """Whether a decoded item is a request (which comes resolved: `Resolved`)."""
+    return not isinstance(item, list) and not _is_message(item)
+
+
+def _is_message(item: Any) -> bool:
+    """Whether a decoded item is no request (requests come resolved, by the MCP side)."""
+    return isinstance(item, Notification | Response | ErrorResponse | InvalidMessage)
+
+
 def _opens_stream(item: Any) -> bool:
     # A message of the server's (a notification, or a request to the client), not the answer.
     return isinstance(item, dict) and "method" in item
 
 
-def _client_of(scope: Scope) -> Hashable:
+def _client_of(scope: Scope, auth: AuthInfo | None) -> Hashable:
     """Who a request comes from, for per-client bounds (Rule 4).
 
     The principal of its verified token, else its network address without the port (one
     client opens many connections).
     """
-    principal = current_principal()
+    principal = principal_of(auth)
     if principal is not None:
         return ("principal", principal)
     client = scope.get("client")
