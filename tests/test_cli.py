@@ -41,8 +41,8 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._cli import _http_options, parse_command_line, unregistered_tools
-from trio_mcp._client_cli import (
+from trio_mcp._run import serve_http
+from trio_mcp.cli._client import (
     UsageError,
     convert_value,
     describe_block,
@@ -60,7 +60,7 @@ from trio_mcp._client_cli import (
     template_variables,
     unknown_name,
 )
-from trio_mcp._run import serve_http
+from trio_mcp.cli._serve import _http_options, parse_command_line, unregistered_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
@@ -546,7 +546,7 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
     # The README's first command installs no extras: the command line must start, and the demo
     # (over stdio) run, with none of their modules importable.
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in NOT_INSTALLED)
-    code = f"import sys; {blocked}; from trio_mcp._cli import main; sys.exit(main({args!r}))"
+    code = f"import sys; {blocked}; from trio_mcp.cli._serve import main; sys.exit(main({args!r}))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -49,8 +49,8 @@ from typing import Any, Final
 
 import trio
 
-from ._exceptions import AuthorizationError
-from .transports.http.oauth import (
+from .._exceptions import AuthorizationError
+from ..transports.http.oauth import (
     AuthorizationResponse,
     ClientRegistration,
     OAuth,
@@ -59,12 +59,12 @@ from .transports.http.oauth import (
     protected_resource_metadata_urls,
     step_up_scopes,
 )
-from .transports.http.oauth_loopback import (
+from ..transports.http.oauth_loopback import (
     LoopbackCallback,
     open_browser,
     open_loopback_callback,
 )
-from .transports.http.oauth_storage import FileTokenStorage
+from ..transports.http.oauth_storage import FileTokenStorage
 
 __all__ = [
     "DEFAULT_LOGIN_TIMEOUT",

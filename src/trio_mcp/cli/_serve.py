@@ -51,14 +51,14 @@ from types import ModuleType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .._exceptions import LifespanError, ToolDefinitionError
+from .._features.tools import discover_tools
+from .._run import run, run_stdio, run_worker
+from .._runtime.server import Server
+from .._version import __version__
+from ..transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 from . import _workers
-from ._client_cli import add_client_commands, run_client_command, split_server_command
-from ._exceptions import LifespanError, ToolDefinitionError
-from ._features.tools import discover_tools
-from ._run import run, run_stdio, run_worker
-from ._runtime.server import Server
-from ._version import __version__
-from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
+from ._client import add_client_commands, run_client_command, split_server_command
 
 logger = logging.getLogger("trio_mcp.cli")
 
@@ -444,11 +444,11 @@ def _use_redis(server: Server, args: argparse.Namespace) -> None:
         if url is not None and url.partition("://")[0] not in ("redis", "rediss", "unix"):
             raise ValueError(f"{option} takes a redis://, rediss:// or unix:// URL")
     if args.task_store is not None:
-        from ._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
+        from .._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
 
         server.task_runtime.store = RedisTaskStore(args.task_store)
     if args.broker is not None:
-        from ._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
+        from .._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
 
         server.broker = RedisBroker(args.broker)
 
@@ -488,7 +488,7 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
     """
     auth = metadata = None
     if args.auth_issuer is not None:
-        from .transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
+        from ..transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
             JwtVerifier,
             ProtectedResource,
         )
@@ -524,7 +524,7 @@ def _per_address(given: int | None) -> int | None:
 def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:
     """Bind once, then run `args.workers` processes of this same command on the socket."""
     try:
-        from .transports.http.serving import (  # noqa: PLC0415 - HTTP code loads only when used
+        from ..transports.http.serving import (  # noqa: PLC0415 - HTTP code loads only when used
             bind_listener,
             listener_url,
         )

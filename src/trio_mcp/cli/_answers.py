@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._core.asking import (
+from .._core.asking import (
     Accepted,
     Cancelled,
     Declined,
@@ -52,7 +52,7 @@ from ._core.asking import (
     SamplingRequest,
     SamplingResult,
 )
-from ._core.types import AudioContent, ImageContent, TextContent
+from .._core.types import AudioContent, ImageContent, TextContent
 
 __all__ = [
     "DECLINE",

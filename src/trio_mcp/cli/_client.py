@@ -78,18 +78,8 @@ from urllib.parse import urlsplit
 
 import trio
 
-from ._cli_answers import CommandSampler, TerminalElicitor, roots_from_paths
-from ._cli_login import (
-    FreshSignIn,
-    add_login_commands,
-    add_login_options,
-    cli_oauth,
-    describe_sign_in,
-    find_issuer,
-    token_storage,
-)
-from ._connect import open_client
-from ._core.client_records import (
+from .._connect import open_client
+from .._core.client_records import (
     LogMessage,
     Progress,
     PromptInfo,
@@ -101,8 +91,8 @@ from ._core.client_records import (
     ToolResult,
     describe_type,
 )
-from ._core.jsonrpc import METHOD_NOT_FOUND, json_type
-from ._core.types import (
+from .._core.jsonrpc import METHOD_NOT_FOUND, json_type
+from .._core.types import (
     AudioContent,
     ContentBlock,
     EmbeddedResource,
@@ -111,9 +101,19 @@ from ._core.types import (
     ResourceLink,
     TextContent,
 )
-from ._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
-from ._runtime.client import Client
-from .transports.http.oauth import OAuth, TokenStorage
+from .._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
+from .._runtime.client import Client
+from ..transports.http.oauth import OAuth, TokenStorage
+from ._answers import CommandSampler, TerminalElicitor, roots_from_paths
+from ._login import (
+    FreshSignIn,
+    add_login_commands,
+    add_login_options,
+    cli_oauth,
+    describe_sign_in,
+    find_issuer,
+    token_storage,
+)
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 
