@@ -42,25 +42,26 @@ from trio_mcp import (
     ToolResult,
 )
 from trio_mcp._run import serve_http
-from trio_mcp.cli._client import (
-    UsageError,
+from trio_mcp.cli._arguments import (
     convert_value,
+    parse_arguments,
+    suggest_names,
+    template_variables,
+    unknown_name,
+)
+from trio_mcp.cli._output import (
     describe_block,
     format_progress,
     format_prompts,
     format_resources,
     format_tool,
     format_tools,
-    parse_arguments,
     render_contents,
     render_messages,
     render_result,
-    split_server_command,
-    suggest_names,
-    template_variables,
-    unknown_name,
 )
-from trio_mcp.cli._serve import _http_options, parse_command_line, unregistered_tools
+from trio_mcp.cli._parse import UsageError, parse_command_line, split_server_command
+from trio_mcp.cli._serve import _http_options, unregistered_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
@@ -546,7 +547,7 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
     # The README's first command installs no extras: the command line must start, and the demo
     # (over stdio) run, with none of their modules importable.
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in NOT_INSTALLED)
-    code = f"import sys; {blocked}; from trio_mcp.cli._serve import main; sys.exit(main({args!r}))"
+    code = f"import sys; {blocked}; from trio_mcp.cli import main; sys.exit(main({args!r}))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
