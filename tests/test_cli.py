@@ -562,6 +562,36 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
         assert done.stdout.rstrip().endswith("Done.")
 
 
+#: What a stdio server has no use for: the client commands and the HTTP transport.
+CLIENT_AND_HTTP = (
+    "trio_mcp.cli._client",
+    "trio_mcp._connect",
+    "trio_mcp._runtime.client",
+    "trio_mcp.transports.http.app",
+)
+
+
+def test_run_over_stdio_loads_neither_the_client_commands_nor_http_code() -> None:
+    # A client that starts `trio-mcp run` waits for it: the server loads what it serves with.
+    code = (
+        "import json, sys; from trio_mcp.cli import main; code = main(['run', 'demo_tools']); "
+        "print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,  # the client leaves at once: the server ends
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        cwd=ROOT,
+    )
+    code, loaded = json.loads(done.stderr.splitlines()[-1])
+    assert code == 0, done.stderr
+    assert "trio_mcp._runtime.server" in loaded
+    assert not set(CLIENT_AND_HTTP) & set(loaded)
+
+
 # -- resources, prompts, completion (subprocess) -------------------------------------------------
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import sys
 
-from ._client import run_client_command
 from ._interrupts import cut_short
 from ._parse import parse_command_line
 from ._serve import run_command
@@ -66,4 +65,8 @@ def _main(argv: list[str]) -> int:
     args, server_command = parse_command_line(argv)
     if args.command == "run":
         return run_command(args, argv, server_command)
+    # The client half loads for a client command only: a server that a client starts with
+    # `trio-mcp run` (over stdio) answers sooner without it.
+    from ._client import run_client_command  # noqa: PLC0415
+
     return run_client_command(args, server_command)

@@ -31,16 +31,18 @@ import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from .._exceptions import LifespanError, ToolDefinitionError
 from .._features.tools import discover_tools
 from .._run import run, run_stdio
 from .._runtime.server import Server
-from ..transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 from . import _workers
 from ._output import plural
+
+if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
+    from ..transports.http.app import HttpOptions
 
 __all__ = ["audience_mismatch", "load_server", "run_command", "unregistered_tools"]
 
@@ -270,6 +272,13 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
     Raises:
         ImportError: `--auth-issuer` without PyJWT installed.
     """
+    from ..transports.http.app import (  # noqa: PLC0415 - HTTP code loads only when used
+        DEFAULT_ALLOWED_ORIGINS,
+        HttpOptions,
+    )
+
+    # `--max-connections-per-address`: not given, the default; 0, no bound.
+    per_address = args.max_connections_per_address
     auth = metadata = None
     if args.auth_issuer is not None:
         from ..transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
@@ -294,15 +303,10 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         resource_metadata=metadata,
         stateless=args.stateless,
         legacy_sse=not args.no_legacy_sse,
-        max_connections_per_address=_per_address(args.max_connections_per_address),
+        max_connections_per_address=(
+            HttpOptions.max_connections_per_address if per_address is None else per_address or None
+        ),
     )
-
-
-def _per_address(given: int | None) -> int | None:
-    """`--max-connections-per-address`: not given, the default; 0, no bound."""
-    if given is None:
-        return HttpOptions.max_connections_per_address
-    return given or None
 
 
 def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:
