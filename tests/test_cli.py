@@ -41,26 +41,27 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._cli import _http_options, parse_command_line, unregistered_tools
-from trio_mcp._client_cli import (
-    UsageError,
+from trio_mcp._run import serve_http
+from trio_mcp.cli._arguments import (
     convert_value,
+    parse_arguments,
+    suggest_names,
+    template_variables,
+    unknown_name,
+)
+from trio_mcp.cli._output import (
     describe_block,
     format_progress,
     format_prompts,
     format_resources,
     format_tool,
     format_tools,
-    parse_arguments,
     render_contents,
     render_messages,
     render_result,
-    split_server_command,
-    suggest_names,
-    template_variables,
-    unknown_name,
 )
-from trio_mcp._run import serve_http
+from trio_mcp.cli._parse import UsageError, parse_command_line, split_server_command
+from trio_mcp.cli._serve import _http_options, unregistered_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
@@ -546,7 +547,7 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
     # The README's first command installs no extras: the command line must start, and the demo
     # (over stdio) run, with none of their modules importable.
     blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in NOT_INSTALLED)
-    code = f"import sys; {blocked}; from trio_mcp._cli import main; sys.exit(main({args!r}))"
+    code = f"import sys; {blocked}; from trio_mcp.cli import main; sys.exit(main({args!r}))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -559,6 +560,36 @@ def test_the_command_line_runs_without_the_optional_extras(args: list[str]) -> N
     assert "Traceback" not in done.stderr
     if args == ["demo"]:
         assert done.stdout.rstrip().endswith("Done.")
+
+
+#: What a stdio server has no use for: the client commands and the HTTP transport.
+CLIENT_AND_HTTP = (
+    "trio_mcp.cli._client",
+    "trio_mcp._connect",
+    "trio_mcp._runtime.client",
+    "trio_mcp.transports.http.app",
+)
+
+
+def test_run_over_stdio_loads_neither_the_client_commands_nor_http_code() -> None:
+    # A client that starts `trio-mcp run` waits for it: the server loads what it serves with.
+    code = (
+        "import json, sys; from trio_mcp.cli import main; code = main(['run', 'demo_tools']); "
+        "print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,  # the client leaves at once: the server ends
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+        cwd=ROOT,
+    )
+    code, loaded = json.loads(done.stderr.splitlines()[-1])
+    assert code == 0, done.stderr
+    assert "trio_mcp._runtime.server" in loaded
+    assert not set(CLIENT_AND_HTTP) & set(loaded)
 
 
 # -- resources, prompts, completion (subprocess) -------------------------------------------------

@@ -1,4 +1,4 @@
-"""How `trio-mcp call` answers what a server asks (`_cli_answers`).
+"""How `trio-mcp call` answers what a server asks (`trio_mcp.cli._answers`).
 
 The form logic (fields, what a line means, what is shown) is tested directly. The command runs
 as a real subprocess against `tests/fixtures/asking_tools.py`, whose `ask` tool sends the
@@ -27,7 +27,7 @@ import pytest
 
 from tests.timing import scaled
 from trio_mcp import ImageContent, SamplingMessage, SamplingRequest, TextContent
-from trio_mcp._cli_answers import (
+from trio_mcp.cli._answers import (
     NOTHING,
     InvalidAnswerError,
     conversation_text,

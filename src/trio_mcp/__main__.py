@@ -1,6 +1,6 @@
 """`python -m trio_mcp` is the `trio-mcp` command."""
 
-from ._cli import main
+from .cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -11,7 +11,6 @@ import functools
 import os
 import shlex
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
@@ -33,7 +32,7 @@ from .transports.stdio import open_stdio_frames, stdout_guard
 if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
     from .transports.http.app import HttpOptions, McpHttpApp
 
-__all__ = ["http_app", "run", "run_stdio", "run_worker", "serve_http", "serve_stdio"]
+__all__ = ["http_app", "run", "run_http", "run_stdio", "serve_http", "serve_stdio"]
 
 _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
@@ -274,26 +273,43 @@ def run(
     if transport == "stdio":
         run_stdio(server)
     elif transport == "http":
-        # A failure to start (port taken, a wildcard address without allowed hosts, a lifespan
-        # that raised) comes out as the error itself.
-        _run_trio(functools.partial(_run_http, server, host=host, port=port, options=options))
+        run_http(server, host=host, port=port, options=options)
     else:
         raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
 
-def run_worker(
-    server: Server, *, host: str, listen_fd: int, link_fd: int, options: HttpOptions
+def run_http(
+    server: Server,
+    *,
+    host: str,
+    port: int,
+    options: HttpOptions | None,
+    listen_fd: int | None = None,
+    on_serving: Callable[[trio.Event], Awaitable[None]] | None = None,
 ) -> None:
-    """Serve `server` over HTTP as one of `trio-mcp run --workers`' processes (`_workers`).
+    """`run(server, "http", ...)`: serve until SIGINT or SIGTERM, then shut down gracefully.
 
-    Serves the listening socket inherited as `listen_fd` (bound to `host`, which is checked as
-    `serve_http` checks it); `link_fd` is this worker's end of a
-    socket pair with the process that started it: a line goes there once the worker serves,
-    and the end of it (the parent stopping, or gone) shuts the worker down gracefully, as
-    SIGINT or SIGTERM do.
+    A failure to start (port taken, a wildcard address without allowed hosts, a lifespan that
+    raised) comes out as the error itself.
+
+    Args:
+        server: The server to run.
+        host: The address to bind, or that `listen_fd` is bound to (checked alike).
+        port: The port to bind.
+        options: Limits and security settings.
+        listen_fd: A listening socket to serve instead of binding one (a worker process's,
+            inherited from the process that bound it).
+        on_serving: Started once the server serves, in place of the line on stderr that says
+            where; it is given the event that stops the server, as a signal does.
     """
     serve = functools.partial(
-        _run_http, server, host=host, port=0, options=options, listen_fd=listen_fd, link_fd=link_fd
+        _run_http,
+        server,
+        host=host,
+        port=port,
+        options=options,
+        listen_fd=listen_fd,
+        on_serving=on_serving,
     )
     _run_trio(serve)
 
@@ -304,8 +320,8 @@ async def _run_http(
     host: str,
     port: int,
     options: HttpOptions | None,
-    listen_fd: int | None = None,
-    link_fd: int | None = None,
+    listen_fd: int | None,
+    on_serving: Callable[[trio.Event], Awaitable[None]] | None,
 ) -> None:
     stop = trio.Event()
     with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
@@ -329,24 +345,13 @@ async def _run_http(
                         listen_fd=listen_fd,
                     )
                 )
-                if link_fd is None:
+                if on_serving is None:
                     path = options.path if options is not None else _default_path()
                     urls = ", ".join(bind + path for bind in binds)
                     print(f"trio-mcp: serving MCP on {urls}", file=sys.stderr)
                 else:
-                    nursery.start_soon(_report_then_watch, link_fd, stop)
+                    nursery.start_soon(on_serving, stop)
             nursery.cancel_scope.cancel()  # served to the end: stop watching for signals
-
-
-async def _report_then_watch(link_fd: int, stop: trio.Event) -> None:
-    # A worker's link to its parent: say "serving", then stop when the parent's end closes.
-    link = trio.socket.from_stdlib_socket(socket.socket(fileno=link_fd))
-    with link:
-        with contextlib.suppress(OSError):  # the parent is stopping already, or gone
-            await link.send(b"serving\n")
-            while await link.recv(64):
-                pass
-        stop.set()
 
 
 def run_stdio(server: Server, *, try_with: str | None = None) -> None:

@@ -19,7 +19,7 @@ from tests.http_helpers import POST_HEADERS
 from tests.oauth_server import serve_oauth
 from tests.stdio_peer import ROOT
 from tests.timing import scaled
-from trio_mcp._cli import audience_mismatch
+from trio_mcp.cli._serve import audience_mismatch
 
 TIMEOUT = scaled(60)
 AUDIENCE = "http://mcp.test/mcp"

@@ -2,7 +2,7 @@
 
 Rule 1: the parent binds the listening socket once and starts N workers, each a new Python
         process (`python -m trio_mcp run ...`, no fork) that imports the target anew and serves
-        the inherited socket as a single-process server does (`_run.run_worker`); the kernel
+        the inherited socket as a single-process server does (`run_worker`); the kernel
         gives each new connection to one of them. The parent imports no tools and serves
         nothing itself.
 Rule 2: only stateless mode shares a socket: a handshake-era session lives in the process
@@ -27,17 +27,24 @@ Rule 4: a worker that dies while serving is replaced by a new one, with a warnin
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
-__all__ = ["refusal", "supervise"]
+from .._run import run_http
+from .._runtime.server import Server
+
+if TYPE_CHECKING:  # HTTP code loads when HTTP is used
+    from ..transports.http.app import HttpOptions
+
+__all__ = ["refusal", "run_worker", "supervise"]
 
 logger = logging.getLogger("trio_mcp.workers")
 
@@ -207,3 +214,26 @@ def supervise(command: Sequence[str], listener: socket.socket, workers: int, url
         when one ended before it served (Rule 4).
     """
     return trio.run(_supervise, command, listener, workers, url)
+
+
+def run_worker(
+    server: Server, *, host: str, listen_fd: int, link_fd: int, options: HttpOptions
+) -> None:
+    """Serve `server` over HTTP as one of the worker processes (Rule 1).
+
+    Serves the listening socket inherited as `listen_fd` (bound to `host`, which is checked as
+    `serve_http` checks it); `link_fd` is this worker's end of its link (Rule 3).
+    """
+    report = functools.partial(_report_then_watch, link_fd)
+    run_http(server, host=host, port=0, options=options, listen_fd=listen_fd, on_serving=report)
+
+
+async def _report_then_watch(link_fd: int, stop: trio.Event) -> None:
+    # A worker's end of its link (Rule 3): say "serving", then stop when the parent's end closes.
+    link = trio.socket.from_stdlib_socket(socket.socket(fileno=link_fd))
+    with link:
+        with contextlib.suppress(OSError):  # the parent is stopping already, or gone
+            await link.send(b"serving\n")
+            while await link.recv(64):
+                pass
+        stop.set()

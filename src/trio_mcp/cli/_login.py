@@ -1,12 +1,9 @@
 """Signing the command line in to protected MCP servers: OAuth with a token file.
 
-    trio-mcp login URL      sign in now (the browser, or --client-credentials), say as whom
-    trio-mcp logout URL     forget that server's tokens (--forget-client: and the client
-                            registration at its authorization server; --all: every server's
-                            tokens, and the client registrations)
-
-and, for every client command given a URL (`tools`, `call`, `read`, ...), OAuth whenever the
-server asks for it (a 401 with the MCP challenge).
+What `trio-mcp login URL` (sign in now, say as whom) and `trio-mcp logout URL` (forget the
+tokens, and with --forget-client the client registration) stand on, and what every client
+command given a URL (`tools`, `call`, `read`, ...) uses whenever the server asks for OAuth (a
+401 with the MCP challenge). The commands themselves are client commands (`_client`).
 
 Rule 1: tokens live in a `FileTokenStorage`: `--token-file`, else `$TRIO_MCP_TOKEN_FILE`, else
         `$XDG_CONFIG_HOME/trio-mcp/tokens.json` (`~/.config/trio-mcp/tokens.json`). Stored
@@ -49,8 +46,8 @@ from typing import Any, Final
 
 import trio
 
-from ._exceptions import AuthorizationError
-from .transports.http.oauth import (
+from .._exceptions import AuthorizationError
+from ..transports.http.oauth import (
     AuthorizationResponse,
     ClientRegistration,
     OAuth,
@@ -59,26 +56,23 @@ from .transports.http.oauth import (
     protected_resource_metadata_urls,
     step_up_scopes,
 )
-from .transports.http.oauth_loopback import (
+from ..transports.http.oauth_loopback import (
     LoopbackCallback,
     open_browser,
     open_loopback_callback,
 )
-from .transports.http.oauth_storage import FileTokenStorage
+from ..transports.http.oauth_storage import FileTokenStorage
 
 __all__ = [
-    "DEFAULT_LOGIN_TIMEOUT",
-    "add_login_commands",
-    "add_login_options",
+    "FreshSignIn",
     "cli_oauth",
     "default_token_file",
     "describe_sign_in",
     "find_issuer",
     "token_command",
+    "token_storage",
 ]
 
-#: Seconds the command line waits for the user to sign in in the browser.
-DEFAULT_LOGIN_TIMEOUT: Final = 300.0
 #: The name the command line registers itself under at an authorization server.
 CLIENT_NAME: Final = "trio-mcp command line"
 
@@ -107,85 +101,6 @@ def _config_token_file() -> Path:
     # The XDG spec: a relative path in the variable is invalid and is ignored.
     base = Path(config) if config and os.path.isabs(config) else Path.home() / ".config"
     return base / "trio-mcp" / "tokens.json"
-
-
-def add_login_options(parser: argparse.ArgumentParser) -> None:
-    """The options of signing in, for a command that takes an http(s) URL."""
-    group = parser.add_argument_group(
-        "signing in (HTTP servers that ask for OAuth)",
-        "Tokens are kept in the token file and refreshed as needed; without them the browser "
-        "opens to sign in. An explicit --header 'Authorization: ...' turns this off.",
-    )
-    group.add_argument(
-        "--token-file",
-        metavar="FILE",
-        help="where tokens are kept (default: $TRIO_MCP_TOKEN_FILE, else "
-        "$XDG_CONFIG_HOME/trio-mcp/tokens.json, i.e. ~/.config/trio-mcp/tokens.json)",
-    )
-    group.add_argument(
-        "--client-id",
-        metavar="ID",
-        help="a client pre-registered at the authorization server (default: register one)",
-    )
-    group.add_argument(
-        "--client-secret",
-        metavar="SECRET",
-        default=os.environ.get("TRIO_MCP_CLIENT_SECRET") or None,
-        help="its secret (better: set TRIO_MCP_CLIENT_SECRET, which `ps` does not show)",
-    )
-    group.add_argument(
-        "--scope", metavar="SCOPES", help="the scopes to ask for, space-separated (default: "
-        "those the server names)",
-    )  # fmt: skip
-    group.add_argument(
-        "--client-credentials",
-        action="store_true",
-        help="sign in as a machine client (needs --client-id and a secret): no browser",
-    )
-    group.add_argument(
-        "--no-browser",
-        action="store_true",
-        help="do not open a browser: print the sign-in URL for you to open",
-    )
-    group.add_argument(
-        "--login-timeout",
-        type=float,
-        default=DEFAULT_LOGIN_TIMEOUT,
-        metavar="SECONDS",
-        help=f"how long to wait for the sign-in in the browser (default {DEFAULT_LOGIN_TIMEOUT:g})",
-    )
-
-
-def add_login_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `login` and `logout` to the `trio-mcp` parser."""
-    login = commands.add_parser(
-        "login",
-        help="sign in to an HTTP server that asks for OAuth, and keep the tokens",
-        description="Sign in to the MCP server at URL now (in the browser, or with "
-        "--client-credentials), keep the tokens in the token file, and say as whom and with "
-        "which scopes. A sign-in kept from before is replaced once the new one succeeds.",
-    )
-    login.add_argument("url", metavar="URL", help="the server's http(s) URL")
-    login.add_argument(
-        "--timeout", type=float, default=None, metavar="SECONDS", help="give up after this long"
-    )
-    login.add_argument("--header", action="append", default=[], help=argparse.SUPPRESS)
-    add_login_options(login)
-    logout = commands.add_parser(
-        "logout",
-        help="forget the tokens kept for a server",
-        description="Forget the tokens kept for the server at URL (or, with --all, the whole "
-        "token file: every server's tokens and the client registrations).",
-    )
-    logout.add_argument("url", nargs="?", metavar="URL", help="the server's http(s) URL")
-    logout.add_argument("--all", action="store_true", help="forget every server's tokens")
-    logout.add_argument(
-        "--forget-client",
-        action="store_true",
-        help="forget the client registration at the server's authorization server too (one "
-        "it no longer knows, say): the next sign-in registers again",
-    )
-    logout.add_argument("--token-file", metavar="FILE", help="where tokens are kept")
 
 
 def token_file(args: argparse.Namespace) -> Path:

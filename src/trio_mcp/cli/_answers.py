@@ -32,17 +32,16 @@ import datetime
 import math
 import os
 import shlex
-import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TextIO, TypeVar
+from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
 import trio
 
-from ._core.asking import (
+from .._core.asking import (
     Accepted,
     Cancelled,
     Declined,
@@ -52,7 +51,8 @@ from ._core.asking import (
     SamplingRequest,
     SamplingResult,
 )
-from ._core.types import AudioContent, ImageContent, TextContent
+from .._core.types import AudioContent, ImageContent, TextContent
+from ._interrupts import Interrupted, interruptible
 
 __all__ = [
     "DECLINE",
@@ -68,7 +68,6 @@ __all__ = [
     "roots_from_paths",
 ]
 
-T = TypeVar("T")
 
 #: Typed at any prompt, declines the elicitation.
 DECLINE: Final = "!decline"
@@ -439,11 +438,11 @@ class TerminalElicitor:
                 self._reader = _LineReader(sys.stdin.fileno() if self._fd is None else self._fd)
             ask = self._url if request.mode == "url" else self._form
             try:
-                return await _interruptible(lambda: ask(who, request))
+                return await interruptible(lambda: ask(who, request))
             except _Decline:
                 self._say("(declined)")
                 return Declined()
-            except _Cancel:
+            except (_Cancel, Interrupted):
                 self._say("\n(cancelled)")
                 return Cancelled()
 
@@ -486,34 +485,6 @@ class TerminalElicitor:
         if text.strip().lower() == DECLINE:
             raise _Decline
         return text
-
-
-async def _interruptible(ask: Callable[[], Awaitable[T]]) -> T:
-    """`ask()`, with Ctrl-C (SIGINT) ending it as a cancel instead of ending the program."""
-    interrupted = False
-    outcome: list[T] = []
-    failure: list[Exception] = []
-    with trio.open_signal_receiver(signal.SIGINT) as signals, trio.CancelScope() as scope:
-        async with trio.open_nursery() as nursery:
-
-            async def watch() -> None:
-                nonlocal interrupted
-                async for _ in signals:
-                    interrupted = True
-                    scope.cancel()
-                    return
-
-            nursery.start_soon(watch)
-            try:
-                outcome.append(await ask())
-            except (_Cancel, _Decline) as exc:  # out of the nursery unwrapped
-                failure.append(exc)
-            nursery.cancel_scope.cancel()
-    if failure:
-        raise failure[0]
-    if interrupted or not outcome:
-        raise _Cancel
-    return outcome[0]
 
 
 # -- sampling -------------------------------------------------------------------------------------

@@ -1,20 +1,8 @@
-"""The `trio-mcp` command line.
+"""`trio-mcp run TARGET`: serve a module's tools over stdio or HTTP.
 
-    trio-mcp run TARGET [--transport stdio|http] [--host H] [--port P] [--stateless]
-                        [--workers N] [--allow-origin ORIGIN]... [--allow-host HOST]...
-                        [--no-legacy-sse] [--task-store URL] [--broker URL] [--log-level LEVEL]
-                        [--auth-issuer URL --auth-audience URI [--auth-jwks URL]
-                         [--auth-scopes SCOPE...]]
-    trio-mcp tools SERVER [TOOL] [--json] | trio-mcp call SERVER TOOL [NAME=VALUE]...
-    trio-mcp resources SERVER [--json] | trio-mcp read SERVER URI [--out FILE] [--json]
-    trio-mcp prompts SERVER [--json] | trio-mcp prompt SERVER NAME [NAME=VALUE]... [--json]
-    trio-mcp complete SERVER (PROMPT|TEMPLATE) ARGUMENT [VALUE] [NAME=VALUE]... [--json]
-    trio-mcp demo [--http] | trio-mcp --version
-
-The client commands (`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, `complete`,
-`demo`) live in `_client_cli`; SERVER there is a TARGET, an http(s) URL, or a command after
-`--`. Every command takes its options anywhere among its words, up to `--`
-(`parse_command_line`).
+TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
+attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
+`@tool`-tagged functions of the module, class or instance are served (`load_server`).
 
 Over HTTP, `--workers N` serves one socket from N worker processes (`_workers`), in stateless
 mode only. A bearer token is required when TRIO_MCP_BEARER_TOKEN is set in the environment;
@@ -28,43 +16,39 @@ entry) is warned of at start (`audience_mismatch`): clients compare it with the 
 password belongs: the command line shows in `ps`) give the server a Redis for its tasks and its
 notifications, so that a fleet's workers share them; they replace what the module set.
 
-TARGET is a module path (`demo_tools`, `pkg.tools`), `module:attribute`, or a `.py` file. An
-attribute (or a module-level `server`) that is a `Server` is served as is; otherwise the
-`@tool`-tagged functions of the module, class or instance are served.
+Exit codes: 0 served to the end, 1 the server's own start (its lifespan) failed, 2 a usage
+error, a target that does not load, or an address that cannot be bound.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import importlib.util
 import logging
 import os
-import platform
 import shlex
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from .._exceptions import LifespanError, ToolDefinitionError
+from .._features.tools import discover_tools
+from .._run import run, run_stdio
+from .._runtime.server import Server
 from . import _workers
-from ._client_cli import add_client_commands, run_client_command, split_server_command
-from ._exceptions import LifespanError, ToolDefinitionError
-from ._features.tools import discover_tools
-from ._run import run, run_stdio, run_worker
-from ._runtime.server import Server
-from ._version import __version__
-from .transports.http.app import DEFAULT_ALLOWED_ORIGINS, HttpOptions
+from ._output import plural
+
+if TYPE_CHECKING:  # HTTP code loads when HTTP is used: a stdio server starts sooner without it
+    from ..transports.http.app import HttpOptions
+
+__all__ = ["audience_mismatch", "load_server", "run_command", "unregistered_tools"]
 
 logger = logging.getLogger("trio_mcp.cli")
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-__all__ = ["load_server", "main", "parse_command_line", "unregistered_tools"]
 
 
 def load_server(target: str) -> tuple[Server, list[str]]:
@@ -107,7 +91,7 @@ def load_server(target: str) -> tuple[Server, list[str]]:
         return obj, [
             f"{attribute or 'server'} in {module_part} registers none of the @tool functions "
             f"defined there ({', '.join(left_out)}), so it serves "
-            f"{_count(len(obj.tools), 'tool')}. @tool only tags a function: register them "
+            f"{plural(len(obj.tools), 'tool')}. @tool only tags a function: register them "
             "with server.add_tools(sys.modules[__name__]) or server.add_tool(fn), or use "
             "@server.tool in place of @tool."
         ]
@@ -144,206 +128,8 @@ def unregistered_tools(module: ModuleType, server: Server) -> list[str]:
     return [getattr(fn, "__qualname__", repr(fn)) for fn in own]
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The `trio-mcp` parser, and each command's own parser by name."""
-    parser = argparse.ArgumentParser(
-        prog="trio-mcp",
-        description="Serve MCP tools; list, call, read and complete what a server offers.",
-    )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"trio-mcp {__version__} (Python {platform.python_version()})",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    run_cmd = commands.add_parser("run", help="serve the tools of a module over stdio or HTTP")
-    run_cmd.add_argument("target", help="module path, module:attribute, or file.py")
-    run_cmd.add_argument(
-        "--transport",
-        default="stdio",
-        choices=["stdio", "http"],
-        help="stdio (default) or http: Streamable HTTP at /mcp and legacy HTTP+SSE at /sse",
-    )
-    run_cmd.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
-    run_cmd.add_argument("--port", type=int, default=8000, help="HTTP: port to bind (8000)")
-    run_cmd.add_argument(
-        "--stateless",
-        action="store_true",
-        help="HTTP: no sessions, every request stands alone (for several workers)",
-    )
-    run_cmd.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="HTTP: serve from N worker processes sharing the socket (needs --stateless)",
-    )
-    # Internal: how `--workers` starts each worker (its inherited listening socket and link).
-    run_cmd.add_argument("--worker-fds", help=argparse.SUPPRESS)
-    run_cmd.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="HTTP: also accept browser requests from this origin (repeatable; '*' for any)",
-    )
-    run_cmd.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="HTTP: also accept this Host header, NAME or NAME:PORT (repeatable; '*' for any); "
-        "needed to bind 0.0.0.0",
-    )
-    run_cmd.add_argument(
-        "--no-legacy-sse", action="store_true", help="HTTP: do not serve /sse and /messages"
-    )
-    run_cmd.add_argument(
-        "--max-connections-per-address",
-        type=int,
-        metavar="N",
-        help="HTTP: connections one client address may hold (default 256; 0 for no bound, "
-        "behind a reverse proxy whose address every connection comes from)",
-    )
-    run_cmd.add_argument(
-        "--task-store",
-        default=os.environ.get("TRIO_MCP_TASK_STORE") or None,
-        metavar="URL",
-        help="keep tasks in Redis at URL (redis://, rediss://, unix://), so that any worker of a "
-        "fleet answers for them (default: in memory; or set TRIO_MCP_TASK_STORE)",
-    )
-    run_cmd.add_argument(
-        "--broker",
-        default=os.environ.get("TRIO_MCP_BROKER") or None,
-        metavar="URL",
-        help="share resource updates with a fleet's other workers through Redis at URL "
-        "(or set TRIO_MCP_BROKER)",
-    )
-    run_cmd.add_argument(
-        "--auth-issuer",
-        metavar="URL",
-        help="HTTP: accept only JWT access tokens of this OAuth authorization server",
-    )
-    run_cmd.add_argument(
-        "--auth-audience",
-        metavar="URI",
-        help="HTTP: this server's canonical URI, which tokens must name as their audience "
-        "(e.g. https://mcp.example.com/mcp)",
-    )
-    run_cmd.add_argument(
-        "--auth-jwks",
-        metavar="URL",
-        help="HTTP: the issuer's key set (default: from its authorization server metadata)",
-    )
-    run_cmd.add_argument(
-        "--auth-scopes",
-        nargs="+",
-        default=[],
-        metavar="SCOPE",
-        help="HTTP: scopes every request's token must grant",
-    )
-    run_cmd.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="level of the server's own log on stderr (default: WARNING)",
-    )
-    add_client_commands(commands)
-    # `run`'s own usage errors show `run`'s usage line, not the top-level one.
-    run_cmd.set_defaults(command_parser=run_cmd)
-    return parser, dict(commands.choices)
-
-
-def parse_command_line(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The parsed command line, and the server command given after `--` (empty without one).
-
-    A command's options may come before, between or after its words (`trio-mcp call SERVER
-    --timeout 5 TOOL a=1`): its own parser reads them with `parse_intermixed_args`, which
-    takes every option out wherever it stands and gives the rest to the words in their order.
-    `--` ends the options: nothing after it is read as one, it is the server's command as it
-    is. A word that starts with `-` is an option (a negative number or `-` alone excepted);
-    NAME=VALUE words never are (`x=-1`, `x=--y`), and a parameter whose name starts with `-`
-    goes in `--json`. The `trio-mcp` parser itself reads only what names no command
-    (`--version`, `--help`, a mistyped command).
-
-    Raises:
-        SystemExit: after a usage error (one line and the usage, on stderr; code 2) or help.
-    """
-    words, server_command = split_server_command(argv)
-    parser, commands = _parser()
-    command = commands.get(words[0]) if words else None
-    if command is None:
-        return parser.parse_args(words), server_command
-    args, extra = command.parse_known_intermixed_args(words[1:])
-    if extra:
-        # Name the unknown options alone: the words after one are left over only because the
-        # option stopped the words there.
-        unknown = [word for word in extra if word.startswith("-")] or extra
-        command.error(f"unrecognized arguments: {' '.join(unknown)}")
-    args.command = words[0]
-    return args, server_command
-
-
-#: Exit codes of a command cut short, as shells report a process ended by the signal
-#: (128 + its number): the reader of stdout went away (`trio-mcp tools x | head -1`: SIGPIPE),
-#: or the user pressed Ctrl-C (SIGINT).
-EXIT_BROKEN_PIPE: Final = 128 + signal.SIGPIPE
-EXIT_INTERRUPTED: Final = 128 + signal.SIGINT
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code.
-
-    0 ok, 1 the tool reported an error, 2 a usage or other error; 130 after Ctrl-C and 141
-    when stdout's reader went away, both without a traceback, as other command-line tools end.
-    """
-    try:
-        code = _main(argv)
-        # Output still buffered would meet a closed pipe at exit, out of reach: flush it here.
-        sys.stdout.flush()
-    except BaseException as exc:  # only Ctrl-C and a broken pipe end quietly
-        cut = _cut_short(exc)
-        if cut is None:
-            raise
-        return cut
-    return code
-
-
-def _cut_short(exc: BaseException) -> int | None:
-    """The exit code for a command cut short by Ctrl-C or a broken pipe; None for all else.
-
-    Either may come wrapped in exception groups by the tasks it went through.
-    """
-    leaves = list(_leaves(exc))
-    if not all(isinstance(leaf, KeyboardInterrupt | BrokenPipeError) for leaf in leaves):
-        return None
-    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
-        # Whatever is still buffered for the pipe would fail again at exit, with a message:
-        # send it nowhere instead.
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
-        return EXIT_INTERRUPTED
-    return EXIT_BROKEN_PIPE
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def _main(argv: list[str] | None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args, server_command = parse_command_line(argv)
-    if args.command != "run":
-        return run_client_command(args, server_command)
+def run_command(args: argparse.Namespace, argv: list[str], server_command: list[str]) -> int:
+    """Run a parsed `run` (`argv`: its whole command line, for the workers); the exit code."""
     run_parser: argparse.ArgumentParser = args.command_parser
     if server_command:
         run_parser.error("run takes no command after --")
@@ -380,7 +166,7 @@ def _serve(server: Server, args: argparse.Namespace, options: HttpOptions | None
                                                           *args.auth_scopes]))  # fmt: skip
         if options is not None and args.worker_fds is not None:
             listen_fd, link_fd = (int(fd) for fd in args.worker_fds.split(","))
-            run_worker(
+            _workers.run_worker(
                 server, host=args.host, listen_fd=listen_fd, link_fd=link_fd, options=options
             )
         elif args.transport == "stdio":
@@ -444,11 +230,11 @@ def _use_redis(server: Server, args: argparse.Namespace) -> None:
         if url is not None and url.partition("://")[0] not in ("redis", "rediss", "unix"):
             raise ValueError(f"{option} takes a redis://, rediss:// or unix:// URL")
     if args.task_store is not None:
-        from ._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
+        from .._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
 
         server.task_runtime.store = RedisTaskStore(args.task_store)
     if args.broker is not None:
-        from ._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
+        from .._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
 
         server.broker = RedisBroker(args.broker)
 
@@ -486,9 +272,16 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
     Raises:
         ImportError: `--auth-issuer` without PyJWT installed.
     """
+    from ..transports.http.app import (  # noqa: PLC0415 - HTTP code loads only when used
+        DEFAULT_ALLOWED_ORIGINS,
+        HttpOptions,
+    )
+
+    # `--max-connections-per-address`: not given, the default; 0, no bound.
+    per_address = args.max_connections_per_address
     auth = metadata = None
     if args.auth_issuer is not None:
-        from .transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
+        from ..transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
             JwtVerifier,
             ProtectedResource,
         )
@@ -510,21 +303,16 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
         resource_metadata=metadata,
         stateless=args.stateless,
         legacy_sse=not args.no_legacy_sse,
-        max_connections_per_address=_per_address(args.max_connections_per_address),
+        max_connections_per_address=(
+            HttpOptions.max_connections_per_address if per_address is None else per_address or None
+        ),
     )
-
-
-def _per_address(given: int | None) -> int | None:
-    """`--max-connections-per-address`: not given, the default; 0, no bound."""
-    if given is None:
-        return HttpOptions.max_connections_per_address
-    return given or None
 
 
 def _serve_workers(args: argparse.Namespace, argv: list[str], options: HttpOptions) -> int:
     """Bind once, then run `args.workers` processes of this same command on the socket."""
     try:
-        from .transports.http.serving import (  # noqa: PLC0415 - HTTP code loads only when used
+        from ..transports.http.serving import (  # noqa: PLC0415 - HTTP code loads only when used
             bind_listener,
             listener_url,
         )
