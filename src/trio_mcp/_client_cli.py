@@ -113,7 +113,7 @@ from ._core.types import (
 )
 from ._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
 from ._runtime.client import Client
-from .transports.http.oauth import OAuth, TokenStorage
+from .oauth.rules import OAuth, TokenStorage
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
 

@@ -41,13 +41,9 @@ from trio_mcp import (
     open_loopback_callback,
 )
 from trio_mcp._features.tasks import TaskRecord
-from trio_mcp.transports.http.auth import (
-    METADATA_PATH,
-    TokenVerifierError,
-    challenge,
-    discover_jwks_url,
-)
-from trio_mcp.transports.http.oauth import AuthorizationResponse, check_authorization_response
+from trio_mcp.auth.resource import METADATA_PATH, TokenVerifierError, challenge
+from trio_mcp.auth.verifiers import discover_jwks_url
+from trio_mcp.oauth.rules import AuthorizationResponse, check_authorization_response
 
 # -- introspection: audience bound by default ----------------------------------------------------
 

@@ -1,7 +1,7 @@
 """OAuth 2.1 for MCP clients: the configuration, the records, and the rules that need no I/O.
 
 The flows themselves (discovery, registration, the grants, the 401/403 handling on every
-request) are in `oauth_flow`, which needs httpx; this module needs only the standard library,
+request) are in `flow`, which needs httpx; this module needs only the standard library,
 so the rules below are tested without a network and `OAuth(...)` can be built before httpx is
 imported.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from ..._exceptions import AuthorizationError
+from .._exceptions import AuthorizationError
 
 __all__ = [
     "AssertionRequest",
