@@ -33,10 +33,11 @@ Where a `tools/call` goes, over stdio (the package's layers, imports pointing do
 6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
    answered for one read of input in one write to stdout.
 
-Streamable HTTP enters at `transports/http/app` instead: the token is verified, each POSTed
-request resolved once (`HttpBackend.resolve`), its scopes checked against the token (403) from
-that record, which then goes to the same `SessionRuntime.start`. The client half is
-`_runtime/client` over `transports/`.
+Streamable HTTP enters at `transports/http/app` instead: the token is verified (the gate,
+`transports/http/gate`, asks a verifier of `auth/`), each POSTed request resolved once
+(`HttpBackend.resolve`), its scopes checked against the token (403) from that record, which then
+goes to the same `SessionRuntime.start`. The client half is `_runtime/client` over
+`transports/`, authorized by `oauth/`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -42,9 +42,9 @@ from trio_mcp import (
     open_client,
     open_loopback_callback,
 )
+from trio_mcp._wellknown import authorization_server_metadata_urls
 from trio_mcp.oauth.flow import _DpopKey
 from trio_mcp.oauth.rules import (
-    authorization_server_metadata_urls,
     check_authorization_response,
     parse_www_authenticate,
     pkce_pair,

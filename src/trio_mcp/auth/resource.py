@@ -1,9 +1,9 @@
 """What the server as an OAuth 2.1 protected resource says and expects: no I/O here.
 
 The `TokenVerifier` protocol the verifiers (`verifiers`) follow, the protected resource metadata
-(`ProtectedResource`, RFC 9728) served at `METADATA_PATH`, the `WWW-Authenticate` challenges of
-a refusal (RFC 6750) and scope hierarchies. `HttpOptions` names these records, and the HTTP
-transport's gate (`transports/http/gate`) answers with them.
+(`ProtectedResource`, RFC 9728) served at `RESOURCE_METADATA_PATH`, the `WWW-Authenticate`
+challenges of a refusal (RFC 6750) and scope hierarchies. `HttpOptions` names these records,
+and the HTTP transport's gate (`transports/http/gate`) answers with them.
 """
 
 from __future__ import annotations
@@ -15,18 +15,16 @@ from typing import Any, Final, Protocol
 from urllib.parse import quote
 
 from .._core.auth import AuthInfo
+from .._wellknown import RESOURCE_METADATA_PATH
 
 __all__ = [
-    "METADATA_PATH",
+    "RESOURCE_METADATA_PATH",
     "ProtectedResource",
     "TokenVerifier",
     "TokenVerifierError",
     "challenge",
     "scope_closure",
 ]
-
-#: RFC 9728, 3: the well-known path of protected resource metadata.
-METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
 
 
 class TokenVerifier(Protocol):

@@ -33,6 +33,7 @@ import trio
 
 from .._core.auth import AuthInfo, missing_scopes, parse_scopes
 from .._exceptions import InsufficientScopeError, InvalidTokenError
+from .._wellknown import authorization_server_metadata_urls, get_json
 from .resource import TokenVerifierError
 
 if TYPE_CHECKING:
@@ -123,14 +124,13 @@ def _require(info: AuthInfo, required: tuple[str, ...]) -> AuthInfo:
     return info
 
 
-async def _get_json(url: str, seconds: float) -> Any:
+async def _fetch(url: str, seconds: float) -> Any:
+    """The JSON document at `url`, through an HTTP client of its own that lives for this fetch."""
     import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first fetches
 
     try:
         async with httpx.AsyncClient(timeout=seconds) as http:
-            response = await http.get(url, headers={"accept": "application/json"})
-            response.raise_for_status()
-            return response.json()
+            return await get_json(http, url)
     except (httpx.HTTPError, ValueError) as exc:
         raise TokenVerifierError(f"cannot fetch {url}: {exc}") from None
 
@@ -147,17 +147,9 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
         TokenVerifierError: none of them answers with a `jwks_uri`, or one names another
             issuer.
     """
-    parts = urlsplit(issuer)
-    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-    candidates = [
-        f"{origin}/.well-known/oauth-authorization-server{path}",
-        f"{origin}/.well-known/openid-configuration{path}",
-    ]
-    if path:
-        candidates.append(f"{origin}{path}/.well-known/openid-configuration")
-    for url in candidates:
+    for url in authorization_server_metadata_urls(issuer):
         try:
-            doc = await _get_json(url, seconds)
+            doc = await _fetch(url, seconds)
         except TokenVerifierError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("jwks_uri"), str):
@@ -331,7 +323,7 @@ class JwtVerifier:
             try:
                 if self.jwks_url is None:
                     self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
-                doc = await _get_json(self.jwks_url, self.timeout)
+                doc = await _fetch(self.jwks_url, self.timeout)
             except TokenVerifierError as exc:
                 if not self._usable(now):
                     raise

@@ -30,8 +30,9 @@ from urllib.parse import urlsplit
 
 from ..._core.auth import AuthInfo, missing_scopes
 from ..._exceptions import InsufficientScopeError, InvalidTokenError
+from ..._wellknown import origin
 from ...auth.resource import (
-    METADATA_PATH,
+    RESOURCE_METADATA_PATH,
     ProtectedResource,
     TokenVerifier,
     TokenVerifierError,
@@ -129,8 +130,7 @@ class AuthGate:
         """
         if self.resource is None:
             return None
-        parts = urlsplit(self.resource_uri(scope, headers))
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{self._suffix()}"
+        return origin(self.resource_uri(scope, headers)) + RESOURCE_METADATA_PATH + self._suffix()
 
     def metadata_paths(self) -> tuple[str, ...]:
         """The paths the metadata is served at: the bare well-known one and the path-suffixed.
@@ -142,9 +142,9 @@ class AuthGate:
         if self.resource is None:
             return ()
         paths = (
-            METADATA_PATH,
-            METADATA_PATH + self._suffix(),
-            METADATA_PATH + self.path.rstrip("/"),
+            RESOURCE_METADATA_PATH,
+            RESOURCE_METADATA_PATH + self._suffix(),
+            RESOURCE_METADATA_PATH + self.path.rstrip("/"),
         )
         return tuple(dict.fromkeys(paths))
 
