@@ -33,10 +33,11 @@ Where a `tools/call` goes, over stdio (the package's layers, imports pointing do
 6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
    answered for one read of input in one write to stdout.
 
-Streamable HTTP enters at `transports/http/app` instead: the token is verified, each POSTed
-request resolved once (`HttpBackend.resolve`), its scopes checked against the token (403) from
-that record, which then goes to the same `SessionRuntime.start`. The client half is
-`_runtime/client` over `transports/`.
+Streamable HTTP enters at `transports/http/app` instead: the token is verified (the gate,
+`transports/http/gate`, asks a verifier of `auth/`), each POSTed request resolved once
+(`HttpBackend.resolve`), its scopes checked against the token (403) from that record, which then
+goes to the same `SessionRuntime.start`. The client half is `_runtime/client` over
+`transports/`, authorized by `oauth/`.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -125,16 +126,11 @@ if TYPE_CHECKING:
     from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
     from ._runtime.session import SessionInfo
-    from .transports.http.app import HttpOptions
-    from .transports.http.auth import (
-        IntrospectionVerifier,
-        JwtVerifier,
-        ProtectedResource,
-        StaticTokenVerifier,
-        TokenVerifier,
-    )
-    from .transports.http.client import RetryPolicy
-    from .transports.http.oauth import (
+    from .auth.resource import ProtectedResource, TokenVerifier
+    from .auth.verifiers import IntrospectionVerifier, JwtVerifier, StaticTokenVerifier
+    from .oauth.flow import AutoRedirect, id_jag_assertion
+    from .oauth.loopback import LoopbackCallback, open_browser, open_loopback_callback
+    from .oauth.rules import (
         AssertionRequest,
         AuthorizationResponse,
         ClientRegistration,
@@ -143,13 +139,9 @@ if TYPE_CHECKING:
         OAuthTokens,
         TokenStorage,
     )
-    from .transports.http.oauth_flow import AutoRedirect, id_jag_assertion
-    from .transports.http.oauth_loopback import (
-        LoopbackCallback,
-        open_browser,
-        open_loopback_callback,
-    )
-    from .transports.http.oauth_storage import FileTokenStorage
+    from .oauth.storage import FileTokenStorage
+    from .transports.http.app import HttpOptions
+    from .transports.http.client import RetryPolicy
     from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
@@ -187,25 +179,25 @@ _LAZY = {
     "open_client": "._connect",
     "HttpOptions": ".transports.http.app",
     # The verifiers load PyJWT (the `auth` extra) only when a `JwtVerifier` is made.
-    "IntrospectionVerifier": ".transports.http.auth",
-    "JwtVerifier": ".transports.http.auth",
-    "ProtectedResource": ".transports.http.auth",
-    "StaticTokenVerifier": ".transports.http.auth",
-    "TokenVerifier": ".transports.http.auth",
+    "IntrospectionVerifier": ".auth.verifiers",
+    "JwtVerifier": ".auth.verifiers",
+    "ProtectedResource": ".auth.resource",
+    "StaticTokenVerifier": ".auth.verifiers",
+    "TokenVerifier": ".auth.resource",
     "RetryPolicy": ".transports.http.client",
-    "AssertionRequest": ".transports.http.oauth",
-    "AuthorizationResponse": ".transports.http.oauth",
-    "ClientRegistration": ".transports.http.oauth",
-    "MemoryTokenStorage": ".transports.http.oauth",
-    "OAuth": ".transports.http.oauth",
-    "OAuthTokens": ".transports.http.oauth",
-    "TokenStorage": ".transports.http.oauth",
-    "AutoRedirect": ".transports.http.oauth_flow",
-    "id_jag_assertion": ".transports.http.oauth_flow",
-    "LoopbackCallback": ".transports.http.oauth_loopback",
-    "open_browser": ".transports.http.oauth_loopback",
-    "open_loopback_callback": ".transports.http.oauth_loopback",
-    "FileTokenStorage": ".transports.http.oauth_storage",
+    "AssertionRequest": ".oauth.rules",
+    "AuthorizationResponse": ".oauth.rules",
+    "ClientRegistration": ".oauth.rules",
+    "MemoryTokenStorage": ".oauth.rules",
+    "OAuth": ".oauth.rules",
+    "OAuthTokens": ".oauth.rules",
+    "TokenStorage": ".oauth.rules",
+    "AutoRedirect": ".oauth.flow",
+    "id_jag_assertion": ".oauth.flow",
+    "LoopbackCallback": ".oauth.loopback",
+    "open_browser": ".oauth.loopback",
+    "open_loopback_callback": ".oauth.loopback",
+    "FileTokenStorage": ".oauth.storage",
     "EventStore": ".transports.http.replay",
     "MemoryEventStore": ".transports.http.replay",
 }

@@ -39,8 +39,8 @@ from ._runtime.client import (
 from ._runtime.guard import require_trio
 from ._runtime.link import Link
 from ._runtime.server import Server
+from .oauth.rules import OAuth
 from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
-from .transports.http.oauth import OAuth
 from .transports.links import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     ChannelLink,

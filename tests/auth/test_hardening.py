@@ -41,13 +41,9 @@ from trio_mcp import (
     open_loopback_callback,
 )
 from trio_mcp._features.tasks import TaskRecord
-from trio_mcp.transports.http.auth import (
-    METADATA_PATH,
-    TokenVerifierError,
-    challenge,
-    discover_jwks_url,
-)
-from trio_mcp.transports.http.oauth import AuthorizationResponse, check_authorization_response
+from trio_mcp.auth.resource import RESOURCE_METADATA_PATH, TokenVerifierError, challenge
+from trio_mcp.auth.verifiers import discover_jwks_url
+from trio_mcp.oauth.rules import AuthorizationResponse, check_authorization_response
 
 # -- introspection: audience bound by default ----------------------------------------------------
 
@@ -318,12 +314,14 @@ async def test_a_forged_host_cannot_inject_challenge_parameters(
             allowed_hosts=("*",),
         ) as s:
             reply = await s.client(host=forged).initialize()
-            metadata = await s.http.get(s.base + METADATA_PATH + "/mcp", headers={"host": forged})
+            metadata = await s.http.get(
+                s.base + RESOURCE_METADATA_PATH + "/mcp", headers={"host": forged}
+            )
     assert "names no canonical URI" in caplog.text
     assert reply.status == 401
     header = params(reply.response.headers["www-authenticate"])
     assert list(header) == ["resource_metadata"]
-    assert header["resource_metadata"] == s.base + METADATA_PATH + "/mcp"
+    assert header["resource_metadata"] == s.base + RESOURCE_METADATA_PATH + "/mcp"
     assert metadata.json()["resource"] == s.url
 
 
@@ -339,9 +337,9 @@ async def test_challenge_metadata_url_is_served_when_the_audience_path_differs()
         p.verifier.audience = audience  # the endpoint is /mcp
         reply = await p.client().initialize()
         pointed = params(reply.response.headers["www-authenticate"])["resource_metadata"]
-        assert pointed == "https://mcp.example" + METADATA_PATH + "/api/mcp"
-        served = await p.served.http.get(p.served.base + METADATA_PATH + "/api/mcp")
-        by_endpoint = await p.served.http.get(p.served.base + METADATA_PATH + "/mcp")
+        assert pointed == "https://mcp.example" + RESOURCE_METADATA_PATH + "/api/mcp"
+        served = await p.served.http.get(p.served.base + RESOURCE_METADATA_PATH + "/api/mcp")
+        by_endpoint = await p.served.http.get(p.served.base + RESOURCE_METADATA_PATH + "/mcp")
         ok = await p.client(p.token(audience=audience)).initialize()
     assert reply.status == 401
     assert served.status_code == 200

@@ -42,8 +42,9 @@ from trio_mcp import (
     open_client,
     open_loopback_callback,
 )
-from trio_mcp.transports.http.oauth import (
-    authorization_server_metadata_urls,
+from trio_mcp._wellknown import authorization_server_metadata_urls
+from trio_mcp.oauth.flow import _DpopKey
+from trio_mcp.oauth.rules import (
     check_authorization_response,
     parse_www_authenticate,
     pkce_pair,
@@ -51,7 +52,6 @@ from trio_mcp.transports.http.oauth import (
     resource_matches,
     select_scope,
 )
-from trio_mcp.transports.http.oauth_flow import _DpopKey
 
 REDIRECT = "http://127.0.0.1:8765/callback"
 # Bounds one test's flows and calls: loopback exchanges that take milliseconds.

@@ -20,7 +20,7 @@ from trio_mcp import (
     tool,
 )
 from trio_mcp._core.auth import missing_scopes, parse_scopes
-from trio_mcp.transports.http.auth import challenge
+from trio_mcp.auth.resource import challenge
 
 
 async def test_in_memory_nothing_is_enforced_and_ctx_auth_is_none() -> None:

@@ -50,7 +50,7 @@ from .._core.client_records import PromptInfo, ResourceTemplateInfo, TaskInfo, T
 from .._core.jsonrpc import METHOD_NOT_FOUND
 from .._exceptions import AuthorizationError, RequestError, TrioMCPError
 from .._runtime.client import Client
-from ..transports.http.oauth import OAuth, TokenStorage
+from ..oauth.rules import OAuth, TokenStorage
 from ._answers import CommandSampler, TerminalElicitor, roots_from_paths
 from ._arguments import check_names, parse_arguments, split_pairs, template_variables, unknown_name
 from ._demo import demo

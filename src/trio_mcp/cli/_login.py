@@ -47,7 +47,8 @@ from typing import Any, Final
 import trio
 
 from .._exceptions import AuthorizationError
-from ..transports.http.oauth import (
+from ..oauth.loopback import LoopbackCallback, open_browser, open_loopback_callback
+from ..oauth.rules import (
     AuthorizationResponse,
     ClientRegistration,
     OAuth,
@@ -56,12 +57,7 @@ from ..transports.http.oauth import (
     protected_resource_metadata_urls,
     step_up_scopes,
 )
-from ..transports.http.oauth_loopback import (
-    LoopbackCallback,
-    open_browser,
-    open_loopback_callback,
-)
-from ..transports.http.oauth_storage import FileTokenStorage
+from ..oauth.storage import FileTokenStorage
 
 __all__ = [
     "FreshSignIn",

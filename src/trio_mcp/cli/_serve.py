@@ -281,10 +281,8 @@ def _http_options(args: argparse.Namespace) -> HttpOptions:
     per_address = args.max_connections_per_address
     auth = metadata = None
     if args.auth_issuer is not None:
-        from ..transports.http.auth import (  # noqa: PLC0415 - loads only when asked for
-            JwtVerifier,
-            ProtectedResource,
-        )
+        from ..auth.resource import ProtectedResource  # noqa: PLC0415 - only when asked for
+        from ..auth.verifiers import JwtVerifier  # noqa: PLC0415
 
         auth = JwtVerifier(
             issuer=args.auth_issuer, audience=args.auth_audience, jwks_url=args.auth_jwks

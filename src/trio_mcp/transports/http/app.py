@@ -9,7 +9,7 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
         framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
         (405), Host (421) and Origin (403) (`guard`), bearer token (401, or 403 for scopes
-        every request needs: `auth`) here, then the
+        every request needs: `gate`) here, then the
         transport's own (Content-Type 415, Accept 406, body size 413 or too slow 408, JSON-RPC
         shape 400, request metadata or version and session 400/404, limits 429/503:
         `streamable` Rule 1; then the scopes of what the body asks for, 403). A refused
@@ -35,6 +35,8 @@ import trio
 
 from ..._core.auth import AuthInfo
 from ..._core.jsonrpc import dumps
+from ...auth.resource import TokenVerifier
+from ...auth.verifiers import StaticTokenVerifier
 from .asgi import (
     Receive,
     Refused,
@@ -46,7 +48,7 @@ from .asgi import (
     refuse,
     send_json,
 )
-from .auth import AuthGate, StaticTokenVerifier, TokenVerifier
+from .gate import AuthGate
 from .guard import source_refusal
 from .legacy_sse import LegacySse
 from .options import DEFAULT_ALLOWED_ORIGINS, HttpOptions
@@ -194,7 +196,7 @@ class McpHttpApp:
             await self._streamable.delete(headers, send, auth)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
-        """Serve the protected resource metadata (RFC 9728), to anyone (`auth` Rule 2)."""
+        """Serve the protected resource metadata (RFC 9728), to anyone (`gate` Rule 2)."""
         method = scope["method"]
         if method == "OPTIONS":  # a CORS preflight
             headers = [*_CORS, (b"access-control-max-age", b"86400")]

@@ -44,7 +44,7 @@ Rule 7: the session's GET stream that ends or breaks is opened again after the `
         waiting out `RetryPolicy`'s growing delay, the stream is let go with a warning. It
         stops at 404 or 405, when a new session takes its place, and when the link closes;
         nothing of it is ever raised into the client.
-Rule 8: with `auth` (an `OAuth`), the link's HTTP client carries `oauth_flow.OAuthFlow`, so
+Rule 8: with `auth` (an `OAuth`), the link's HTTP client carries `oauth.flow.OAuthFlow`, so
         every request (POST, GET stream, DELETE) is authorized the same way: a 401 or 403
         it cannot cure comes back as the HTTP error it is; an authorization that fails raises
         `AuthorizationError` from the request that needed it.
@@ -74,13 +74,13 @@ from ..._exceptions import (
     SessionExpiredError,
     TransportError,
 )
+from ...oauth.rules import parse_www_authenticate
 from .headers import encode_value, request_headers
-from .oauth import parse_www_authenticate
 
 if TYPE_CHECKING:
     import httpx
 
-    from .oauth import OAuth
+    from ...oauth.rules import OAuth
 
 __all__ = [
     "RetryPolicy",
@@ -277,7 +277,7 @@ def _http_client(
         raise TransportError('HTTP needs httpx: pip install "trio-mcp[http]"') from exc
     flow: httpx.Auth | None = None
     if auth is not None:
-        from .oauth_flow import OAuthFlow  # noqa: PLC0415 - loads with the first OAuth link
+        from ...oauth.flow import OAuthFlow  # noqa: PLC0415 - loads with the first OAuth link
 
         flow = OAuthFlow(auth, url, legacy_sse=legacy_sse)
     return httpx.AsyncClient(

@@ -51,7 +51,7 @@ from .asgi import (
     check_content_type,
     read_body,
 )
-from .auth import AuthGate
+from .gate import AuthGate
 from .options import HttpOptions
 from .sessions import Entry, HttpBackend, SessionTable
 

@@ -6,26 +6,23 @@ Rule 2: the defaults are safe for a server on this machine: browser pages from e
         client can make the server hold (sessions, requests in flight, body bytes, idle time,
         time to send a request, connections) is bounded.
 Nothing here performs I/O; `app` re-exports these names, where the facade and the CLI find them.
-The OAuth side's records live here too (`TokenVerifier`, `ProtectedResource`), so that the
-options can name them; `auth` has the verifiers and the challenges.
+The options name the server's authorization records (`TokenVerifier`, `ProtectedResource`),
+which live with the verifiers in `trio_mcp.auth`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final
 
-from ..._core.auth import AuthInfo
+from ...auth.resource import ProtectedResource, TokenVerifier
 from .replay import EventStore, MemoryEventStore
 
 __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "HttpOptions",
     "MetricsRenderer",
-    "ProtectedResource",
-    "TokenVerifier",
-    "TokenVerifierError",
 ]
 
 #: Browser origins accepted by default: pages served from this machine only (DNS-rebinding
@@ -45,71 +42,6 @@ DEFAULT_ALLOWED_ORIGINS: Final = (
 MetricsRenderer = Callable[[str | None], tuple[bytes, str]]
 
 
-class TokenVerifier(Protocol):
-    """Decides whether a bearer token is good for this server, and whose it is."""
-
-    async def verify(self, token: str) -> AuthInfo | None:
-        """The verified token's facts; None (or `InvalidTokenError`) when it is not valid.
-
-        Raises:
-            InvalidTokenError: the token is not valid; the message says why (sent to the
-                client as `error_description`).
-            InsufficientScopeError: the token is valid but lacks scopes every request needs.
-            TokenVerifierError: the verifier could not decide (authorization server
-                unreachable): answered 503.
-        """
-        ...
-
-
-class TokenVerifierError(Exception):
-    """A verifier could not reach what it needs to decide (JWKS, introspection endpoint)."""
-
-
-@dataclass(frozen=True)
-class ProtectedResource:
-    """The RFC 9728 metadata of this server, served at `/.well-known/oauth-protected-resource`.
-
-    Attributes:
-        authorization_servers: Issuer URLs of the authorization servers whose tokens this
-            server accepts (at least one).
-        scopes_supported: Scopes a client may request for this server.
-        resource: The server's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp`;
-            the audience its tokens must carry. None: the verifier's `audience` if it has
-            one (`JwtVerifier`, `IntrospectionVerifier`), else derived from each request
-            (scheme, Host and MCP path), which is right only when clients reach the server
-            directly.
-        resource_name: A human-readable name.
-        resource_documentation: A URL of documentation for developers.
-    """
-
-    authorization_servers: tuple[str, ...]
-    scopes_supported: tuple[str, ...] = ()
-    resource: str | None = None
-    resource_name: str | None = None
-    resource_documentation: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.authorization_servers, str):
-            object.__setattr__(self, "authorization_servers", (self.authorization_servers,))
-        if not self.authorization_servers:
-            raise ValueError("ProtectedResource needs at least one authorization server")
-
-    def document(self, resource: str) -> dict[str, Any]:
-        """The metadata document for the canonical URI `resource`."""
-        doc: dict[str, Any] = {
-            "resource": resource,
-            "authorization_servers": list(self.authorization_servers),
-            "bearer_methods_supported": ["header"],
-        }
-        if self.scopes_supported:
-            doc["scopes_supported"] = list(self.scopes_supported)
-        if self.resource_name:
-            doc["resource_name"] = self.resource_name
-        if self.resource_documentation:
-            doc["resource_documentation"] = self.resource_documentation
-        return doc
-
-
 @dataclass(frozen=True)
 class HttpOptions:
     """Limits and security settings of the HTTP transport.
@@ -126,7 +58,7 @@ class HttpOptions:
         auth: Verifies the bearer token every request to the MCP endpoint (and the legacy
             SSE endpoints) must carry: a `JwtVerifier`, an `IntrospectionVerifier`, a
             `StaticTokenVerifier` or any `TokenVerifier`. Missing or invalid: 401; lacking
-            a scope the request needs: 403 (see `transports/http/auth`).
+            a scope the request needs: 403 (see `transports/http/gate`).
         resource_metadata: This server as an OAuth protected resource (RFC 9728): its
             authorization servers, scopes and canonical URI, served at
             /.well-known/oauth-protected-resource (and that path followed by the MCP path),

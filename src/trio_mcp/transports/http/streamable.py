@@ -123,7 +123,7 @@ from .asgi import (
     read_body,
     send_json,
 )
-from .auth import AuthGate
+from .gate import AuthGate
 from .headers import check_param_headers, check_request_metadata, modern_status
 from .options import HttpOptions
 from .outbox import Outbox

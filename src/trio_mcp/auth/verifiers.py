@@ -1,22 +1,14 @@
-"""The server as an OAuth 2.1 protected resource: token verifiers, metadata and challenges.
+"""The server's token verifiers: a fixed token, JWT access tokens, token introspection.
 
-Rule 1: a request to a protected endpoint (the MCP endpoint, the legacy /sse and /messages)
-        carries `Authorization: Bearer <token>` (RFC 6750, 2.1; never a query parameter). The
-        `TokenVerifier` decides: an `AuthInfo`, or None / `InvalidTokenError` (401). Missing
-        token: 401 with `WWW-Authenticate: Bearer resource_metadata="...", scope="..."`; a bad
-        one adds `error="invalid_token"`; a valid one lacking scopes is 403 with
-        `error="insufficient_scope"` and the scopes (RFC 6750, 3; RFC 9728, 5.1; MCP
-        authorization: scope challenges). A verifier that fails itself (JWKS unreachable) is
-        503, not 401: the client's token may be fine.
-Rule 2: the metadata documents (RFC 9728) are public: no token, no Host or Origin check, any
-        origin may read them (CORS), so that browser-based clients can discover the
-        authorization server.
-Rule 3: a token must have been issued for this server (RFC 8707 audience): `JwtVerifier` and
+Each is a `TokenVerifier` (`resource`): the HTTP transport's gate hands it the bearer token of
+a request and answers 401, 403 or 503 from what it says.
+
+Rule 1: a token must have been issued for this server (RFC 8707 audience): `JwtVerifier` and
         `IntrospectionVerifier` check `aud` against the server's canonical URI. Tokens are never
         logged, kept in an `AuthInfo` or echoed in an error.
-Rule 4: JOSE is PyJWT's (the `auth` extra), imported when a `JwtVerifier` is made: importing
+Rule 2: JOSE is PyJWT's (the `auth` extra), imported when a `JwtVerifier` is made: importing
         trio_mcp, or serving without one, loads neither it nor cryptography.
-Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` seconds, and
+Rule 3: key sets and introspection answers are cached: a JWKS for `jwks_ttl` seconds, and
         fetched again early only for a `kid` it lacks (key rotation), at most once per
         `jwks_min_refetch` seconds however many requests ask at once (failed attempts count),
         so unknown `kid`s cannot make the server hammer the authorization server; while a
@@ -27,319 +19,35 @@ Rule 5: key sets and introspection answers are cached: a JWKS for `jwks_ttl` sec
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import trio
 
-from ..._core.auth import AuthInfo, missing_scopes, parse_scopes
-from ..._exceptions import InsufficientScopeError, InvalidTokenError
-from .asgi import Refused, Scope
-from .options import ProtectedResource, TokenVerifier, TokenVerifierError
+from .._core.auth import AuthInfo, missing_scopes, parse_scopes
+from .._exceptions import InsufficientScopeError, InvalidTokenError
+from .._wellknown import authorization_server_metadata_urls, get_json
+from .resource import TokenVerifierError
 
 if TYPE_CHECKING:
     import jwt as pyjwt
 
 __all__ = [
-    "METADATA_PATH",
-    "AuthGate",
     "IntrospectionVerifier",
     "JwtVerifier",
-    "ProtectedResource",
     "StaticTokenVerifier",
-    "TokenVerifier",
-    "TokenVerifierError",
-    "challenge",
+    "canonical_uri",
+    "discover_jwks_url",
 ]
 
 logger = logging.getLogger("trio_mcp.http")
-
-#: RFC 9728, 3: the well-known path of protected resource metadata.
-METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
-
-
-# -- challenges ---------------------------------------------------------------------------------
-
-# RFC 6750, 3: error_description and scope values exclude '"' and '\' (and control characters).
-_UNQUOTABLE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
-
-
-def challenge(
-    *,
-    resource_metadata: str | None,
-    scopes: Iterable[str] = (),
-    error: str | None = None,
-    description: str | None = None,
-) -> bytes:
-    """A `WWW-Authenticate: Bearer ...` value (RFC 6750, 3; RFC 9728, 5.1)."""
-    params: list[str] = []
-    if error is not None:
-        params.append(f'error="{error}"')
-        if description:
-            params.append(f'error_description="{_UNQUOTABLE.sub("?", description)}"')
-    scope = " ".join(dict.fromkeys(scopes))
-    if scope:
-        params.append(f'scope="{_UNQUOTABLE.sub("?", scope)}"')
-    if resource_metadata is not None:
-        # A URL has no '"', '\\' or control characters; percent-encode any that got in, so
-        # that the value cannot end the quoted-string and add parameters of its own.
-        params.append(f'resource_metadata="{quote(resource_metadata, safe=_URL_SAFE)}"')
-    return ("Bearer " + ", ".join(params)).rstrip().encode()
-
-
-def _closure(hierarchy: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
-    """Each broader scope -> every scope it implies, directly or through others."""
-    direct = {scope: set(narrower) for scope, narrower in hierarchy.items()}
-    closed: dict[str, frozenset[str]] = {}
-    for scope, narrowest in direct.items():
-        seen: set[str] = set()
-        todo = list(narrowest)
-        while todo:
-            narrower = todo.pop()
-            if narrower not in seen:
-                seen.add(narrower)
-                todo.extend(direct.get(narrower, ()))
-        closed[scope] = frozenset(seen - {scope})
-    return closed
-
-
-# Characters a URL may carry unencoded (RFC 3986, 2.2 and 2.3; '%' of those encoded already).
-_URL_SAFE: Final = ":/?#[]@!$&'()*+,;=%-._~"
-
-# host[:port]: a DNS name or IPv4 address, or a bracketed IPv6 literal (RFC 3986, 3.2.2).
-_HOST = re.compile(r"(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
-
-
-def origin_of(scope: Scope, headers: Mapping[bytes, bytes]) -> str:
-    """scheme://host[:port] as the client addressed this server (the Host header).
-
-    A Host that is not a plain host[:port] (only an `allowed_hosts=("*",)` server lets one
-    through) is not copied into URLs: the address the connection came in on is used instead.
-    """
-    host = headers.get(b"host", b"").decode("latin-1")
-    if not _HOST.fullmatch(host):
-        server = scope.get("server") or ("localhost", None)
-        address = f"[{server[0]}]" if ":" in str(server[0]) else str(server[0])
-        host = address if server[1] is None else f"{address}:{server[1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
-
-
-class AuthGate:
-    """Checks the bearer token of a request to a protected endpoint (Rule 1).
-
-    Args:
-        verifier: Decides on tokens; None: no token is asked for (only metadata is served).
-        resource: The metadata to serve, and to point clients to in challenges; None: none.
-        path: The MCP endpoint's path (for the canonical URI and the metadata URL).
-        base_scopes: The scopes every request needs (`HttpBackend.base_scopes`), which 401
-            challenges name.
-        scope_hierarchy: Broader scopes and the narrower ones each implies.
-    """
-
-    def __init__(
-        self,
-        verifier: TokenVerifier | None,
-        resource: ProtectedResource | None,
-        path: str,
-        base_scopes: Iterable[str] = (),
-        *,
-        scope_hierarchy: Mapping[str, Iterable[str]] | None = None,
-    ) -> None:
-        self.verifier = verifier
-        self._implied = _closure(scope_hierarchy or {})
-        self.resource = resource
-        self.path = path
-        bind = getattr(verifier, "bind_resource", None)
-        if callable(bind):  # an audience-checking verifier learns the canonical URI (Rule 3)
-            bind(resource.resource if resource is not None else None)
-        #: Scopes every request needs (a `Server`'s `required_scopes`): named in 401s.
-        self.base_scopes = tuple(base_scopes)
-        if verifier is not None and resource is not None and self._configured_uri() is None:
-            logger.warning(
-                "the protected resource metadata names no canonical URI "
-                "(ProtectedResource.resource): it is taken from each request's Host header; "
-                "configure it for a public server"
-            )
-
-    def resource_uri(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str:
-        """The canonical URI of this server (RFC 8707, 2).
-
-        The metadata's `resource` if set, else the verifier's `audience` (what its tokens must
-        name), else the URL the request was sent to.
-        """
-        configured = self._configured_uri()
-        return configured if configured is not None else origin_of(scope, headers) + self.path
-
-    def _configured_uri(self) -> str | None:
-        if self.resource is not None and self.resource.resource:
-            return self.resource.resource
-        audience = getattr(self.verifier, "audience", None)
-        if isinstance(audience, str) and audience.startswith(("https://", "http://")):
-            return audience
-        return None
-
-    def _suffix(self) -> str:
-        """The path of the canonical URI (a proxy may serve this server under another path)."""
-        configured = self._configured_uri()
-        path = urlsplit(configured).path if configured is not None else self.path
-        return path.rstrip("/")
-
-    def metadata_url(self, scope: Scope, headers: Mapping[bytes, bytes]) -> str | None:
-        """The absolute URL of the metadata document for this server (RFC 9728, 3.1).
-
-        Its path is one `metadata_paths` serves: both come from the same canonical URI.
-        """
-        if self.resource is None:
-            return None
-        parts = urlsplit(self.resource_uri(scope, headers))
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{self._suffix()}"
-
-    def metadata_paths(self) -> tuple[str, ...]:
-        """The paths the metadata is served at: the bare well-known one and the path-suffixed.
-
-        The suffix is the path of the canonical URI (the metadata's `resource`, else the
-        verifier's audience), which challenges point to; the MCP endpoint's path is served too,
-        for clients that build the URL from the endpoint they were given.
-        """
-        if self.resource is None:
-            return ()
-        paths = (
-            METADATA_PATH,
-            METADATA_PATH + self._suffix(),
-            METADATA_PATH + self.path.rstrip("/"),
-        )
-        return tuple(dict.fromkeys(paths))
-
-    def document(self, scope: Scope, headers: Mapping[bytes, bytes]) -> dict[str, Any]:
-        """The metadata document (served only when `resource` is set)."""
-        assert self.resource is not None
-        return self.resource.document(self.resource_uri(scope, headers))
-
-    async def authenticate(self, scope: Scope, headers: Mapping[bytes, bytes]) -> AuthInfo | None:
-        """Verify the request's bearer token; raise `Refused` (401, 403 or 503) when it fails.
-
-        Returns:
-            The token's facts (None when no verifier is set).
-        """
-        if self.verifier is None:
-            return None
-        metadata = self.metadata_url(scope, headers)
-        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        token = token.strip()
-        # The scheme name is case-insensitive (RFC 9110, 11.1).
-        if scheme.lower() != "bearer" or not token:
-            raise Refused(
-                401,
-                "Missing bearer token",
-                [
-                    (
-                        b"www-authenticate",
-                        challenge(resource_metadata=metadata, scopes=self._needed_scopes()),
-                    )
-                ],
-            )
-        try:
-            info = await self.verifier.verify(token)
-        except InvalidTokenError as exc:
-            raise self._invalid(metadata, str(exc)) from None
-        except InsufficientScopeError as exc:
-            raise self.insufficient(scope, headers, exc.scopes, None) from None
-        except TokenVerifierError as exc:
-            logger.warning("token verification failed: %s", exc)
-            raise Refused(503, "Cannot verify tokens right now", [(b"retry-after", b"5")]) from None
-        if info is None:
-            raise self._invalid(metadata, "The access token is not valid")
-        if info.issuer is None and info.subject is None and info.client_id is None:
-            # A token naming no one: sessions are bound to the token itself (`AuthInfo`).
-            info = dataclasses.replace(info, token_id=hashlib.sha256(token.encode()).hexdigest())
-        if self._implied:
-            implied = {n for s in info.scopes for n in self._implied.get(s, ())} - info.scopes
-            if implied:
-                info = dataclasses.replace(info, scopes=info.scopes | implied)
-        self.check(scope, headers, self.base_scopes, info)
-        return info
-
-    def check_scopes(
-        self,
-        scope: Scope,
-        headers: Mapping[bytes, bytes],
-        info: AuthInfo | None,
-        needs: Iterable[Iterable[str]],
-    ) -> None:
-        """Refuse (403) a body whose requests need scopes the verified token lacks.
-
-        Args:
-            scope: The ASGI scope.
-            headers: The request's headers.
-            info: The verified token (`authenticate`).
-            needs: The scopes of each request of the body (their resolved records').
-        """
-        if self.verifier is None:
-            return
-        needed: dict[str, None] = {}
-        for scopes in needs:
-            needed.update(dict.fromkeys(scopes))
-        self.check(scope, headers, needed, info)
-
-    def check(
-        self,
-        scope: Scope,
-        headers: Mapping[bytes, bytes],
-        needed: Iterable[str],
-        info: AuthInfo | None,
-    ) -> None:
-        """Refuse (403) when the verified token lacks any of `needed` (no verifier: nothing)."""
-        if self.verifier is None:
-            return
-        granted = info.scopes if info is not None else frozenset()
-        missing = missing_scopes(needed, granted)
-        if missing:
-            raise self.insufficient(scope, headers, missing, info)
-
-    def insufficient(
-        self,
-        scope: Scope,
-        headers: Mapping[bytes, bytes],
-        missing: Iterable[str],
-        info: AuthInfo | None,
-    ) -> Refused:
-        """The 403 for a token that lacks `missing`."""
-        # The spec's recommended approach: the scopes already granted and the new ones, so that
-        # a client asking again for exactly these loses nothing it had.
-        granted = sorted(info.scopes) if info is not None else []
-        header = challenge(
-            error="insufficient_scope",
-            scopes=[*granted, *missing],
-            resource_metadata=self.metadata_url(scope, headers),
-            description=f"This request needs scope(s): {' '.join(missing)}",
-        )
-        return Refused(403, "Insufficient scope", [(b"www-authenticate", header)])
-
-    def _needed_scopes(self) -> tuple[str, ...]:
-        # Only what every request needs: without it a client asks for the metadata's
-        # `scopes_supported` (spec: scope selection strategy).
-        return self.base_scopes
-
-    def _invalid(self, metadata: str | None, description: str) -> Refused:
-        header = challenge(
-            error="invalid_token",
-            description=description,
-            scopes=self._needed_scopes(),
-            resource_metadata=metadata,
-        )
-        return Refused(401, "Invalid bearer token", [(b"www-authenticate", header)])
-
-
-# -- verifiers ------------------------------------------------------------------------------------
 
 
 class StaticTokenVerifier:
@@ -416,14 +124,13 @@ def _require(info: AuthInfo, required: tuple[str, ...]) -> AuthInfo:
     return info
 
 
-async def _get_json(url: str, seconds: float) -> Any:
+async def _fetch(url: str, seconds: float) -> Any:
+    """The JSON document at `url`, through an HTTP client of its own that lives for this fetch."""
     import httpx  # noqa: PLC0415 - the http extra, loaded when a verifier first fetches
 
     try:
         async with httpx.AsyncClient(timeout=seconds) as http:
-            response = await http.get(url, headers={"accept": "application/json"})
-            response.raise_for_status()
-            return response.json()
+            return await get_json(http, url)
     except (httpx.HTTPError, ValueError) as exc:
         raise TokenVerifierError(f"cannot fetch {url}: {exc}") from None
 
@@ -440,17 +147,9 @@ async def discover_jwks_url(issuer: str, *, seconds: float = 10.0) -> str:
         TokenVerifierError: none of them answers with a `jwks_uri`, or one names another
             issuer.
     """
-    parts = urlsplit(issuer)
-    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-    candidates = [
-        f"{origin}/.well-known/oauth-authorization-server{path}",
-        f"{origin}/.well-known/openid-configuration{path}",
-    ]
-    if path:
-        candidates.append(f"{origin}{path}/.well-known/openid-configuration")
-    for url in candidates:
+    for url in authorization_server_metadata_urls(issuer):
         try:
-            doc = await _get_json(url, seconds)
+            doc = await _fetch(url, seconds)
         except TokenVerifierError:
             continue
         if isinstance(doc, dict) and isinstance(doc.get("jwks_uri"), str):
@@ -482,7 +181,7 @@ class JwtVerifier:
         required_scopes: Scopes every request needs (403 without them).
         jwks_ttl: Seconds a fetched key set is used before it is fetched again.
         jwks_min_refetch: Seconds between two fetches (or failed attempts) of the key set
-            (Rule 5).
+            (Rule 3).
         jwks_grace: Seconds past `jwks_ttl` the keys held stay in use while fetching them
             again fails (with a warning logged).
         require_at_jwt_typ: Refuse tokens whose JWS header `typ` is not `at+jwt` (RFC 9068,
@@ -510,7 +209,7 @@ class JwtVerifier:
         require_at_jwt_typ: bool = False,
         timeout: float = 10.0,
     ) -> None:
-        import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 4)
+        import jwt  # noqa: PLC0415 - JOSE loads only for a server that verifies JWTs (Rule 2)
 
         self._jwt = jwt
         self.issuer = issuer
@@ -604,7 +303,7 @@ class JwtVerifier:
         return self._fetched_at is None or now - self._fetched_at > self.jwks_ttl
 
     async def _refresh(self, kid: str | None) -> None:
-        """Fetch the key set, unless another request just did or tried (Rule 5).
+        """Fetch the key set, unless another request just did or tried (Rule 3).
 
         Everything is decided inside the lock: requests that queued behind a fetch see its
         outcome and do not fetch again. A failed fetch counts as an attempt too, so an
@@ -624,7 +323,7 @@ class JwtVerifier:
             try:
                 if self.jwks_url is None:
                     self.jwks_url = await discover_jwks_url(self.issuer, seconds=self.timeout)
-                doc = await _get_json(self.jwks_url, self.timeout)
+                doc = await _fetch(self.jwks_url, self.timeout)
             except TokenVerifierError as exc:
                 if not self._usable(now):
                     raise
@@ -655,7 +354,7 @@ class IntrospectionVerifier:
     The server authenticates itself with HTTP Basic (client_secret_basic). A token is valid
     when the answer says `active`, its `exp` (if any) is ahead and its `nbf` (if any) passed,
     its `iss` (if the answer has one and `issuer` is set) is `issuer`, and its `aud` contains
-    this server's canonical URI (RFC 8707). Active answers are cached (Rule 5); refusals too,
+    this server's canonical URI (RFC 8707). Active answers are cached (Rule 3); refusals too,
     for `negative_cache_seconds`, so that a client repeating a dead token does not cost one
     introspection per request.
 

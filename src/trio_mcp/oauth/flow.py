@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import logging
 import secrets
 import time
@@ -44,21 +43,22 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 import httpx
 import trio
 
-from ..._exceptions import AuthorizationError
-from .oauth import (
+from .._exceptions import AuthorizationError
+from .._wellknown import authorization_server_metadata_urls, get_json, origin, same_origin
+from .rules import (
     AssertionProvider,
     AssertionRequest,
     AuthorizationResponse,
     ClientRegistration,
     OAuth,
     OAuthTokens,
-    authorization_server_metadata_urls,
     check_authorization_response,
     parse_www_authenticate,
     pending_state,
     pkce_pair,
     protected_resource_metadata_urls,
     resource_matches,
+    s256,
     select_scope,
     step_up_scopes,
 )
@@ -317,7 +317,7 @@ class OAuthFlow(httpx.Auth):
             fresh = replace(fresh, scope=tokens.scope)
         return await self._store(fresh)
 
-    # -- discovery (oauth.py Rules 1 and 2) -------------------------------------------------
+    # -- discovery (`rules` Rules 1 and 2) -------------------------------------------------
 
     async def _discover(self, http: httpx.AsyncClient, challenge: Mapping[str, str]) -> _Discovery:
         urls = protected_resource_metadata_urls(self._url)
@@ -326,14 +326,14 @@ class OAuthFlow(httpx.Auth):
             urls = [named, *(url for url in urls if url != named)]
         resource_metadata = None
         for url in urls:
-            resource_metadata = await _get_json(http, url)
+            resource_metadata = await _metadata(http, url)
             if resource_metadata is not None:
                 break
-        pointed = named is not None and url == named and _same_origin(named, self._url)
+        pointed = named is not None and url == named and same_origin(named, self._url)
         if resource_metadata is None:
             # 2025-03-26: no protected resource metadata; the MCP server's origin is the
             # authorization server, with default endpoints when it serves no metadata either.
-            issuer = _origin(self._url)
+            issuer = origin(self._url)
             metadata = await self._server_metadata(http, issuer)
             if metadata is None:
                 metadata = {
@@ -347,7 +347,7 @@ class OAuthFlow(httpx.Auth):
         resource = resource_metadata.get("resource")
         legacy = self._legacy_sse and pointed and isinstance(resource, str)
         if not isinstance(resource, str) or not (
-            resource_matches(self._url, resource) or (legacy and _same_origin(resource, self._url))
+            resource_matches(self._url, resource) or (legacy and same_origin(resource, self._url))
         ):
             raise AuthorizationError(
                 f"the protected resource metadata of {self._url} names the resource "
@@ -370,7 +370,7 @@ class OAuthFlow(httpx.Auth):
         self, http: httpx.AsyncClient, issuer: str
     ) -> Mapping[str, Any] | None:
         for url in authorization_server_metadata_urls(issuer):
-            metadata = await _get_json(http, url)
+            metadata = await _metadata(http, url)
             if metadata is None:
                 continue
             if metadata.get("issuer") != issuer:
@@ -582,12 +582,7 @@ class OAuthFlow(httpx.Auth):
             # RFC 9449 section 8: a use_dpop_nonce error asks for the request again, with it.
             if response.status_code != 400 or _json(response).get("error") != "use_dpop_nonce":
                 break
-        body = _json(response)
-        token = body.get("access_token")
-        if response.status_code != 200 or not isinstance(token, str):
-            raise AuthorizationError(
-                f"the token endpoint {endpoint} refused: {_oauth_error(response, body)}"
-            )
+        body, token = _token_answer(response, f"the token endpoint {endpoint} refused")
         expires_in = body.get("expires_in")
         refresh = body.get("refresh_token")
         granted = body.get("scope")
@@ -671,8 +666,8 @@ def _check_granted(tokens: OAuthTokens, needed: list[str], challenge: Mapping[st
 @contextlib.asynccontextmanager
 async def _reaching() -> AsyncIterator[None]:
     # An authorization server out of reach is an authorization failure, not a network error of
-    # the MCP request: the link would otherwise send the request again (Rule 2 of `client`)
-    # and report the MCP server unreachable.
+    # the MCP request: the link would otherwise send the request again (Rule 2 of
+    # `transports/http/client`) and report the MCP server unreachable.
     try:
         yield
     except httpx.HTTPError as exc:
@@ -709,8 +704,7 @@ class _DpopKey:
             "iat": int(time.time()),
         }
         if access_token is not None:
-            digest = hashlib.sha256(access_token.encode("ascii")).digest()
-            claims["ath"] = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+            claims["ath"] = s256(access_token)
         if nonce is not None:
             claims["nonce"] = nonce
         return jwt.encode(
@@ -722,16 +716,6 @@ def _basic(client_id: str, secret: str) -> str:
     # RFC 6749 section 2.3.1: each part form-encoded before they are joined.
     pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}"
     return "Basic " + base64.b64encode(pair.encode()).decode()
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def _same_origin(first: str, second: str) -> bool:
-    a, b = urlsplit(first), urlsplit(second)
-    return (a.scheme.lower(), a.netloc.lower()) == (b.scheme.lower(), b.netloc.lower())
 
 
 def _strings(value: Any) -> list[str] | None:
@@ -755,6 +739,20 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _token_answer(response: httpx.Response, failure: str) -> tuple[dict[str, Any], str]:
+    """A token endpoint's answer and the access token in it.
+
+    Raises:
+        AuthorizationError: the answer is not a 200 carrying an access token; the message is
+            `failure` followed by the endpoint's error.
+    """
+    body = _json(response)
+    token = body.get("access_token")
+    if response.status_code != 200 or not isinstance(token, str):
+        raise AuthorizationError(f"{failure}: {_oauth_error(response, body)}")
+    return body, token
+
+
 def _oauth_error(response: httpx.Response, body: Mapping[str, Any]) -> str:
     error = body.get("error")
     description = body.get("error_description")
@@ -766,16 +764,20 @@ def _oauth_error(response: httpx.Response, body: Mapping[str, Any]) -> str:
     return text
 
 
-async def _get_json(http: httpx.AsyncClient, url: str) -> Mapping[str, Any] | None:
+async def _metadata(http: httpx.AsyncClient, url: str) -> Mapping[str, Any] | None:
+    """The metadata document at `url`, or None.
+
+    None when it is not there (not a 200, not a JSON object with something in it) or out of
+    reach (logged).
+    """
     try:
-        response = await http.get(url)
+        data = await get_json(http, url)
     except httpx.HTTPError as exc:
         logger.info("metadata at %s unreachable: %s", url, exc)
         return None
-    if response.status_code != 200:
+    except ValueError:
         return None
-    data = _json(response)
-    return data or None
+    return data if isinstance(data, dict) and data else None
 
 
 class AutoRedirect:
@@ -854,12 +856,6 @@ def id_jag_assertion(
             headers["authorization"] = _basic(client_id, client_secret)
         async with _oauth_http() as http:
             response = await http.post(token_endpoint, data=data, headers=headers)
-        body = _json(response)
-        token = body.get("access_token")
-        if response.status_code != 200 or not isinstance(token, str):
-            raise AuthorizationError(
-                f"the token exchange at {token_endpoint} failed: {_oauth_error(response, body)}"
-            )
-        return token
+        return _token_answer(response, f"the token exchange at {token_endpoint} failed")[1]
 
     return exchange

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .oauth import AuthorizationResponse, pending_state
+from .rules import AuthorizationResponse, pending_state
 
 if TYPE_CHECKING:
     import h11

@@ -1,7 +1,7 @@
 """OAuth 2.1 for MCP clients: the configuration, the records, and the rules that need no I/O.
 
 The flows themselves (discovery, registration, the grants, the 401/403 handling on every
-request) are in `oauth_flow`, which needs httpx; this module needs only the standard library,
+request) are in `flow`, which needs httpx; this module needs only the standard library,
 so the rules below are tested without a network and `OAuth(...)` can be built before httpx is
 imported.
 
@@ -10,7 +10,8 @@ Rule 1: discovery follows the MCP authorization spec's order. The protected reso
         the well-known URI with the MCP endpoint's path appended, else from the root one
         (`protected_resource_metadata_urls`). The authorization server's metadata comes from
         RFC 8414's path-inserted URI, then OpenID Connect's path-inserted and path-appended
-        ones (`authorization_server_metadata_urls`).
+        ones (`trio_mcp._wellknown.authorization_server_metadata_urls`, which the server's
+        verifiers read too).
 Rule 2: what discovery brings is checked before it is used. The metadata's `resource` must name
         this server (same origin, a path prefix of ours: `resource_matches`), or nothing is
         sent to its authorization server. The authorization server metadata's `issuer` must be
@@ -41,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from ..._exceptions import AuthorizationError
+from .._exceptions import AuthorizationError
+from .._wellknown import RESOURCE_METADATA_PATH, origin, same_origin
 
 __all__ = [
     "AssertionRequest",
@@ -52,13 +54,13 @@ __all__ = [
     "OAuth",
     "OAuthTokens",
     "TokenStorage",
-    "authorization_server_metadata_urls",
     "check_authorization_response",
     "parse_www_authenticate",
     "pending_state",
     "pkce_pair",
     "protected_resource_metadata_urls",
     "resource_matches",
+    "s256",
     "select_scope",
     "step_up_scopes",
 ]
@@ -345,36 +347,14 @@ def parse_www_authenticate(value: str) -> tuple[str, dict[str, str]]:
     return scheme.lower(), params
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def protected_resource_metadata_urls(server_url: str) -> list[str]:
     """Where the protected resource metadata of the MCP server at `server_url` may be, in order.
 
     The path-suffixed well-known URI first (RFC 9728 section 3.1), then the root one.
     """
-    origin = _origin(server_url)
     path = urlsplit(server_url).path.rstrip("/")
-    root = f"{origin}/.well-known/oauth-protected-resource"
+    root = origin(server_url) + RESOURCE_METADATA_PATH
     return [f"{root}{path}", root] if path else [root]
-
-
-def authorization_server_metadata_urls(issuer: str) -> list[str]:
-    """Where the metadata of the authorization server `issuer` may be, in the spec's order."""
-    origin = _origin(issuer)
-    path = urlsplit(issuer).path.rstrip("/")
-    if not path:
-        return [
-            f"{origin}/.well-known/oauth-authorization-server",
-            f"{origin}/.well-known/openid-configuration",
-        ]
-    return [
-        f"{origin}/.well-known/oauth-authorization-server{path}",
-        f"{origin}/.well-known/openid-configuration{path}",
-        f"{origin}{path}/.well-known/openid-configuration",
-    ]
 
 
 def resource_matches(server_url: str, resource: str) -> bool:
@@ -384,12 +364,12 @@ def resource_matches(server_url: str, resource: str) -> bool:
     segment (RFC 9728 section 3.3 asks for the identical URL; an MCP server's metadata may
     name a resource that covers several endpoints under one path).
     """
-    ours, theirs = urlsplit(server_url), urlsplit(resource)
-    if (ours.scheme.lower(), ours.netloc.lower()) != (theirs.scheme.lower(), theirs.netloc.lower()):
+    if not same_origin(server_url, resource):
         return False
+    theirs = urlsplit(resource)
     if theirs.fragment:
         return False
-    mine = [part for part in ours.path.split("/") if part]
+    mine = [part for part in urlsplit(server_url).path.split("/") if part]
     given = [part for part in theirs.path.split("/") if part]
     return mine[: len(given)] == given
 
@@ -438,11 +418,19 @@ def _union(first: Iterable[str], second: Iterable[str]) -> list[str]:
     return list(seen)
 
 
+def s256(text: str) -> str:
+    """The SHA-256 of ASCII `text`, base64url-encoded without padding (RFC 7636's S256).
+
+    A PKCE code challenge (RFC 7636 section 4.2), and a DPoP proof's `ath` (RFC 9449 section 4.2).
+    """
+    digest = hashlib.sha256(text.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
 def pkce_pair() -> tuple[str, str]:
     """A PKCE code verifier and its S256 challenge (RFC 7636)."""
     verifier = secrets.token_urlsafe(64)  # 86 characters of the unreserved set: 43..128 allowed
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    return verifier, s256(verifier)
 
 
 #: The `state` of the authorization whose redirect is awaited now (Rule 2), set around the

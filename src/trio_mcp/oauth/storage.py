@@ -36,8 +36,8 @@ from typing import Any, Final
 
 import trio
 
-from ..._exceptions import AuthorizationError
-from .oauth import ClientRegistration, OAuthTokens
+from .._exceptions import AuthorizationError
+from .rules import ClientRegistration, OAuthTokens
 
 try:
     import fcntl
