@@ -408,27 +408,31 @@ async def _never(message: dict[str, Any]) -> None:
     raise AssertionError(f"nothing may be sent: {message}")
 
 
-# -- transports: which can carry it ------------------------------------------------------------
+# -- carriers: what the transport gives ---------------------------------------------------------
 
 
-async def test_a_per_request_session_refuses_to_ask_the_client() -> None:
-    # As stateless Streamable HTTP builds it: no connection, never opened. Even with the stream
-    # of the request it answers, the client's answer (a POST of its own) could not reach it.
+async def test_a_carrier_that_refuses_says_why_and_leaves_nothing_pending() -> None:
+    # Where the client's answer could not come back (stateless Streamable HTTP), the transport
+    # gives a carrier that refuses: its reason is the tool's error.
+    async def refuse(message: dict[str, Any]) -> None:
+        raise LocalProtocolError(f"cannot send {message['method']!r}: no way back")
+
     runtime = SessionRuntime(Server())
-    with pytest.raises(LocalProtocolError, match=r"stateless mode\), so the client's answer"):
-        await runtime.request("roots/list", via=_never)
-    assert runtime.peer.pending_count == 0
+    with pytest.raises(LocalProtocolError, match="no way back"):
+        await runtime.request("roots/list", carrier=refuse)
+    assert runtime.peer.waiting == 0
+    assert runtime.session.peer.pending_count == 0
 
 
-async def test_a_lasting_session_without_a_connection_asks_only_on_a_stream() -> None:
-    runtime = SessionRuntime(Server())  # as a Streamable HTTP session with an id
+async def test_a_session_without_an_outbox_asks_only_on_a_carrier() -> None:
+    runtime = SessionRuntime(Server())  # as a Streamable HTTP session with an id, not attached
     runtime.open()
     try:
         with pytest.raises(LocalProtocolError, match="only on the stream of a request"):
             await runtime.request("roots/list")
     finally:
         runtime.end()
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 async def test_a_request_that_could_not_be_sent_is_not_cancelled() -> None:
@@ -444,11 +448,11 @@ async def test_a_request_that_could_not_be_sent_is_not_cancelled() -> None:
     runtime.open()
     try:
         with pytest.raises(ConnectionClosed, match="the stream has ended"):
-            await runtime.request("roots/list", via=gone)
+            await runtime.request("roots/list", carrier=gone)
     finally:
         runtime.end()
     assert [message["method"] for message in tried] == ["roots/list"]
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 @pytest.mark.parametrize("send", [_never, None])
@@ -463,7 +467,7 @@ async def test_a_2026_07_28_request_may_not_ask_the_client(send: Any) -> None:
             await requester("roots/list", {})
     finally:
         runtime.end()
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:

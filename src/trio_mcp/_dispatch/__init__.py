@@ -11,6 +11,7 @@ from .dispatcher import (
     Dispatcher,
     Invoker,
     ToolTimedOut,
+    error_answer,
 )
 from .middleware import CallNext, Chain, Middleware, MiddlewareLike, NotifyNext
 from .resolve import Kind, ResolvedRequest, Targets
@@ -30,4 +31,5 @@ __all__ = [
     "ResolvedRequest",
     "Targets",
     "ToolTimedOut",
+    "error_answer",
 ]

@@ -8,7 +8,8 @@ Rule 2: this is the error boundary. For a tool, `ToolError` is an `isError` resu
         message) with the traceback logged; for a resource or prompt the same become -32603
         (their results have no `isError`); `RemoteProtocolError` and `RequestError` are their
         JSON-RPC error; a bug of ours is -32603. `BaseException`s that are not `Exception`s
-        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary.
+        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary, and so
+        do a client's handlers of the server's requests (`error_answer`, the one mapping).
 Rule 3: no I/O and no event loop here: running a function (threads, limiters, timeouts) is the
         runtime's `Invoker`, handed in at construction; this module only awaits it.
 
@@ -100,6 +101,7 @@ __all__ = [
     "Dispatcher",
     "Invoker",
     "ToolTimedOut",
+    "error_answer",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -187,6 +189,31 @@ class Invoker(Protocol):
 
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def error_answer(
+    request_id: RequestId, method: str, exc: Exception, *, detail: bool = False
+) -> dict[str, Any]:
+    """The JSON-RPC error answering a request whose handler raised `exc` (Rule 2).
+
+    `RemoteProtocolError` and `RequestError` are their own error; anything else is -32603,
+    its traceback logged here and kept off the wire.
+
+    Args:
+        request_id: The request's id.
+        method: Its method, for the message and the log.
+        exc: What the handler raised.
+        detail: Name the exception's type and text in the message (a client telling the
+            server what failed in its own handler), rather than only the method (a server
+            keeps its internals to itself).
+    """
+    if isinstance(exc, RemoteProtocolError | RequestError):
+        return error_response(request_id, exc.code, exc.message, exc.data)
+    logger.error("internal error answering %s", method, exc_info=exc)
+    message = f"Internal error in {method}"
+    if detail:
+        message = f"{message}: {type(exc).__name__}: {exc}"
+    return error_response(request_id, INTERNAL_ERROR, message)
 
 
 #: Seconds a tool waits for the client's answer to one question (handshake era), unless the
@@ -415,11 +442,8 @@ class Dispatcher:
         try:
             call = call.bound(session.scope(call.method, call.params), session_id)
             return result_response(call.id, self._now(session, call))
-        except (RemoteProtocolError, RequestError) as exc:
-            return error_response(call.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        except Exception as exc:
+            return error_answer(call.id, call.method, exc)
 
     async def answer(
         self,
@@ -457,17 +481,14 @@ class Dispatcher:
             else:
                 result = await self.chain.around(call.kind, innermost)(call)
             return result_response(call.id, result)
-        except (RemoteProtocolError, RequestError) as exc:
-            return error_response(call.id, exc.code, exc.message, exc.data)
         except ToolError as exc:  # raised by a middleware
             if call.kind == "tool" and call.scope is not None:
                 return result_response(
                     call.id, self._finish(session, call, _error_result(str(exc)))
                 )
             return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
-        except Exception:
-            logger.exception("internal error answering %s", call.method)
-            return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        except Exception as exc:
+            return error_answer(call.id, call.method, exc)
 
     def chained(self, call: ResolvedRequest) -> bool:
         """Whether a record answered without waiting goes through middleware (all `inline`).
