@@ -105,7 +105,7 @@ async def test_a_tool_gets_the_clients_answer(autojump_clock: trio.testing.MockC
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
     assert not result.is_error, result.text
     assert json.loads(result.text) == ROOTS
@@ -139,7 +139,7 @@ async def test_an_error_answer_raises_request_error_in_the_tool(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = refuse
+            client._connection.handlers["roots/list"] = refuse
             result = await client.call_tool("ask")
     assert result.structured == {
         "code": -32042,
@@ -156,7 +156,7 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = broken
+            client._connection.handlers["roots/list"] = broken
             result = await client.call_tool("ask")
     assert result.structured is not None
     assert result.structured["code"] == -32603
@@ -176,7 +176,7 @@ async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = odd
+            client._connection.handlers["roots/list"] = odd
             result = await client.call_tool("ask")
     assert result.structured is not None
     assert result.structured["code"] == -32603
@@ -233,7 +233,7 @@ async def test_a_tool_that_stops_waiting_cancels_the_clients_handler(
     with trio.fail_after(TIMEOUT):
         async with tapped(server) as (client, link):
             seen = _watch_cancellations(client)
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             result = await client.call_tool("impatient")
             assert result.text == "gave up"
             await stuck.ended.wait()
@@ -244,20 +244,20 @@ async def test_a_tool_that_stops_waiting_cancels_the_clients_handler(
             assert answers_to(link, seen[0]["requestId"]) == []  # spec: no response
             # The connection is fine afterwards, and the server forgot the request.
             await client.ping()
-            assert client._peer.inbound_count == 0
+            assert client._connection.engine.peer.inbound_count == 0
 
 
 def _watch_cancellations(client: Client) -> list[dict[str, Any]]:
     """Record the params of each `notifications/cancelled` the client reads, as it reads it."""
     seen: list[dict[str, Any]] = []
-    original = client._notification
+    original = client._connection._notification
 
     async def notification(message: Any) -> None:
         if message.method == CANCELLED:
             seen.append(message.params)
         await original(message)
 
-    client._notification = notification  # type: ignore[method-assign]
+    client._connection._notification = notification  # type: ignore[method-assign]
     return seen
 
 
@@ -268,7 +268,7 @@ async def test_a_cancelled_call_cancels_the_server_request_it_waits_on(
     with trio.fail_after(TIMEOUT):
         async with tapped(asking_server()) as (client, link):
             seen = _watch_cancellations(client)
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             with trio.move_on_after(1) as scope:
                 await client.call_tool("ask")
             assert scope.cancelled_caught
@@ -300,7 +300,7 @@ async def test_a_slow_handler_does_not_delay_other_answers(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = slow_roots
+            client._connection.handlers["roots/list"] = slow_roots
             async with trio.open_nursery() as nursery:
                 slow: list[Any] = []
 
@@ -327,7 +327,7 @@ async def test_a_handler_may_call_the_server(autojump_clock: trio.testing.MockCl
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
     assert json.loads(result.text) == {"roots": [{"uri": "file:///inner"}]}
 
@@ -476,7 +476,7 @@ async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:
 
     with trio.fail_after(TIMEOUT):
         async with serve(asking_server()) as served, open_client(served.url) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
             again = await client.call_tool("ask")  # the session asks as often as it needs
     assert json.loads(result.text) == ROOTS
@@ -499,7 +499,7 @@ async def test_over_streamable_http_a_timeout_cancels_the_clients_handler() -> N
 
     with trio.fail_after(TIMEOUT):
         async with serve(server) as served, open_client(served.url) as client:
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             result = await client.call_tool("impatient")
             # The cancellation came on the call's stream, before its result.
             await stuck.ended.wait()
@@ -513,7 +513,7 @@ async def test_over_stateless_http_a_tool_learns_why_it_cannot_ask() -> None:
             serve(asking_server(), stateless=True) as served,
             open_client(served.url) as client,
         ):
-            client._handlers["roots/list"] = _unreachable
+            client._connection.handlers["roots/list"] = _unreachable
             result = await client.call_tool("ask")
     assert result.is_error
     assert "LocalProtocolError" in result.text
@@ -525,7 +525,7 @@ async def test_over_legacy_sse_a_tool_gets_the_clients_answer() -> None:
         return ROOTS
 
     async with serve(asking_server()) as served, open_client(served.base + "/sse") as client:
-        client._handlers["roots/list"] = roots
+        client._connection.handlers["roots/list"] = roots
         result = await client.call_tool("ask")
     assert json.loads(result.text) == ROOTS
 
@@ -606,11 +606,11 @@ async def test_a_duplicate_server_request_id_is_refused_by_the_client(
 
     with trio.fail_after(TIMEOUT):
         async with scripted(answer) as client:
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             await client.list_tools()
             await stuck.started.wait()
             await trio.testing.wait_all_tasks_blocked()
-            assert client._peer.inbound_in_flight("s1")
+            assert client._connection.engine.peer.inbound_in_flight("s1")
     assert answers == [
         {
             "jsonrpc": "2.0",
