@@ -1,8 +1,9 @@
 """Two-way requests: a server session asks the client and awaits the answer.
 
 The server side (`SessionRuntime.request`, reached by a tool through the private
-`Context._request`) and the client side (handlers in `Client._handlers`, run in tasks of their
-own) over memory channels, in-process. Time is the `autojump_clock`'s: a test that would
+`Context._request`) and the client side (handlers in `Client._connection.handlers`, run in tasks
+of their own), both on the one peer engine (`_runtime/peer`, tested alone in `test_peer`), over
+memory channels, in-process. Time is the `autojump_clock`'s: a test that would
 deadlock fails at its `fail_after` instead of hanging, and no test sleeps to wait for anything.
 """
 
@@ -164,6 +165,25 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
     assert message == "Internal error in roots/list: ValueError: the disk is gone"
     assert "Traceback" not in message
     assert "Traceback" in caplog.text  # the traceback stays on the client's side, in its log
+
+
+async def test_a_handler_raising_a_protocol_error_is_answered_with_its_code(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # One error boundary for both sides (`_dispatch.error_answer`): a `RemoteProtocolError` is
+    # its own JSON-RPC error on the client too, as it is on the server.
+    async def strict(params: dict[str, Any]) -> Any:
+        raise RemoteProtocolError("Invalid params: no cursor here", -32602)
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            client._connection.handlers["roots/list"] = strict
+            result = await client.call_tool("ask")
+    assert result.structured == {
+        "code": -32602,
+        "message": "Invalid params: no cursor here",
+        "data": None,
+    }
 
 
 async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
