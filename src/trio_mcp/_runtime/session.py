@@ -365,7 +365,7 @@ class SessionRuntime:
     def shut_down(self) -> None:
         """Stop every request running or still to come, each answered "server shutting down".
 
-        For transports whose requests end with their own answers (Streamable HTTP): they are
+        For transports whose requests end with their own answers (e.g. Streamable HTTP): they are
         cut short through their cancel scopes and still answered, exactly once. A request the
         client had cancelled already stays unanswered.
         """
