@@ -25,7 +25,8 @@ Where a `tools/call` goes, over stdio (the package's layers, imports pointing do
 4. `_runtime/session.SessionRuntime.start` admits it (`_core/server_session` checks its
    revision, from `_core/versions`, and marks its id in flight). A record that needs no
    waiting (an `inline=True` tool, a list, a ping) is answered right there, on the reader's
-   task; any other runs in a task of its own (`answer`), in its own cancel scope.
+   task; any other runs in a task of its own (`answer`), in the cancel scope the session's
+   peer engine (`_runtime/peer`, the one both sides stand on) gave it.
 5. `_dispatch/dispatcher.Dispatcher.answer` runs the middleware chain (`_dispatch/middleware`,
    the user's, outermost first) around the route's handler, which calls the function through
    `_runtime/invoke` (worker thread, limiter, timeout) and turns its value or exception into
@@ -36,8 +37,9 @@ Where a `tools/call` goes, over stdio (the package's layers, imports pointing do
 Streamable HTTP enters at `transports/http/app` instead: the token is verified (the gate,
 `transports/http/gate`, asks a verifier of `auth/`), each POSTed request resolved once
 (`HttpBackend.resolve`), its scopes checked against the token (403) from that record, which then
-goes to the same `SessionRuntime.start`. The client half is `_runtime/client` over
-`transports/`, authorized by `oauth/`.
+goes to the same `SessionRuntime.start`. The client half is `_runtime/client` (its public API,
+its connection, a module per feature) over `transports/`, on the same `_runtime/peer` engine,
+authorized by `oauth/`.
 """
 
 from typing import TYPE_CHECKING, Any

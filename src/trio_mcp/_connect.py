@@ -23,17 +23,15 @@ from ._core.answering import ELICITATION_MODES
 from ._core.framing import DEFAULT_MAX_LINE_BYTES
 from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
-from ._runtime.answering import (
-    ElicitationCompleteHandler,
-    ElicitationHandler,
-    Roots,
-    SamplingHandler,
-)
 from ._runtime.client import (
     DEFAULT_MAX_INPUT_ROUNDS,
     Client,
+    ElicitationCompleteHandler,
+    ElicitationHandler,
     LogHandler,
     RequestMetaHook,
+    Roots,
+    SamplingHandler,
     open_session,
 )
 from ._runtime.guard import require_trio

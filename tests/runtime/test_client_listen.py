@@ -23,7 +23,7 @@ from tests.helpers import MODERN, REPO_ROOT
 from tests.http_helpers import read_request, serve_bare
 from tests.timing import scaled
 from trio_mcp import ConnectionClosed, RequestError, Server, open_client
-from trio_mcp._runtime import subscribing
+from trio_mcp._runtime.client import listen as listen_stream
 from trio_mcp.testing import connect
 
 TIMEOUT = scaled(60)
@@ -184,7 +184,7 @@ class ListenServer:
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     # Short waits between openings: the counts and orders are what the tests check.
-    monkeypatch.setattr(subscribing, "FIRST_WAIT", 0.01)
+    monkeypatch.setattr(listen_stream, "FIRST_WAIT", 0.01)
 
 
 @pytest.mark.usefixtures("quick")
@@ -237,12 +237,12 @@ async def test_a_listen_that_never_opens_is_given_up_after_bounded_attempts() ->
         ):
             with pytest.raises(ConnectionClosed, match="failed 5 times in a row"):
                 await client.subscribe(WATCHED, print)
-            assert len(server.listens) == subscribing.ATTEMPTS
+            assert len(server.listens) == listen_stream.ATTEMPTS
             # The connection is unharmed, and a new subscription tries again.
             await client.ping()
             with pytest.raises(ConnectionClosed):
                 await client.subscribe("test://other", print)
-    assert len(server.listens) == 2 * subscribing.ATTEMPTS
+    assert len(server.listens) == 2 * listen_stream.ATTEMPTS
 
 
 async def test_a_refused_listen_is_not_asked_again() -> None:

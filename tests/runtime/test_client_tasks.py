@@ -34,7 +34,7 @@ from trio_mcp import (
     open_client,
 )
 from trio_mcp._core.client_records import task_info
-from trio_mcp._runtime.task_client import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval
+from trio_mcp._runtime.client.tasks import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval
 
 ERAS = ["2025-11-25", MODERN]
 TIMEOUT = scaled(60)

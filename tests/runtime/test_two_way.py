@@ -1,8 +1,9 @@
 """Two-way requests: a server session asks the client and awaits the answer.
 
 The server side (`SessionRuntime.request`, reached by a tool through the private
-`Context._request`) and the client side (handlers in `Client._handlers`, run in tasks of their
-own) over memory channels, in-process. Time is the `autojump_clock`'s: a test that would
+`Context._request`) and the client side (handlers in `Client._connection.handlers`, run in tasks
+of their own), both on the one peer engine (`_runtime/peer`, tested alone in `test_peer`), over
+memory channels, in-process. Time is the `autojump_clock`'s: a test that would
 deadlock fails at its `fail_after` instead of hanging, and no test sleeps to wait for anything.
 """
 
@@ -105,7 +106,7 @@ async def test_a_tool_gets_the_clients_answer(autojump_clock: trio.testing.MockC
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
     assert not result.is_error, result.text
     assert json.loads(result.text) == ROOTS
@@ -139,7 +140,7 @@ async def test_an_error_answer_raises_request_error_in_the_tool(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = refuse
+            client._connection.handlers["roots/list"] = refuse
             result = await client.call_tool("ask")
     assert result.structured == {
         "code": -32042,
@@ -156,7 +157,7 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = broken
+            client._connection.handlers["roots/list"] = broken
             result = await client.call_tool("ask")
     assert result.structured is not None
     assert result.structured["code"] == -32603
@@ -164,6 +165,25 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
     assert message == "Internal error in roots/list: ValueError: the disk is gone"
     assert "Traceback" not in message
     assert "Traceback" in caplog.text  # the traceback stays on the client's side, in its log
+
+
+async def test_a_handler_raising_a_protocol_error_is_answered_with_its_code(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # One error boundary for both sides (`_dispatch.error_answer`): a `RemoteProtocolError` is
+    # its own JSON-RPC error on the client too, as it is on the server.
+    async def strict(params: dict[str, Any]) -> Any:
+        raise RemoteProtocolError("Invalid params: no cursor here", -32602)
+
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            client._connection.handlers["roots/list"] = strict
+            result = await client.call_tool("ask")
+    assert result.structured == {
+        "code": -32602,
+        "message": "Invalid params: no cursor here",
+        "data": None,
+    }
 
 
 async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
@@ -176,7 +196,7 @@ async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(catching_server()) as client:
-            client._handlers["roots/list"] = odd
+            client._connection.handlers["roots/list"] = odd
             result = await client.call_tool("ask")
     assert result.structured is not None
     assert result.structured["code"] == -32603
@@ -233,7 +253,7 @@ async def test_a_tool_that_stops_waiting_cancels_the_clients_handler(
     with trio.fail_after(TIMEOUT):
         async with tapped(server) as (client, link):
             seen = _watch_cancellations(client)
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             result = await client.call_tool("impatient")
             assert result.text == "gave up"
             await stuck.ended.wait()
@@ -244,20 +264,20 @@ async def test_a_tool_that_stops_waiting_cancels_the_clients_handler(
             assert answers_to(link, seen[0]["requestId"]) == []  # spec: no response
             # The connection is fine afterwards, and the server forgot the request.
             await client.ping()
-            assert client._peer.inbound_count == 0
+            assert client._connection.engine.peer.inbound_count == 0
 
 
 def _watch_cancellations(client: Client) -> list[dict[str, Any]]:
     """Record the params of each `notifications/cancelled` the client reads, as it reads it."""
     seen: list[dict[str, Any]] = []
-    original = client._notification
+    original = client._connection._notification
 
     async def notification(message: Any) -> None:
         if message.method == CANCELLED:
             seen.append(message.params)
         await original(message)
 
-    client._notification = notification  # type: ignore[method-assign]
+    client._connection._notification = notification  # type: ignore[method-assign]
     return seen
 
 
@@ -268,7 +288,7 @@ async def test_a_cancelled_call_cancels_the_server_request_it_waits_on(
     with trio.fail_after(TIMEOUT):
         async with tapped(asking_server()) as (client, link):
             seen = _watch_cancellations(client)
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             with trio.move_on_after(1) as scope:
                 await client.call_tool("ask")
             assert scope.cancelled_caught
@@ -300,7 +320,7 @@ async def test_a_slow_handler_does_not_delay_other_answers(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = slow_roots
+            client._connection.handlers["roots/list"] = slow_roots
             async with trio.open_nursery() as nursery:
                 slow: list[Any] = []
 
@@ -327,7 +347,7 @@ async def test_a_handler_may_call_the_server(autojump_clock: trio.testing.MockCl
 
     with trio.fail_after(TIMEOUT):
         async with open_client(asking_server()) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
     assert json.loads(result.text) == {"roots": [{"uri": "file:///inner"}]}
 
@@ -408,27 +428,31 @@ async def _never(message: dict[str, Any]) -> None:
     raise AssertionError(f"nothing may be sent: {message}")
 
 
-# -- transports: which can carry it ------------------------------------------------------------
+# -- carriers: what the transport gives ---------------------------------------------------------
 
 
-async def test_a_per_request_session_refuses_to_ask_the_client() -> None:
-    # As stateless Streamable HTTP builds it: no connection, never opened. Even with the stream
-    # of the request it answers, the client's answer (a POST of its own) could not reach it.
+async def test_a_carrier_that_refuses_says_why_and_leaves_nothing_pending() -> None:
+    # Where the client's answer could not come back (stateless Streamable HTTP), the transport
+    # gives a carrier that refuses: its reason is the tool's error.
+    async def refuse(message: dict[str, Any]) -> None:
+        raise LocalProtocolError(f"cannot send {message['method']!r}: no way back")
+
     runtime = SessionRuntime(Server())
-    with pytest.raises(LocalProtocolError, match=r"stateless mode\), so the client's answer"):
-        await runtime.request("roots/list", via=_never)
-    assert runtime.peer.pending_count == 0
+    with pytest.raises(LocalProtocolError, match="no way back"):
+        await runtime.request("roots/list", carrier=refuse)
+    assert runtime.peer.waiting == 0
+    assert runtime.session.peer.pending_count == 0
 
 
-async def test_a_lasting_session_without_a_connection_asks_only_on_a_stream() -> None:
-    runtime = SessionRuntime(Server())  # as a Streamable HTTP session with an id
+async def test_a_session_without_an_outbox_asks_only_on_a_carrier() -> None:
+    runtime = SessionRuntime(Server())  # as a Streamable HTTP session with an id, not attached
     runtime.open()
     try:
         with pytest.raises(LocalProtocolError, match="only on the stream of a request"):
             await runtime.request("roots/list")
     finally:
         runtime.end()
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 async def test_a_request_that_could_not_be_sent_is_not_cancelled() -> None:
@@ -444,11 +468,11 @@ async def test_a_request_that_could_not_be_sent_is_not_cancelled() -> None:
     runtime.open()
     try:
         with pytest.raises(ConnectionClosed, match="the stream has ended"):
-            await runtime.request("roots/list", via=gone)
+            await runtime.request("roots/list", carrier=gone)
     finally:
         runtime.end()
     assert [message["method"] for message in tried] == ["roots/list"]
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 @pytest.mark.parametrize("send", [_never, None])
@@ -463,7 +487,7 @@ async def test_a_2026_07_28_request_may_not_ask_the_client(send: Any) -> None:
             await requester("roots/list", {})
     finally:
         runtime.end()
-    assert runtime.peer.pending_count == 0
+    assert runtime.peer.waiting == 0
 
 
 async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:
@@ -472,7 +496,7 @@ async def test_over_streamable_http_a_tool_gets_the_clients_answer() -> None:
 
     with trio.fail_after(TIMEOUT):
         async with serve(asking_server()) as served, open_client(served.url) as client:
-            client._handlers["roots/list"] = roots
+            client._connection.handlers["roots/list"] = roots
             result = await client.call_tool("ask")
             again = await client.call_tool("ask")  # the session asks as often as it needs
     assert json.loads(result.text) == ROOTS
@@ -495,7 +519,7 @@ async def test_over_streamable_http_a_timeout_cancels_the_clients_handler() -> N
 
     with trio.fail_after(TIMEOUT):
         async with serve(server) as served, open_client(served.url) as client:
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             result = await client.call_tool("impatient")
             # The cancellation came on the call's stream, before its result.
             await stuck.ended.wait()
@@ -509,7 +533,7 @@ async def test_over_stateless_http_a_tool_learns_why_it_cannot_ask() -> None:
             serve(asking_server(), stateless=True) as served,
             open_client(served.url) as client,
         ):
-            client._handlers["roots/list"] = _unreachable
+            client._connection.handlers["roots/list"] = _unreachable
             result = await client.call_tool("ask")
     assert result.is_error
     assert "LocalProtocolError" in result.text
@@ -521,7 +545,7 @@ async def test_over_legacy_sse_a_tool_gets_the_clients_answer() -> None:
         return ROOTS
 
     async with serve(asking_server()) as served, open_client(served.base + "/sse") as client:
-        client._handlers["roots/list"] = roots
+        client._connection.handlers["roots/list"] = roots
         result = await client.call_tool("ask")
     assert json.loads(result.text) == ROOTS
 
@@ -602,11 +626,11 @@ async def test_a_duplicate_server_request_id_is_refused_by_the_client(
 
     with trio.fail_after(TIMEOUT):
         async with scripted(answer) as client:
-            client._handlers["roots/list"] = stuck
+            client._connection.handlers["roots/list"] = stuck
             await client.list_tools()
             await stuck.started.wait()
             await trio.testing.wait_all_tasks_blocked()
-            assert client._peer.inbound_in_flight("s1")
+            assert client._connection.engine.peer.inbound_in_flight("s1")
     assert answers == [
         {
             "jsonrpc": "2.0",

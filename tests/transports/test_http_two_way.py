@@ -256,7 +256,7 @@ async def test_without_an_event_store_closing_the_stream_cancels_the_tool_and_it
             await watch.ended.wait()
             assert watch.cancelled.is_set()
             runtime = cast(SessionRuntime, next(iter(server.hub)))
-            assert runtime.peer.pending_count == 0  # the server's request is forgotten
+            assert runtime.peer.waiting == 0  # the server's request is forgotten
             assert runtime.in_flight == 0
             caplog.clear()
             await answer(client, asked, ROOTS)  # too late: dropped
@@ -333,7 +333,7 @@ async def test_a_context_kept_beyond_its_call_cannot_ask() -> None:
             with pytest.raises(ConnectionClosed, match="stream of the request"):
                 await kept[0]._request("roots/list", {})
         runtime = cast(SessionRuntime, next(iter(server.hub)))
-        assert runtime.peer.pending_count == 0
+        assert runtime.peer.waiting == 0
 
 
 # -- where nothing can carry the answer back -----------------------------------------------------

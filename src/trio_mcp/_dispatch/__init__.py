@@ -13,6 +13,7 @@ from .dispatcher import (
     ToolTimedOut,
     UnexpectedError,
     UnexpectedErrorResult,
+    error_answer,
 )
 from .middleware import CallNext, Chain, Middleware, MiddlewareLike, NotifyNext
 from .resolve import Kind, ResolvedRequest, Targets
@@ -34,4 +35,5 @@ __all__ = [
     "ToolTimedOut",
     "UnexpectedError",
     "UnexpectedErrorResult",
+    "error_answer",
 ]

@@ -8,7 +8,8 @@ Rule 2: this is the error boundary. For a tool, `ToolError` is an `isError` resu
         message) with the traceback logged; for a resource or prompt the same become -32603
         (their results have no `isError`); `RemoteProtocolError` and `RequestError` are their
         JSON-RPC error; a bug of ours is -32603. `BaseException`s that are not `Exception`s
-        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary. The
+        (Cancelled, KeyboardInterrupt) pass. Middleware raise into the same boundary, and so
+        do a client's handlers of the server's requests (`error_answer`, the one mapping). The
         result or error of an unexpected exception is marked (`UnexpectedErrorResult`,
         `UnexpectedError`: same wire form, the exception kept) so middleware can mask it.
 Rule 3: no I/O and no event loop here: running a function (threads, limiters, timeouts) is the
@@ -106,6 +107,7 @@ __all__ = [
     "ToolTimedOut",
     "UnexpectedError",
     "UnexpectedErrorResult",
+    "error_answer",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -228,6 +230,31 @@ class UnexpectedError(RemoteProtocolError):
         super().__init__(message, INTERNAL_ERROR, data)
         self.exception = exception
         self.where = where
+
+
+def error_answer(
+    request_id: RequestId, method: str, exc: Exception, *, detail: bool = False
+) -> dict[str, Any]:
+    """The JSON-RPC error answering a request whose handler raised `exc` (Rule 2).
+
+    `RemoteProtocolError` and `RequestError` are their own error; anything else is -32603,
+    its traceback logged here and kept off the wire.
+
+    Args:
+        request_id: The request's id.
+        method: Its method, for the message and the log.
+        exc: What the handler raised.
+        detail: Name the exception's type and text in the message (a client telling the
+            server what failed in its own handler), rather than only the method (a server
+            keeps its internals to itself).
+    """
+    if isinstance(exc, RemoteProtocolError | RequestError):
+        return error_response(request_id, exc.code, exc.message, exc.data)
+    logger.error("internal error answering %s", method, exc_info=exc)
+    message = f"Internal error in {method}"
+    if detail:
+        message = f"{message}: {type(exc).__name__}: {exc}"
+    return error_response(request_id, INTERNAL_ERROR, message)
 
 
 #: Seconds a tool waits for the client's answer to one question (handshake era), unless the
@@ -530,16 +557,13 @@ class Dispatcher:
         exc: Exception,
     ) -> dict[str, Any]:
         """The response to a request whose answer (or a middleware) raised `exc` (Rule 2)."""
-        if isinstance(exc, RemoteProtocolError | RequestError):
-            return error_response(call.id, exc.code, exc.message, exc.data)
         if isinstance(exc, ToolError):  # raised by a middleware
             if call.kind == "tool" and scope is not None:
                 return result_response(
                     call.id, self._finish(session, call, scope, _error_result(str(exc)))
                 )
             return error_response(call.id, INTERNAL_ERROR, str(exc))  # no `isError` there
-        logger.error("internal error answering %s", call.method, exc_info=exc)
-        return error_response(call.id, INTERNAL_ERROR, f"Internal error in {call.method}")
+        return error_answer(call.id, call.method, exc)
 
     def chained(self, call: ResolvedRequest) -> bool:
         """Whether a record answered without waiting goes through middleware (all `inline`).

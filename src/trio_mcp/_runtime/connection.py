@@ -53,13 +53,8 @@ from .._core.jsonrpc import (
 )
 from .._dispatch import ResolvedRequest
 from .link import Incoming
-from .session import (
-    CANCEL_NOTICE_SECONDS,
-    SessionOwner,
-    SessionRuntime,
-    batch_answer,
-    shutting_down,
-)
+from .peer import CANCEL_NOTICE_SECONDS
+from .session import SessionOwner, SessionRuntime, batch_answer, shutting_down
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
 #: `LineTooLong` stands for a frame that was too long to keep.
@@ -151,9 +146,9 @@ class _Connection:
     async def _serve(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            # Ends with the nursery's cancellation below (it is not one of `_tasks`).
-            nursery.start_soon(self.server.hub.watch_lists, self.runtime)
-            self.runtime.spawn = nursery.start_soon  # the roots handler; cancelled with the rest
+            # Its list watcher and roots handler end with the nursery's cancellation below (they
+            # are not among `_tasks`).
+            self.runtime.attach(self.send, nursery.start_soon)
             task_status.started()
             async with receive:
                 async for item in _drain(receive):

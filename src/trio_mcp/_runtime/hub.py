@@ -10,11 +10,11 @@ Rule 2: a broadcast goes to every session that can take an unprompted message no
         task of its own (a slow client does not hold up the others), and ends when all are
         sent. A session that ends meanwhile is skipped or its message dropped; nothing raises.
 Rule 3: every change of a registry (add, remove, enable, disable) wakes the list watchers:
-        each channel session runs one (`watch_lists`, in its connection's nursery) that sends
-        `notifications/<kind>/list_changed` for each kind whose counter moved since it last
-        looked: once per burst of changes made together, not once per item. A Streamable HTTP
-        session in its transport's table runs one too, in a task the transport gives it
-        (`attach_stream`). Only an initialized handshake-era session gets them; a 2026-07-28
+        each session with a way to start tasks of its own (`SessionRuntime.attach`: a
+        connection's nursery, or the one a Streamable HTTP session's table runs) runs one
+        (`watch_lists`) that sends `notifications/<kind>/list_changed` for each kind whose
+        counter moved since it last looked: once per burst of changes made together, not once
+        per item. Only an initialized handshake-era session gets them; a 2026-07-28
         client asks for them on a `subscriptions/listen` stream, whose listener
         (`_runtime/listening.py`) runs a watcher of its own. A change may come from the event
         loop or from one of its worker threads (a sync tool); any other thread must not change

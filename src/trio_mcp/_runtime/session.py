@@ -6,21 +6,18 @@ Rule 1: every request that must wait runs inside a cancel scope of its own, made
         such a request that never finishes: the client cancels it, or it ends when the input
         does (`close`) or the server shuts down, and then gets a plain result (spec 2026-07-28,
         Subscriptions: Graceful Closure) instead of "server shutting down".
-Rule 2: the server may ask the client too (`SessionRuntime.request`): the session's `Peer` gives
-        the request an id of the server's own, and the answer is routed to the waiting task by
-        that id. A waiter that is cancelled tells the client (`notifications/cancelled`, under a
-        short shielded scope, best effort: nothing may be left to carry it) and a late answer
-        is dropped; when the input ends, every waiter fails with `ConnectionClosed`. A
-        malformed answer (`jsonrpc` Rule 4: both result and error, neither, ...) is never
-        answered: it is logged and dropped, and the waiter its id names fails at once with
-        `RemoteProtocolError` instead of waiting out its timeout. A
-        connection carries such requests; without one (Streamable HTTP) a request goes on the
-        stream of the client's request being answered (`via`, which `answer` binds into the
-        `Requester` it hands the dispatcher), or, outside a call, on the session's own stream
-        (`attach_stream`, the GET stream), and only in a session that outlives that request
-        (Rule 3), since the client's answer comes in a message of its own. Anything else is
-        refused with `LocalProtocolError`: a per-request session (stateless mode), and every
-        request of 2026-07-28, which asks through input-required results instead.
+Rule 2: the server may ask the client too (`SessionRuntime.request`), through the session's
+        `PeerRuntime` (`peer`: ids of the server's own, answers routed to the waiting task, a
+        cancelled or timed-out request told to the client, a malformed answer failing its
+        waiter at once, every waiter failed with `ConnectionClosed` when the input ends).
+        What carries such a request is what the transport gave: the carrier of the client's
+        request being answered (`answer`, which binds it into the `Requester` it hands the
+        dispatcher), else the session's own outbox (`SessionRuntime(outbox=...)`, `attach`);
+        with neither, it is refused with `LocalProtocolError`. A transport gives a carrier
+        only where the client's answer, a message of its own, can come back to this session
+        (a connection, a session kept between requests: e.g. stdio, or Streamable HTTP with
+        sessions); elsewhere it gives one that refuses, saying why. Every request of
+        2026-07-28 is refused too: that revision asks through input-required results.
 Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
         only then (a per-request session is never opened): the hub is how the server speaks to
         every live session at once.
@@ -53,22 +50,16 @@ from .._core.jsonrpc import (
     result_response,
 )
 from .._core.meta import SUBSCRIPTION_ID
-from .._core.peer import Outcome
+from .._core.peer import CANCELLED
 from .._core.server_session import ServerSession, requested_version
 from .._core.subscriptions import LISTEN
 from .._dispatch import Dispatcher, ResolvedRequest
-from .._exceptions import (
-    ClientTimeoutError,
-    ConnectionClosed,
-    LocalProtocolError,
-    RemoteProtocolError,
-    RequestError,
-)
+from .._exceptions import ClientTimeoutError, LocalProtocolError, RemoteProtocolError
 from .._features.context import Context, NotificationSender, Requester
 from .hub import SessionHub
+from .peer import MessageSender, PeerRuntime
 
 __all__ = [
-    "CANCEL_NOTICE_SECONDS",
     "MessageSender",
     "SessionInfo",
     "SessionOwner",
@@ -79,13 +70,12 @@ __all__ = [
 
 logger = logging.getLogger("trio_mcp")
 
-# Seconds a cancelled request to the client may spend telling it (shielded from the cancellation
-# that caused it): a local round trip's worth, so a stalled client cannot hold a tool that was
-# told to stop. The client runtime uses the same bound for the same reason.
-CANCEL_NOTICE_SECONDS: Final = 2.0
-
-#: How a runtime puts one message on its connection (None: it has no connection to put it on).
-MessageSender = Callable[[dict[str, Any]], Awaitable[None]]
+# Why a message of the server's that no request being answered carries cannot go out, in a
+# session that was given no outbox (Rule 2).
+_NO_OUTBOX: Final = (
+    "this session can reach the client only on the stream of a request it is answering (from "
+    "a tool, during its call)"
+)
 
 # Session ids (`SessionRuntime.id`): unique in the process, and across a fleet's processes on
 # one machine, with no secret in them (an HTTP session's own id is a credential).
@@ -138,29 +128,19 @@ class SessionOwner(Protocol):
         ...
 
 
-class _Waiter:
-    """A task waiting for the client's answer to one request of the server's."""
-
-    __slots__ = ("done", "outcome")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.outcome: Outcome | None = None  # None once done: the connection ended
-
-
 class SessionRuntime:
     """The live state of one MCP session, shared by all its requests, whatever the transport.
 
-    A channel transport (stdio, memory, legacy SSE) drives it through `connection`; a
-    per-request transport (Streamable HTTP) calls `handle` once per incoming message. It holds
-    the protocol session, one cancel scope per request in flight, and the tasks waiting for
-    the client's answers to the server's own requests.
+    A channel transport (e.g. stdio) drives it through `connection`; a per-request transport
+    (e.g. Streamable HTTP) calls `handle` once per incoming message. It holds the protocol
+    session and, in its `PeerRuntime`, the cancel scope of each request in flight and the tasks
+    waiting for the client's answers to the server's own requests.
 
     Args:
         server: The server whose session this is.
-        send: How to put a message on the connection; None for a per-request transport,
-            whose requests to the client go on the stream of the request being answered
-            (Rule 2).
+        outbox: Where messages of the server's that no request being answered carries go:
+            notifications it was not asked for, and requests outside a call (Rule 2). None
+            until the transport gives one (`attach`), if it ever does.
         auth: The verified token of a connection's client, when its transport authenticated
             the connection as a whole (an HTTP transport passes each request's own instead).
     """
@@ -168,7 +148,7 @@ class SessionRuntime:
     def __init__(
         self,
         server: SessionOwner,
-        send: MessageSender | None = None,
+        outbox: MessageSender | None = None,
         *,
         auth: AuthInfo | None = None,
     ) -> None:
@@ -178,41 +158,37 @@ class SessionRuntime:
         #: Names the session in records and logs (`ResolvedRequest.session_id`).
         self.id = f"{_PID}-{next(_SESSION_IDS)}"
         self.auth = auth
-        #: The session's two-way bookkeeping: the client's requests and the server's.
-        self.peer = self.session.peer
-        self._send = send
-        self._scopes: dict[RequestId, trio.CancelScope] = {}
-        self._waiters: dict[RequestId, _Waiter] = {}
+        #: The session's two-way requests: the client's (admitted, cancellable) and the
+        #: server's (sent, awaited), over the protocol session's bookkeeping.
+        self.peer = PeerRuntime(self.session.peer, us="server", them="client")
+        self._outbox = outbox
         # Requests `shut_down` cut short: they are answered "server shutting down", not dropped.
         self._cut: set[RequestId] = set()
         # The `subscriptions/listen` requests in flight: the end of the input ends them.
         self._listens: set[RequestId] = set()
         self._shutting_down = False
-        #: Starts a task that lives as long as the connection (set by `connection`), or as the
-        #: session over Streamable HTTP (`attach_stream`); None for a per-request session.
+        #: Starts a task that lives as long as the session (`attach`); None when nothing can
+        #: (a per-request session).
         self.spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
-        # Whether the session outlives one request (`open`): only then can a message of the
-        # client's own (the answer to a request of the server's) reach it later.
+        # Whether the session outlives one request (`open`): it then has a place in the hub.
         self._kept = False
-        # Streamable HTTP: the session's server-to-client stream, for messages not tied to a
-        # request being answered (`attach_stream`); None until the transport gives it one.
-        self._stream: MessageSender | None = None
         # Whether the session started (a kept session's `initialize` was answered): its end
         # is then told to the server's session hooks too.
         self._started = False
 
-    def attach_stream(
+    def attach(
         self,
-        send: MessageSender,
+        outbox: MessageSender,
         spawn: Callable[[Callable[[], Awaitable[None]]], None] | None,
     ) -> None:
-        """Give a session without a connection a stream of its own (Streamable HTTP's GET).
+        """Give the session its outbox and a way to start tasks that end with it.
 
-        Messages not tied to a request being answered go to `send` from now on: list changes,
-        resource updates, log messages and requests outside a call. With `spawn`, the session
-        runs its list watcher and its roots handler in tasks that end with it.
+        Messages not tied to a request being answered go to `outbox` from now on: list
+        changes, resource updates, log messages and requests outside a call (a connection's
+        own sender, say, or the stream a Streamable HTTP session's GET reads). With `spawn`,
+        the session runs its list watcher and its roots handler in tasks of its own.
         """
-        self._stream = send
+        self._outbox = outbox
         self.spawn = spawn
         if spawn is not None:
             hub = self.server.hub
@@ -242,10 +218,10 @@ class SessionRuntime:
     def can_notify(self) -> bool:
         """Whether a message the client did not ask for can reach it now.
 
-        Only over a connection that is still open, or in a Streamable HTTP session with a
-        stream of its own (`attach_stream`); a per-request session has nowhere to put one.
+        Only through an outbox (`attach`), while the session's input has not ended; a
+        per-request session has nowhere to put one.
         """
-        return (self._send is not None or self._stream is not None) and self.peer.closed is None
+        return self._outbox is not None and self.peer.closed is None
 
     @property
     def protocol_version(self) -> str | None:
@@ -273,15 +249,12 @@ class SessionRuntime:
         """Send the client a notification of the server's own (see `can_notify`).
 
         Raises:
-            LocalProtocolError: in a session that has nowhere to put it (a per-request one).
-            ConnectionClosed: when its stream cannot take it (the session ended).
+            LocalProtocolError: in a session that has nowhere to put it (no outbox).
+            ConnectionClosed: when its outbox cannot take it (the session ended).
         """
-        send = self._send or self._stream
+        send = self._outbox
         if send is None:
-            raise LocalProtocolError(
-                f"cannot send {method!r} to the client: this Streamable HTTP session lasts one "
-                "request, so nothing can carry a message outside its answer"
-            )
+            raise LocalProtocolError(f"cannot send {method!r} to the client: {_NO_OUTBOX}")
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -308,7 +281,10 @@ class SessionRuntime:
         """
         request_id = call.request.id
         try:
-            self.session.begin(request_id)
+            if call.now:
+                self.session.begin(request_id)
+            else:
+                self.peer.admit(request_id)  # its scope, before its task starts (Rule 1)
         except RemoteProtocolError as exc:
             return error_response(request_id, exc.code, exc.message)
         if call.now:
@@ -319,7 +295,6 @@ class SessionRuntime:
             if call.request.method == "initialize":
                 self._initialized(response)
             return response
-        self._scopes[request_id] = trio.CancelScope()
         if call.request.method == LISTEN:
             self._listens.add(request_id)
         return None
@@ -348,15 +323,14 @@ class SessionRuntime:
 
     def release(self, request_id: RequestId) -> None:
         """Forget a request `start` admitted; its id may be used again."""
-        self._scopes.pop(request_id, None)
+        self.peer.release(request_id)
         self._listens.discard(request_id)
-        self.session.end(request_id)
 
     async def answer(
         self,
         call: ResolvedRequest,
         notify: NotificationSender,
-        via: MessageSender | None = None,
+        carrier: MessageSender | None = None,
     ) -> dict[str, Any] | None:
         """Run a request `start` admitted, in its cancel scope; None when the client cancelled it.
 
@@ -365,17 +339,17 @@ class SessionRuntime:
         Args:
             call: The request's record.
             notify: Where its notifications go.
-            via: Where the requests of the server's it makes go (the stream of its answer),
-                when the session has no connection (Rule 2).
+            carrier: What carries the requests of the server's it makes (the stream of its
+                answer, say); None: the session's outbox (Rule 2).
         """
         request = call.request
-        scope = self._scopes[request.id]
+        scope = self.peer.admitted[request.id]
         if self._shutting_down:
             self._cut.add(request.id)
             scope.cancel()
         with scope:
             response = await self.dispatcher.answer(
-                self.session, call, notify, self.requester(request, via), self.id
+                self.session, call, notify, self.requester(request, carrier), self.id
             )
         if request.method == "initialize":
             self._initialized(response)
@@ -391,22 +365,22 @@ class SessionRuntime:
     def shut_down(self) -> None:
         """Stop every request running or still to come, each answered "server shutting down".
 
-        For transports whose requests end with their own answers (Streamable HTTP): they are
+        For transports whose requests end with their own answers (e.g. Streamable HTTP): they are
         cut short through their cancel scopes and still answered, exactly once. A request the
         client had cancelled already stays unanswered.
         """
         self._shutting_down = True
-        for request_id, scope in self._scopes.items():
+        for request_id, scope in self.peer.admitted.items():
             if not scope.cancel_called:
                 self._cut.add(request_id)
                 scope.cancel()
 
-    def requester(self, request: Request, via: MessageSender | None = None) -> Requester:
+    def requester(self, request: Request, carrier: MessageSender | None = None) -> Requester:
         """How a tool answering `request` sends requests to the client (Rule 2).
 
         Args:
             request: The client's request being answered.
-            via: Its stream, for a session without a connection (Streamable HTTP).
+            carrier: What the transport gave to carry them (None: the session's outbox).
         """
         if requested_version(request.params) is not None:
             return _refuse_modern
@@ -417,7 +391,7 @@ class SessionRuntime:
             *,
             timeout: float | None = None,  # noqa: ASYNC109
         ) -> Any:
-            return await self.request(method, params, timeout=timeout, via=via)
+            return await self.request(method, params, timeout=timeout, carrier=carrier)
 
         return ask
 
@@ -427,7 +401,7 @@ class SessionRuntime:
         params: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,  # noqa: ASYNC109
-        via: MessageSender | None = None,
+        carrier: MessageSender | None = None,
     ) -> Any:
         """Send a request to the client and wait for its answer (Rule 2).
 
@@ -437,8 +411,8 @@ class SessionRuntime:
             timeout: Seconds to wait for the answer (None: no limit). When they pass, the
                 request is cancelled (`notifications/cancelled`) and `ClientTimeoutError`
                 raised.
-            via: Where to send it instead of the session's connection: the stream of the
-                client's request being answered. A session without a connection needs it.
+            carrier: What carries it instead of the session's outbox: the carrier the
+                transport gave for the client's request being answered.
 
         Returns:
             The client's `result`.
@@ -447,74 +421,20 @@ class SessionRuntime:
             RequestError: when the client answers with a JSON-RPC error.
             RemoteProtocolError: when the client's answer is no valid response (both
                 result and error, neither, ...): it fails at once.
-            ConnectionClosed: when the connection (or `via`'s stream) ended or ends before
-                the answer.
+            ConnectionClosed: when the session's input (or the carrier's stream) ended or
+                ends before the answer.
             ClientTimeoutError: when `timeout` passed first.
-            LocalProtocolError: when nothing can carry it: a session without a connection
-                that lasts one request (stateless Streamable HTTP), or no `via` either.
+            LocalProtocolError: when nothing can carry it: no carrier and no outbox, or a
+                carrier that refuses (saying why).
         """
-        send = self._carrier(method, via)
-        if timeout is None:
-            return await self._request(send, method, params)
-        with trio.move_on_after(timeout) as waited:
-            return await self._request(send, method, params)
-        assert waited.cancelled_caught
-        raise ClientTimeoutError(method, timeout)
-
-    def _carrier(self, method: str, via: MessageSender | None) -> MessageSender:
-        """What carries a request of the server's to the client, or why nothing can (Rule 2)."""
-        if via is None and self._send is not None:
-            return self._send
-        if self._send is None and not self._kept:
-            raise LocalProtocolError(
-                f"cannot send {method!r} to the client: this Streamable HTTP session lasts one "
-                "request (stateless mode), so the client's answer, which comes in a POST of its "
-                "own, could never reach it; serve with sessions (not stateless), or over stdio "
-                "or HTTP+SSE, to ask the client"
-            )
-        if via is None:
-            if self._stream is not None:
-                return self._stream
-            raise LocalProtocolError(
-                f"cannot send {method!r} to the client: over Streamable HTTP the server can ask "
-                "only on the stream of a request it is answering (from a tool, during its call)"
-            )
-        return via
-
-    async def _request(
-        self, send: MessageSender, method: str, params: dict[str, Any] | None
-    ) -> Any:
-        if self.peer.closed is not None:
-            raise ConnectionClosed(self.peer.closed)
-        outgoing = self.peer.start_request(method, params)
-        waiter = self._waiters[outgoing.id] = _Waiter()
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": outgoing.id, "method": method}
-        if params is not None:
-            message["params"] = params
-        sent = False
+        send = self._outbox if carrier is None else carrier
+        if send is None:
+            raise LocalProtocolError(f"cannot send {method!r} to the client: {_NO_OUTBOX}")
         try:
-            await send(message)
-            sent = True
-            await waiter.done.wait()
-        finally:
-            del self._waiters[outgoing.id]
-            # Still pending here means nobody will read the answer (the waiter was cancelled):
-            # forget the id, so a late answer is dropped, and tell the client to stop (if the
-            # request reached it at all).
-            notice = self.peer.cancel_outbound(outgoing.id, "cancelled by the server")
-            if notice is not None and sent and self.peer.closed is None:
-                await _send_cancel(send, notice.params)
-        outcome = waiter.outcome
-        if outcome is None:
-            raise ConnectionClosed(self.peer.closed or "connection closed")
-        if outcome.error is not None:
-            raise RequestError(outcome.error.message, outcome.error.code, outcome.error.data)
-        if outcome.malformed is not None:
-            raise RemoteProtocolError(
-                f"the client answered {method} with a malformed response ({outcome.malformed})",
-                INVALID_REQUEST,
-            )
-        return outcome.result
+            return await self.peer.request(method, params, send, timeout=timeout)
+        except trio.TooSlowError:
+            assert timeout is not None
+            raise ClientTimeoutError(method, timeout) from None
 
     def close(self, reason: str) -> None:
         """The connection ended: every request of the server's still waiting fails (Rule 2).
@@ -522,43 +442,42 @@ class SessionRuntime:
         Args:
             reason: Why, for the `ConnectionClosed` each waiter raises.
         """
-        for request_id in self.peer.close(reason):
-            self._waiters[request_id].done.set()  # no outcome: the waiter raises
+        self.peer.close(reason)
         # A listen stream waits for nothing but the client, which can send nothing more: it
         # ends now, answered as a stream the server closed (`shutting_down`).
         for request_id in self._listens:
-            scope = self._scopes.get(request_id)
+            scope = self.peer.admitted.get(request_id)
             if scope is not None and not scope.cancel_called:
                 self._cut.add(request_id)
                 scope.cancel()
 
     async def handle(
-        self, message: Any, notify: NotificationSender, via: MessageSender | None = None
+        self, message: Any, notify: NotificationSender, carrier: MessageSender | None = None
     ) -> Any:
         """Handle one message (or batch) completely; return what to answer, or None.
 
-        For a per-request transport (Streamable HTTP).
+        For a per-request transport (e.g. Streamable HTTP).
 
         Args:
             message: A `ResolvedRequest`, a `Notification`, a `Response`, an `ErrorResponse`,
                 an `InvalidMessage`, or a list of them (a batch; requests in it resolved or
                 not).
             notify: Where notifications related to this message's requests go.
-            via: Where requests of the server's made while answering it go (its stream).
+            carrier: What carries requests of the server's made while answering it (Rule 2).
         """
         if isinstance(message, list):
-            return await self.run_batch(self.admit_batch(message), notify, via)
+            return await self.run_batch(self.admit_batch(message), notify, carrier)
         if isinstance(message, ResolvedRequest):
-            return await self._handle_request(message, notify, via)
+            return await self._handle_request(message, notify, carrier)
         if isinstance(message, Request):
-            return await self.handle(self.resolve(message), notify, via)
+            return await self.handle(self.resolve(message), notify, carrier)
         if isinstance(message, InvalidMessage):
             return self.invalid(message)
         await self.receive(message)
         return None
 
     async def _handle_request(
-        self, call: ResolvedRequest, notify: NotificationSender, via: MessageSender | None
+        self, call: ResolvedRequest, notify: NotificationSender, carrier: MessageSender | None
     ) -> dict[str, Any] | None:
         response = self.start(call)
         if isinstance(response, dict):
@@ -566,7 +485,7 @@ class SessionRuntime:
         if response is not None:
             return await response
         try:
-            return await self.answer(call, notify, via)
+            return await self.answer(call, notify, carrier)
         finally:
             self.release(call.request.id)
 
@@ -614,14 +533,14 @@ class SessionRuntime:
         return slots
 
     async def run_batch(
-        self, slots: list[Any], notify: NotificationSender, via: MessageSender | None = None
+        self, slots: list[Any], notify: NotificationSender, carrier: MessageSender | None = None
     ) -> list[Any] | None:
         """Run the requests `admit_batch` admitted, concurrently; the batch's answer or None."""
-        await self.fill_batch(slots, notify, via)
+        await self.fill_batch(slots, notify, carrier)
         return batch_answer(slots)
 
     async def fill_batch(
-        self, slots: list[Any], notify: NotificationSender, via: MessageSender | None = None
+        self, slots: list[Any], notify: NotificationSender, carrier: MessageSender | None = None
     ) -> None:
         """Run the requests among `slots` concurrently, each slot taking its request's answer.
 
@@ -633,7 +552,7 @@ class SessionRuntime:
         async def one(i: int, call: ResolvedRequest) -> None:
             request_id = call.request.id
             try:
-                slots[i] = await self.answer(call, notify, via)
+                slots[i] = await self.answer(call, notify, carrier)
             finally:
                 if slots[i] is call and self.was_cancelled(request_id):
                     slots[i] = None  # cut short, but the client cancelled it: owed nothing
@@ -646,7 +565,7 @@ class SessionRuntime:
 
     def was_cancelled(self, request_id: RequestId) -> bool:
         """Whether the client cancelled this admitted request (it is then owed no answer)."""
-        scope = self._scopes.get(request_id)
+        scope = self.peer.admitted.get(request_id)
         return scope is not None and scope.cancel_called
 
     def invalid(self, message: InvalidMessage) -> dict[str, Any] | None:
@@ -661,7 +580,7 @@ class SessionRuntime:
             logger.warning("ignored a malformed notification: %s", message.error.message)
             return None
         why = message.reason
-        outcome = self.peer.receive_malformed(message.error.id, why)
+        outcome = self.peer.deliver_malformed(message.error.id, why)
         if outcome is None:
             logger.warning(
                 "dropped a malformed response (id %r, awaited by no request): %s",
@@ -675,15 +594,11 @@ class SessionRuntime:
             outcome.request_id,
             why,
         )
-        waiter = self._waiters[outcome.request_id]
-        waiter.outcome = outcome
-        waiter.done.set()
         return None
 
     def cancel_all(self) -> None:
         """Cancel every request in flight (the session is ending)."""
-        for scope in self._scopes.values():
-            scope.cancel()
+        self.peer.cancel_admitted()
 
     async def receive(self, message: Notification | Response | ErrorResponse) -> None:
         """Take a notification (through the middleware that see them) or a response."""
@@ -698,14 +613,8 @@ class SessionRuntime:
     def incoming(self, message: Notification | Response | ErrorResponse) -> None:
         """Take a notification or a response from the client (no middleware: `receive`)."""
         if isinstance(message, Notification):
-            if message.method == "notifications/cancelled":
-                # The peer ignores malformed params and ids of the wrong type (True / 1.0 would
-                # otherwise hit the request with id 1) and ids not in flight.
-                request_id = self.peer.receive_cancelled(message.params)
-                scope = self._scopes.get(request_id) if request_id is not None else None
-                if scope is not None:
-                    scope.cancel()
-                else:
+            if message.method == CANCELLED:
+                if not self.peer.cancelled(message.params):
                     logger.debug(
                         "cancellation for unknown or finished request %r",
                         (message.params or {}).get("requestId"),
@@ -716,14 +625,8 @@ class SessionRuntime:
                 pass  # the handshake's last step: `initialize` already settled everything
             else:
                 logger.debug("ignored notification %s", message.method)
-        else:
-            outcome = self.peer.receive_response(message)
-            if outcome is None:
-                logger.warning("ignored a response to unknown request id %r", message.id)
-            else:
-                waiter = self._waiters[outcome.request_id]
-                waiter.outcome = outcome
-                waiter.done.set()
+        elif self.peer.deliver(message) is None:
+            logger.warning("ignored a response to unknown request id %r", message.id)
 
     def _roots_changed(self) -> None:
         """Run the server's roots handler for this session, in a task of its own."""
@@ -759,17 +662,6 @@ class SessionRuntime:
 async def _no_notifications(method: str, params: dict[str, Any]) -> None:
     """Where a record answered without waiting sends notifications: it sends none."""
     logger.debug("dropped %s of a request answered at once", method)
-
-
-async def _send_cancel(send: MessageSender, params: dict[str, Any] | None) -> None:
-    """Tell the client to stop a request of the server's, if anything can still carry that."""
-    with trio.CancelScope(shield=True) as scope:
-        scope.deadline = trio.current_time() + CANCEL_NOTICE_SECONDS
-        try:
-            await send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
-        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            # Best effort (Rule 2): the stream that carried the request may be gone already.
-            logger.debug("could not tell the client to stop request %s: %s", params, exc)
 
 
 async def _refuse_modern(

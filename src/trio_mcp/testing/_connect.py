@@ -17,17 +17,15 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from .._connect import Tap, open_in_process
 from .._core.answering import ELICITATION_MODES
 from .._core.versions import LATEST_HANDSHAKE_VERSION
-from .._runtime.answering import (
-    ElicitationCompleteHandler,
-    ElicitationHandler,
-    Roots,
-    SamplingHandler,
-)
 from .._runtime.client import (
     DEFAULT_MAX_INPUT_ROUNDS,
     Client,
+    ElicitationCompleteHandler,
+    ElicitationHandler,
     LogHandler,
     RequestMetaHook,
+    Roots,
+    SamplingHandler,
     open_session,
 )
 from .._runtime.guard import require_trio

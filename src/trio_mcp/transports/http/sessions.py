@@ -95,26 +95,27 @@ class HttpSession(Protocol):
         it.
         """
 
-    async def answer(self, call: Any, notify: Notify, via: Carry | None = None) -> Any:
+    async def answer(self, call: Any, notify: Notify, carrier: Carry | None = None) -> Any:
         """Run a request `start` admitted; its answer, None when the client cancelled it.
 
-        Notifications of the request go to `notify`, its requests to the client to `via`
-        (the session decides whether it may send them at all).
+        Notifications of the request go to `notify`, its requests to the client to `carrier`
+        (one that refuses where the client's answer could not come back to the session; the
+        session refuses every request of a revision that asks no other way).
         """
 
     def release(self, request_id: RequestId) -> None:
         """Forget a request `start` admitted, once its answer is delivered."""
 
-    async def handle(self, message: Any, notify: Notify, via: Carry | None = None) -> Any:
+    async def handle(self, message: Any, notify: Notify, carrier: Carry | None = None) -> Any:
         """Handle a decoded message or batch (requests resolved); the answer or None."""
 
     def open(self) -> None:
         """The session is kept (in the table) until `end`: it is live for the MCP side."""
 
-    def attach_stream(self, send: Carry, spawn: Spawn | None) -> None:
+    def attach(self, outbox: Carry, spawn: Spawn | None) -> None:
         """Give a kept session its server-to-client stream and a way to start its own tasks.
 
-        `send` queues a message not tied to a request for the session's GET stream (raising
+        `outbox` queues a message not tied to a request for the session's GET stream (raising
         `ConnectionClosed` when it cannot); `spawn` starts a task that ends with the session
         (None: the application runs no nursery to start it in).
         """
@@ -262,7 +263,7 @@ class SessionTable:
             entry.outbox = Outbox(self._options.max_unsent_bytes)
             entry.streams = SessionStreams(self._options.event_store, sid)
             spawn = entry.outbox.spawner(self._nursery) if self._nursery is not None else None
-            entry.session.attach_stream(entry.outbox.put, spawn)
+            entry.session.attach(entry.outbox.put, spawn)
 
     def end(self, sid: str) -> None:
         """Close the session `sid`, if it is open (Rule 3)."""

@@ -12,9 +12,11 @@ Rule 2: a request's answer is `application/json` when the response is the first 
         produces, and an SSE stream when a message of the server's comes first (a notification
         such as progress or a log, or a request to the client): then those messages and finally
         the response go on that stream, in order. A request of the server's goes only on the
-        stream of the request it serves (its session decides whether it may be sent at all:
-        not in stateless mode, not under 2026-07-28); the client's answer comes as a POST of
-        its own, answered 202 once the session has routed it to the waiting task. A malformed
+        stream of the request it serves, and only in a session kept in the table: outside one
+        (stateless mode) the client's answer could reach nothing, and the session is given a
+        carrier that refuses it, saying why (`_no_way_back`); the session itself refuses every
+        request of 2026-07-28. The client's answer comes as a POST of its own, answered 202
+        once the session has routed it to the waiting task. A malformed
         answer (both result and error, neither, ...: `jsonrpc` Rule 4) is never answered in
         JSON-RPC: the session named drops it and fails the waiting task at once, and the POST
         gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP: a response the
@@ -105,7 +107,7 @@ from ..._core.jsonrpc import (
 from ..._core.server_session import requested_version
 from ..._core.stream_control import current_stream
 from ..._core.versions import HTTP_DEFAULT_VERSION, batch_refusal
-from ..._exceptions import ConnectionClosed, RemoteProtocolError
+from ..._exceptions import ConnectionClosed, LocalProtocolError, RemoteProtocolError
 from .asgi import (
     JSON_HEADER,
     SSE_HEADERS,
@@ -452,7 +454,7 @@ class StreamableHttp:
         # Resumable (Rule 8) once the session speaks a revision with priming events.
         streams = entry.streams if _primes(session) else None
         try:
-            await self._answer(session, message, sid, receive, send, streams=streams)
+            await self._answer(session, message, sid, receive, send, streams=streams, kept=True)
         finally:
             if self._handed[key] == 1:
                 del self._handed[key]
@@ -621,13 +623,14 @@ class StreamableHttp:
         *,
         modern: bool = False,
         streams: SessionStreams | None = None,
+        kept: bool = False,
     ) -> None:
         key = id(session)
         count = self._answering.get(key, (session, 0))[1]
         self._answering[key] = (session, count + 1)
         try:
             await self._stream_answer(
-                session, message, new_sid, receive, send, modern=modern, streams=streams
+                session, message, new_sid, receive, send, modern=modern, streams=streams, kept=kept
             )
         finally:
             count = self._answering[key][1] - 1
@@ -646,6 +649,7 @@ class StreamableHttp:
         *,
         modern: bool,
         streams: SessionStreams | None,
+        kept: bool,
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
@@ -670,15 +674,19 @@ class StreamableHttp:
                     "the stream of the request being answered has ended"
                 ) from None
 
+        # Outside a session kept in the table, the client's answer to a request of the server's
+        # (a POST of its own) could reach nothing: such a request is refused (Rule 2).
+        carrier = carry if kept else _no_way_back
+
         async def run() -> None:
             if resumable:
                 current_stream.set(_Closer(out_send))
             async with out_send:
                 if isinstance(message, list):
-                    answer = await session.handle(message, notify, carry)
+                    answer = await session.handle(message, notify, carrier)
                 else:  # one request, admitted by `start`
                     try:
-                        answer = await session.answer(message, notify, carry)
+                        answer = await session.answer(message, notify, carrier)
                     finally:
                         session.release(message.request.id)
                 await out_send.send(answer if answer is not None else done)
@@ -711,6 +719,16 @@ class StreamableHttp:
                             break  # the answer
         finally:
             writer.end()
+
+
+async def _no_way_back(message: dict[str, Any]) -> None:
+    """The carrier of a request answered outside a session: it refuses what the server asks."""
+    raise LocalProtocolError(
+        f"cannot send {message.get('method')!r} to the client: this Streamable HTTP session "
+        "lasts one request (stateless mode), so the client's answer, which comes in a POST of "
+        "its own, could never reach it; serve with sessions (not stateless), or over stdio or "
+        "HTTP+SSE, to ask the client"
+    )
 
 
 class _Closer:

@@ -1,5 +1,10 @@
 """The client's `subscriptions/listen` stream (2026-07-28): opened, told apart, reopened.
 
+Under 2026-07-28 the client's callbacks (`subscriptions`: list changes, resource updates) and
+the tasks it follows (`tasks`) are served by one stream that asks for what they want and the
+server announces, over any link (`Listening`: opened when they first want something, opened
+anew when what they want changes).
+
 Rule 1: one stream at a time carries what the client's callbacks want (`wanted`: the kinds of
         list with a change handler, the URIs subscribed to, as far as the server announces
         them). None is open while nothing is wanted. When what is wanted changes, a new stream
@@ -31,12 +36,21 @@ from typing import Any, Final
 
 import trio
 
-from .._core.jsonrpc import RequestId
-from .._core.meta import SUBSCRIPTION_ID
-from .._core.subscriptions import SubscriptionFilter
-from .._exceptions import ConnectionClosed, RemoteProtocolError, RequestError, TrioMCPError
+from ..._core.jsonrpc import RequestId
+from ..._core.meta import SUBSCRIPTION_ID
+from ..._core.subscriptions import ACKNOWLEDGED, LISTEN, SubscriptionFilter
+from ..._exceptions import ConnectionClosed, RemoteProtocolError, RequestError, TrioMCPError
+from .connection import ServerConnection
 
-__all__ = ["ATTEMPTS", "FIRST_WAIT", "MAX_WAIT", "STEADY", "Subscriptions", "subscription_of"]
+__all__ = [
+    "ATTEMPTS",
+    "FIRST_WAIT",
+    "MAX_WAIT",
+    "STEADY",
+    "ListenStream",
+    "Listening",
+    "subscription_of",
+]
 
 logger = logging.getLogger("trio_mcp.client")
 
@@ -73,7 +87,7 @@ class _Stream:
     done: bool = False
 
 
-class Subscriptions:
+class ListenStream:
     """The listen stream of one client (Rules 1 to 3).
 
     Args:
@@ -285,3 +299,63 @@ class Subscriptions:
     def _set_changed(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
+
+
+class Listening:
+    """A client's listen stream, from the first time something wants it (2026-07-28).
+
+    Args:
+        connection: The client's connection: the stream's request and its acknowledgement.
+        wanted: What the callbacks and the tasks followed want now, as far as the server
+            announces it.
+    """
+
+    def __init__(
+        self, connection: ServerConnection, wanted: Callable[[], SubscriptionFilter]
+    ) -> None:
+        self._connection = connection
+        self._wanted = wanted
+        self._stream: ListenStream | None = None
+        connection.notices[ACKNOWLEDGED] = self._acknowledged
+
+    @property
+    def opened(self) -> bool:
+        """Whether the stream was ever wanted (its supervisor runs)."""
+        return self._stream is not None
+
+    def changed(self) -> ListenStream:
+        """What is wanted may have changed: open the stream, or open it anew (Rule 1)."""
+        if self._stream is None:
+            connection = self._connection
+            self._stream = ListenStream(
+                self._listen, self._wanted, lambda: connection.closed is not None
+            )
+            if connection.nursery is not None:
+                connection.nursery.start_soon(self._stream.run)
+        self._stream.poke()
+        return self._stream
+
+    def poke(self) -> None:
+        """What is wanted may have changed; nothing opens a stream never wanted before."""
+        if self._stream is not None:
+            self._stream.poke()
+
+    def delivers(self, tag: RequestId | None) -> bool:
+        """Whether a notification tagged with `tag` goes to the callbacks (Rule 2).
+
+        Before any stream was wanted, all do: there is nothing to tell them apart from.
+        """
+        return tag is None or self._stream is None or self._stream.delivers(tag)
+
+    async def settled(self) -> SubscriptionFilter:
+        """`ListenStream.settled` of the stream, which was wanted before (`opened`)."""
+        assert self._stream is not None
+        return await self._stream.settled()
+
+    def _acknowledged(self, params: dict[str, Any]) -> None:
+        if self._stream is not None:
+            self._stream.acknowledged(params)
+
+    async def _listen(self, params: dict[str, Any], on_id: Callable[[RequestId], None]) -> Any:
+        # Not retry_safe: a broken stream is the supervisor's to reopen, at its own pace.
+        return await self._connection.request(LISTEN, params, on_id=on_id)

@@ -23,24 +23,42 @@ Rule 4: whatever ends the following before the task settled (the caller cancelle
         handler's exception) sends `tasks/cancel`, under a short shielded scope, then goes on:
         the server is not left running work nobody waits for. Looking at a task
         (`Client.get_task`) never cancels it.
+Rule 5: `Tasks` follows the tasks of one client's connection. While a task is followed, the
+        last state the server pushed for it is kept for its follower: in the handshake era the
+        server sends them on the session unasked; under 2026-07-28 the listen stream
+        (`listen`) asks for the ids of the tasks followed, if the server announces the
+        extension, and a follower's first wait is for that stream's acknowledgement (what the
+        task did before it was told to nobody, so a poll follows at once).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
-from .._core.answering import InputRound, input_round
-from .._core.client_records import TaskInfo, task_info
-from .._core.client_session import ClientSession
-from .._core.meta import CAPABILITIES
-from .._exceptions import RemoteProtocolError, RequestError, TaskCancelledError
-from .._features.tasks import TASKS_EXTENSION
+from ..._core.answering import InputRound, input_round
+from ..._core.client_records import TaskInfo, task_info
+from ..._core.client_session import ClientSession
+from ..._core.meta import CAPABILITIES
+from ..._core.subscriptions import TASK_STATUS
+from ..._exceptions import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+    TaskCancelledError,
+    TrioMCPError,
+)
+from ..._features.tasks import TASKS_EXTENSION
+from ..peer import CANCEL_NOTICE_SECONDS
+from .connection import ServerConnection
+from .listen import Listening, subscription_of
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",
@@ -50,6 +68,7 @@ __all__ = [
     "PushedState",
     "TaskSender",
     "TaskStatusHandler",
+    "Tasks",
     "follow",
     "is_task",
     "opt_in",
@@ -66,7 +85,7 @@ MIN_POLL_INTERVAL: Final = 0.05
 #: The longest: a status (and a cancellation noticed) at least every half minute.
 MAX_POLL_INTERVAL: Final = 30.0
 #: Seconds a cancelled follower may spend sending `tasks/cancel` (as for `notifications/cancelled`).
-CANCEL_SECONDS: Final = 2.0
+CANCEL_SECONDS: Final = CANCEL_NOTICE_SECONDS
 
 #: Sends one `tasks/*` request: `await send(method, params)` returns its `result`.
 TaskSender = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -229,3 +248,140 @@ async def _tell(handler: TaskStatusHandler, task: TaskInfo) -> None:
             await value
     except Exception:
         logger.exception("a task status handler failed")
+
+
+@dataclass(eq=False, slots=True)
+class _Followed:
+    """A task followed now: the last state the server pushed and nobody took yet (Rule 5)."""
+
+    state: TaskInfo | None = None
+    told: trio.Event = field(default_factory=trio.Event)
+    #: Whether a listen stream asking for it was waited for (2026-07-28).
+    heard: bool = False
+
+
+class Tasks:
+    """The tasks one client follows (Rule 5), and its `tasks/*` requests.
+
+    Args:
+        connection: The client's connection.
+        listening: The client's listen stream (2026-07-28).
+        answer: Answers a round of a task's questions (the client's input rounds).
+        enabled: Whether the client declared the extension (`open_client(tasks=True)`).
+    """
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        listening: Listening,
+        answer: RoundAnswerer,
+        *,
+        enabled: bool,
+    ) -> None:
+        self.enabled = enabled
+        self._connection = connection
+        self._session = connection.session
+        self._listening = listening
+        self._answer = answer
+        #: The tasks followed now, each with the last state pushed and not yet taken.
+        self.followed: dict[str, _Followed] = {}
+        connection.notices[TASK_STATUS] = self._pushed_state
+
+    def require(self, method: str) -> None:
+        """Refuse `method` of a client opened without the extension.
+
+        Raises:
+            LocalProtocolError: when the client was opened without `tasks=True`.
+        """
+        if not self.enabled:
+            raise LocalProtocolError(
+                f"{method} needs the tasks extension: open the client with tasks=True"
+            )
+
+    def opt_in(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A `tools/call`'s params, declaring the extension if the client does (Rule 1)."""
+        return opt_in(params, self._session) if self.enabled else params
+
+    async def follow(
+        self,
+        task: TaskInfo,
+        on_status: TaskStatusHandler | None = None,
+        *,
+        cancel: bool = True,
+    ) -> dict[str, Any]:
+        """`follow` the task on this connection, taking the states it pushes (Rules 2-5)."""
+        with self._following(task.task_id):
+            return await follow(
+                task, self.send, self._answer, on_status, cancel=cancel, pushed=self._pushed
+            )
+
+    async def get(self, task_id: str) -> TaskInfo:
+        """The state of a task now (`tasks/get`)."""
+        return await get(self.send, task_id)
+
+    async def update(self, task_id: str, responses: Mapping[str, Any]) -> None:
+        """Answer some of a task's questions (`tasks/update`)."""
+        await self.send("tasks/update", {"taskId": task_id, "inputResponses": dict(responses)})
+
+    async def cancel(self, task_id: str) -> None:
+        """Ask the server to cancel a task (`tasks/cancel`)."""
+        await self.send("tasks/cancel", {"taskId": task_id})
+
+    async def send(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a `tasks/*` request (a `TaskSender`)."""
+        # get, update and cancel may all be sent twice: an answer given twice is ignored.
+        return await self._connection.request(
+            method, opt_in(params, self._session), retry_safe=True
+        )
+
+    @contextlib.contextmanager
+    def _following(self, task_id: str) -> Iterator[None]:
+        """Take the states pushed for the task while the block runs."""
+        if task_id in self.followed:  # followed twice at once: the first one takes them
+            yield
+            return
+        self.followed[task_id] = _Followed()
+        if self._session.per_request:
+            self._listening.changed()
+        try:
+            yield
+        finally:
+            del self.followed[task_id]
+            if self._session.per_request:
+                self._listening.poke()
+
+    async def _pushed(self, task_id: str, timeout: float) -> TaskInfo | None:  # noqa: ASYNC109
+        """The task's state the server pushed within `timeout` seconds, if any (Rule 5)."""
+        followed = self.followed.get(task_id)
+        if followed is None:
+            await trio.sleep(timeout)
+            return None
+        if not followed.heard and self._session.per_request and self._listening.opened:
+            # Under 2026-07-28, first the listen stream that asks for it: what the task did
+            # before its acknowledgement was told to nobody, so a poll follows it at once.
+            followed.heard = True
+            with trio.move_on_after(timeout):
+                try:
+                    await self._listening.settled()
+                except TrioMCPError as exc:
+                    logger.debug("task %s is polled only: %s", task_id, exc)
+                    await trio.sleep_forever()  # until the poll is due
+            return None
+        with trio.move_on_after(timeout):
+            await followed.told.wait()
+        state, followed.state = followed.state, None
+        followed.told = trio.Event()
+        return state
+
+    def _pushed_state(self, params: dict[str, Any]) -> None:
+        if not self._listening.delivers(subscription_of(params)):
+            return
+        try:
+            state = task_info(params, TASK_STATUS)
+        except RemoteProtocolError as exc:
+            logger.debug("ignored a malformed %s: %s", TASK_STATUS, exc)
+            return
+        followed = self.followed.get(state.task_id)
+        if followed is not None:
+            followed.state = state
+            followed.told.set()

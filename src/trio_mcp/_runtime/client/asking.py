@@ -1,4 +1,4 @@
-"""The client's answers to what a server asks: elicitation, sampling and roots.
+"""What a server asks the client (elicitation, sampling, roots), answered by the user's handlers.
 
 Rule 1: one path answers both carriages of a question: a request on the connection (handshake
         era) and an entry of an `input_required` result (2026-07-28). `Answers.answer` decodes
@@ -18,16 +18,37 @@ Rule 3: roots are a list or a function that returns one, each a `file://` URI (s
 Rule 4: `notifications/elicitation/complete` names a URL-mode elicitation this client was asked;
         one it was not asked, or that completed already, is ignored (spec 2025-11-25,
         elicitation). The ids asked are remembered, at most `MAX_URL_ELICITATIONS` of them.
+Rule 5: `Asking` serves both carriages on the client's connection: it handles the server's
+        requests (a question that cannot be answered gets its JSON-RPC error, what a handler
+        raises goes through the connection's error boundary), and, under 2026-07-28, the
+        `inputRequests` of an `input_required` result of `tools/call`, `prompts/get` or
+        `resources/read` (`with_input`). Then every input request is answered at once,
+        concurrently, in the caller's task, and the request is sent again with a new id, the
+        answers and the `requestState` as received (`_core/answering`), for at most
+        `max_input_rounds` rounds. There a question that cannot be answered is the server's
+        protocol error, and a handler's exception ends the call: the server is not waiting
+        for an answer that could carry it.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from .._core.answering import ELICITATION_MODES, Answerable, declared_modes, with_defaults
-from .._core.asking import (
+import trio
+
+from ..._core.answering import (
+    ELICITATION_MODES,
+    Answerable,
+    InputRound,
+    declared_modes,
+    input_round,
+    retry_params,
+    with_defaults,
+)
+from ..._core.asking import (
     ASK_METHODS,
     Accepted,
     Cancelled,
@@ -38,10 +59,14 @@ from .._core.asking import (
     SamplingResult,
     WireFormatError,
 )
-from .._core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..._core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..._exceptions import LocalProtocolError, RemoteProtocolError, RequestError
+from .connection import ServerConnection
 
 __all__ = [
+    "DEFAULT_MAX_INPUT_ROUNDS",
     "Answers",
+    "Asking",
     "ElicitationCompleteHandler",
     "ElicitationHandler",
     "Roots",
@@ -67,6 +92,10 @@ ElicitationCompleteHandler: TypeAlias = Callable[[str], Awaitable[None] | None]
 # URL-mode elicitation ids remembered for their completion notice (Rule 4): enough for any
 # user, few enough that a server asking without end cannot grow the client's memory.
 MAX_URL_ELICITATIONS: Final = 1024
+#: Rounds of input requests (2026-07-28) one call answers before giving up on the server.
+DEFAULT_MAX_INPUT_ROUNDS: Final = 10
+#: Sends the request being answered with these params, returning its `result` (Rule 5).
+Send = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class Unanswerable(Exception):  # noqa: N818 - a question, not an error of ours
@@ -241,3 +270,106 @@ class Answers:
             return False
         del self._url_ids[elicitation_id]
         return True
+
+
+class Asking:
+    """What the server asks, answered on one client's connection (Rule 5).
+
+    Args:
+        connection: The client's connection: its requests are handled here.
+        answers: The user's handlers.
+        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
+    """
+
+    def __init__(
+        self, connection: ServerConnection, answers: Answers, max_input_rounds: int
+    ) -> None:
+        self.answers = answers
+        self._connection = connection
+        self._session = connection.session
+        self._max_input_rounds = max_input_rounds
+        for method in answers.methods:
+            connection.handlers[method] = functools.partial(self._answer_request, method)
+        connection.notices["notifications/elicitation/complete"] = self._completed
+
+    async def _answer_request(self, method: str, params: dict[str, Any]) -> Any:
+        # The handler of the server's `method` requests on the connection.
+        try:
+            return await self.answers.answer(method, params, self._session.declared)
+        except Unanswerable as exc:
+            raise RequestError(exc.message, exc.code) from None
+
+    def _completed(self, params: dict[str, Any]) -> None:
+        handler = self.answers.on_elicitation_complete
+        elicitation_id = params.get("elicitationId")
+        # Rule 4: only an elicitation this client was asked, and only once.
+        if self.answers.completed(elicitation_id) and handler is not None:
+            self._connection.run_callback(handler, elicitation_id)
+
+    async def set_roots(self, roots: Roots) -> None:
+        """`Client.set_roots`: answer `roots/list` with `roots`, and tell the server (handshake)."""
+        if not self.answers.answerable.roots:
+            raise LocalProtocolError(
+                "this client declared no roots: open it with roots=[...] (an empty list will "
+                "do) to change them later"
+            )
+        self.answers.set_roots(roots)
+        if not self._session.per_request:
+            await self._connection.notify("notifications/roots/list_changed")
+
+    async def with_input(self, method: str, params: dict[str, Any], send: Send) -> Any:
+        """Send, and while the result asks for input, answer and send again (Rule 5).
+
+        Only under 2026-07-28: the revisions of the handshake have no `resultType`, and their
+        records refuse one.
+        """
+        result = await send(params)
+        rounds = 0
+        while self._session.per_request:
+            round_ = input_round(result, method)
+            if round_ is None:
+                break
+            if rounds >= self._max_input_rounds:
+                raise RemoteProtocolError(
+                    f"{method} still asked for input after {rounds} round(s) of answers "
+                    f"(max_input_rounds={self._max_input_rounds})"
+                )
+            rounds += 1
+            responses = await self.answer_round(method, round_)
+            result = await send(retry_params(params, round_, responses))
+        return result
+
+    async def answer_round(self, method: str, round_: InputRound) -> dict[str, Any]:
+        """Answer every input request of a round at once: key -> answer.
+
+        The first failure cancels the others and ends the call.
+        """
+        answers: dict[str, Any] = {}
+        failures: list[Exception] = []
+
+        async def answer(key: str, asked: str, params: dict[str, Any]) -> None:
+            try:
+                answers[key] = await self._answer_input(method, key, asked, params)
+            except Exception as exc:
+                failures.append(exc)
+                nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            for key, (asked, params) in round_.requests.items():
+                nursery.start_soon(answer, key, asked, params)
+        if failures:
+            raise failures[0]
+        return {key: answers[key] for key in round_.requests}
+
+    async def _answer_input(
+        self, method: str, key: str, asked: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        try:
+            return await self.answers.answer(asked, params, self._session.declared)
+        except Unanswerable as exc:
+            # spec 2026-07-28, multi round-trip requests: a server MUST NOT ask for what the
+            # client did not declare; nor may it ask malformed questions.
+            raise RemoteProtocolError(
+                f"{method} asked for input {key!r} ({asked}) that this client cannot give: "
+                f"{exc.message}"
+            ) from None
