@@ -113,6 +113,7 @@ from ._core.types import (
 )
 from ._exceptions import AuthorizationError, RequestError, TrioMCPError, reraise_lone
 from ._runtime.client import Client
+from ._runtime.options import Asking
 from .transports.http.oauth import OAuth, TokenStorage
 
 __all__ = ["CLIENT_COMMANDS", "add_client_commands", "run_client_command", "split_server_command"]
@@ -649,12 +650,14 @@ async def _open(
         echo_stderr=getattr(args, "show_stderr", False),
         log_handler=_print_log,
         client_info={"name": "trio-mcp-cli", "version": "1"},
-        elicitation_handler=elicitor,
-        # Without a command, sampling is not declared: a tool then knows not to ask (and may
-        # fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
-        sampling_handler=CommandSampler(command) if command is not None else None,
-        roots=roots_from_paths(roots) if roots else None,
-        on_elicitation_complete=_print_completion,
+        asking=Asking(
+            elicitation=elicitor,
+            # Without a command, sampling is not declared: a tool then knows not to ask (and
+            # may fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
+            sampling=CommandSampler(command) if command is not None else None,
+            roots=roots_from_paths(roots) if roots else None,
+            on_elicitation_complete=_print_completion,
+        ),
         tasks=True,
         auth=auth,
     ) as client:

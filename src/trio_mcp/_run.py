@@ -78,7 +78,9 @@ async def serve_stdio(
                 server.running(),  # the lifespan: entered before anything is read
                 reader,
                 writer,
-                open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
+                open_stdio_frames(
+                    reader, writer, max_line_bytes=server.limits.max_line_bytes
+                ) as frames,
                 trio.open_nursery() as nursery,
             ):
                 await nursery.start(server.relay)
@@ -151,7 +153,7 @@ async def serve_http(
     Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
     accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
     past the bound. On shutdown, the server stops accepting connections and gives requests in
-    flight `server.shutdown_grace` seconds to finish. The server's broker relays what other
+    flight `server.timeouts.shutdown` seconds to finish. The server's broker relays what other
     workers publish while it serves (`Server.relay`).
 
     Args:
@@ -212,10 +214,10 @@ async def _serve_http(
                 app.options,
                 host=host,
                 port=port,
-                # Its deadline comes after ours: at `shutdown_grace` the requests still
+                # Its deadline comes after ours: at `Timeouts.shutdown` the requests still
                 # running are answered "server shutting down" (`cut_short`), and those
                 # answers need time to go out.
-                graceful_timeout=server.shutdown_grace + FINAL_ANSWER_SECONDS,
+                graceful_timeout=server.timeouts.shutdown + FINAL_ANSWER_SECONDS,
                 shutdown_trigger=trigger,
                 listen_fd=listen_fd,
                 task_status=task_status,
@@ -229,7 +231,7 @@ async def _shut_down_app(
     trigger: Callable[[], Awaitable[None]], app: McpHttpApp, server: Server, nursery: trio.Nursery
 ) -> None:
     await trigger()
-    nursery.start_soon(_cut_short_after, app, server.shutdown_grace)
+    nursery.start_soon(_cut_short_after, app, server.timeouts.shutdown)
     # Tasks still running are settled and their ends told while the streams that follow them
     # are open; then subscriptions/listen streams (2026-07-28), which have no work to finish,
     # end with their plain result instead of holding the shutdown for the grace period.

@@ -28,7 +28,6 @@ from tests.stdio_peer import ROOT
 from trio_mcp import (
     AuthorizationError,
     AutoRedirect,
-    HttpOptions,
     IntrospectionVerifier,
     JwtVerifier,
     MemoryTokenStorage,
@@ -41,6 +40,7 @@ from trio_mcp import (
     open_loopback_callback,
 )
 from trio_mcp._features.tasks import TaskRecord
+from trio_mcp.http import HttpOptions
 from trio_mcp.transports.http.auth import (
     METADATA_PATH,
     TokenVerifierError,

@@ -10,16 +10,9 @@ from __future__ import annotations
 import pytest
 
 from tests.auth.test_http_auth import Notes
-from trio_mcp import (
-    AuthInfo,
-    HttpOptions,
-    Server,
-    StaticTokenVerifier,
-    ToolDefinitionError,
-    open_client,
-    tool,
-)
+from trio_mcp import AuthInfo, Server, StaticTokenVerifier, ToolDefinitionError, open_client, tool
 from trio_mcp._core.auth import missing_scopes, parse_scopes
+from trio_mcp.http import HttpOptions
 from trio_mcp.transports.http.auth import challenge
 
 

@@ -21,17 +21,9 @@ import trio
 from pydantic import BaseModel
 
 from tests.helpers import MODERN, RawPeer, open_memory_peer
-from trio_mcp import (
-    Accepted,
-    Context,
-    InProcessBroker,
-    MemoryTaskStore,
-    RemoteProtocolError,
-    Server,
-    TaskRecord,
-    TaskSupport,
-)
+from trio_mcp import AcceptedElicitation, Context, InProcessBroker, RemoteProtocolError, Server
 from trio_mcp._features.tasks import DEFAULT_MAILBOX
+from trio_mcp.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 
 TASKS = "io.modelcontextprotocol/tasks"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -64,12 +56,12 @@ def make_server(
         await trio.sleep(1)  # time for a listen stream to open before it asks
         outcome = await ctx.elicit("Sure?", Confirm)
         await trio.sleep(1)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=True)
     async def asks_at_once(ctx: Context) -> str:
         outcome = await ctx.elicit("Sure?", Confirm)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=TaskSupport(poll_interval=1.0))
     async def chatty(ctx: Context) -> str:

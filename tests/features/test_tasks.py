@@ -19,17 +19,15 @@ from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
     Context,
-    MemoryTaskStore,
     RemoteProtocolError,
     Server,
-    TaskRecord,
-    TaskSupport,
     ToolDefinitionError,
     ToolError,
 )
 from trio_mcp._runtime.tasks import FULL_WARNING_INTERVAL
+from trio_mcp.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 
 TASKS = "io.modelcontextprotocol/tasks"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -76,12 +74,12 @@ def make_server(**options: Any) -> Server:
     @server.tool(task=True)
     async def confirm(ctx: Context) -> str:
         outcome = await ctx.elicit("Sure?", Confirm)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=True)
     async def two_questions(ctx: Context) -> str:
         a, b = await ctx.gather(ctx.elicit("A?", Confirm), ctx.elicit("B?", Confirm))
-        return f"{isinstance(a, Accepted)} {isinstance(b, Accepted)}"
+        return f"{isinstance(a, AcceptedElicitation)} {isinstance(b, AcceptedElicitation)}"
 
     @server.tool(task=True)
     async def progressing(ctx: Context) -> str:
@@ -99,7 +97,7 @@ def make_server(**options: Any) -> Server:
         outcome = await ctx.elicit("Name?", Confirm, key="first")
         detached = await ctx.become_task()
         await trio.sleep(1)
-        return f"answered={isinstance(outcome, Accepted)} task={detached} {ctx.is_task}"
+        return f"answered={isinstance(outcome, AcceptedElicitation)} task={detached} {ctx.is_task}"
 
     return server
 

@@ -18,7 +18,7 @@ import trio
 from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from tests.timing import LONG_GRACE, scaled
-from trio_mcp import Server
+from trio_mcp import Limits, Server, Timeouts
 from trio_mcp._core.subscriptions import SubscriptionFilter
 from trio_mcp._runtime.listening import Listener
 from trio_mcp.transports import memory_channel_pair
@@ -149,7 +149,7 @@ async def test_cancelling_ends_the_listen_unanswered_and_frees_it() -> None:
 
 
 async def test_listens_count_against_the_in_flight_limit() -> None:
-    server = build_server(max_in_flight=1)
+    server = build_server(limits=Limits(max_in_flight=1))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server, initialize=False) as peer:
             first, _ = await listen(peer, toolsListChanged=True)
@@ -164,7 +164,7 @@ async def test_listens_count_against_the_in_flight_limit() -> None:
 
 
 async def test_end_of_input_closes_the_listen_with_a_plain_result() -> None:
-    server = build_server(shutdown_grace=LONG_GRACE)
+    server = build_server(timeouts=Timeouts(shutdown=LONG_GRACE))
     client, server_end = memory_channel_pair()
     with trio.fail_after(TIMEOUT):  # well under the grace: the listen does not hold it
         async with trio.open_nursery() as nursery:

@@ -20,18 +20,17 @@ from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
-    CallNext,
+    AcceptedElicitation,
+    Asking,
     Context,
     ElicitRequest,
-    Middleware,
     Param,
     RequestError,
-    ResolvedRequest,
     Server,
     ToolError,
 )
 from trio_mcp._core.jsonrpc import Notification, Request, parse
+from trio_mcp.middleware import CallNext, Middleware, ResolvedRequest
 from trio_mcp.testing import connect
 
 MODERN = "2026-07-28"
@@ -293,12 +292,16 @@ async def test_every_2026_input_round_is_a_request_of_its_own() -> None:
         answer = await ctx.elicit("Sure?", Confirm)
         return f"answered {type(answer).__name__}"
 
-    async def accept(request: ElicitRequest) -> Accepted[Any]:
-        return Accepted({"ok": True})
+    async def accept(request: ElicitRequest) -> AcceptedElicitation[Any]:
+        return AcceptedElicitation({"ok": True})
 
-    async with connect(server, protocol_version=MODERN, elicitation_handler=accept) as client:
+    async with connect(
+        server,
+        protocol_version=MODERN,
+        asking=Asking(elicitation=accept),
+    ) as client:
         result = await client.call_tool("confirm")
-    assert result.text == "answered Accepted"
+    assert result.text == "answered AcceptedElicitation"
     rounds = [r for r in recorder.results if r.get("resultType") in ("input_required", "complete")]
     calls = [seen for seen in recorder.seen if seen == ("tool", "tools/call", "confirm")]
     assert len(calls) == 2  # the first round asked, the second (replayed) finished
@@ -325,7 +328,7 @@ async def test_over_streamable_http_the_chain_sees_the_verified_token() -> None:
 def test_over_stdio_the_command_line_serves_the_chain(tmp_path: Any) -> None:
     module = tmp_path / "mw_server.py"
     module.write_text(
-        "from trio_mcp import Server, Middleware\n"
+        "from trio_mcp import Server\nfrom trio_mcp.middleware import Middleware\n"
         "class Tag(Middleware):\n"
         "    async def on_call_tool(self, request, call_next):\n"
         "        result = await call_next(request)\n"

@@ -2,7 +2,7 @@
 
 Defect (issue 24): 3,000 subscriptions to distinct 16 KiB URIs in one session were all taken
 (+49 MiB), and held until the session expired. Now a session holds at most
-`Server(max_subscriptions=..., max_subscription_bytes=...)`, past which the request is answered
+`Limits(max_subscriptions=..., max_subscription_bytes=...)`, past which the request is answered
 with a JSON-RPC error naming the bound, and whatever way the session ends (end of input, HTTP
 DELETE, idle expiry) its subscriptions end with it.
 """
@@ -18,7 +18,7 @@ import trio
 from tests.helpers import open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
-from trio_mcp import Param, Server
+from trio_mcp import Limits, Param, Server
 from trio_mcp._runtime.session import SessionRuntime
 
 TIMEOUT = scaled(20)
@@ -48,7 +48,7 @@ def the_runtime(server: Server) -> SessionRuntime:
 
 
 async def test_past_the_count_bound_a_subscription_is_refused_naming_it() -> None:
-    server = watched_server(max_subscriptions=3)
+    server = watched_server(limits=Limits(max_subscriptions=3))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server) as peer:
             answers = [await peer.request("resources/subscribe", {"uri": uri(n)}) for n in range(5)]
@@ -68,7 +68,7 @@ async def test_past_the_count_bound_a_subscription_is_refused_naming_it() -> Non
 async def test_past_the_byte_bound_a_subscription_is_refused_and_memory_stays_bounded() -> None:
     """The attack of issue 24 in small: distinct 17 KiB URIs until the bytes run out."""
     bound = 64 * 1024
-    server = watched_server(max_subscription_bytes=bound)
+    server = watched_server(limits=Limits(max_subscription_bytes=bound))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server) as peer:
             answers = [

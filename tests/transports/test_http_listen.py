@@ -19,7 +19,7 @@ from tests.helpers import LATEST, MODERN
 from tests.http_helpers import POST_HEADERS, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
-from trio_mcp import AuthInfo, Server
+from trio_mcp import AuthInfo, Server, Timeouts
 from trio_mcp.transports.http.headers import request_headers
 
 TIMEOUT = scaled(60)
@@ -265,7 +265,8 @@ async def test_a_handshake_era_session_has_no_listen() -> None:
 
 async def test_the_server_shutting_down_closes_the_listen_with_a_plain_result() -> None:
     server = build_server()
-    server.shutdown_grace = 60  # the listen does not wait for it: it has nothing to finish
+    # The listen does not wait for the grace: it has nothing to finish.
+    server.timeouts = Timeouts(shutdown=60)
     with trio.fail_after(TIMEOUT):
         async with (
             serve(server) as served,

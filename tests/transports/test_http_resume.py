@@ -19,7 +19,8 @@ from tests.helpers import LATEST, MODERN
 from tests.http_helpers import McpHttp, serve
 from tests.timing import scaled
 from tests.transports.test_http_stream import Stream, session
-from trio_mcp import Context, MemoryEventStore, Server
+from trio_mcp import Context, Server
+from trio_mcp.http import MemoryEventStore
 from trio_mcp.transports.http.replay import parse_event_id
 
 TIMEOUT = scaled(60)
@@ -252,7 +253,7 @@ async def test_a_request_of_the_server_made_while_the_stream_was_broken_is_repla
     assert stream.ids == ["1-2", "1-3"]  # the same event, under the same id
     assert answered.status == 202
     assert answer["id"] == request["id"]
-    assert answer["result"]["content"][0]["text"] == "Declined"
+    assert answer["result"]["content"][0]["text"] == "DeclinedElicitation"
 
 
 async def test_a_cancelled_call_cannot_be_resumed() -> None:

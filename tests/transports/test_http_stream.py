@@ -20,7 +20,7 @@ from tests.helpers import LATEST, init_params
 from tests.http_helpers import POST_HEADERS, McpHttp, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import LONG_GRACE, scaled
-from trio_mcp import ConnectionClosed, Context, Server
+from trio_mcp import ConnectionClosed, Context, Server, Timeouts
 from trio_mcp.transports.http.outbox import Outbox
 
 TIMEOUT = scaled(60)
@@ -244,7 +244,8 @@ async def test_a_quiet_stream_carries_keep_alive_comments_and_ends_with_its_sess
 
 async def test_shutdown_ends_an_open_stream() -> None:
     server = small_server()
-    server.shutdown_grace = LONG_GRACE  # so ending at all shows the stream did not hold it
+    # So that ending at all shows the stream did not hold it.
+    server.timeouts = Timeouts(shutdown=LONG_GRACE)
     async with serve(server) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):

@@ -24,7 +24,7 @@ from tests.helpers import LATEST, init_params
 from tests.http_helpers import McpHttp, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
-from trio_mcp import ClientTimeoutError, ConnectionClosed, Context, RequestError, Server
+from trio_mcp import ClientTimeoutError, ConnectionClosed, Context, RequestError, Server, Timeouts
 from trio_mcp._exceptions import LocalProtocolError
 from trio_mcp._runtime.session import SessionRuntime
 
@@ -273,7 +273,7 @@ async def test_without_an_event_store_closing_the_stream_cancels_the_tool_and_it
 
 async def test_shutdown_while_the_tool_waits_answers_the_call_once() -> None:
     server = asking_server()
-    server.shutdown_grace = 0.2
+    server.timeouts = Timeouts(shutdown=0.2)
     async with serve(server) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):

@@ -29,9 +29,9 @@ from typing import Any, Final, TypeAlias
 from .._core.answering import ELICITATION_MODES, Answerable, declared_modes, with_defaults
 from .._core.asking import (
     ASK_METHODS,
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     ElicitRequest,
     Root,
     SamplingRequest,
@@ -50,10 +50,12 @@ __all__ = [
     "Unanswerable",
 ]
 
-#: Answers an elicitation: `Accepted({...})` with the form's values (`Accepted(None)` in URL
-#: mode, once the user agreed to go there), `Declined()` or `Cancelled()`.
+#: Answers an elicitation: `AcceptedElicitation({...})` with the form's values
+#: (`AcceptedElicitation(None)` in URL mode, once the user agreed to go there),
+#: `DeclinedElicitation()` or `CancelledElicitation()`.
 ElicitationHandler: TypeAlias = Callable[
-    [ElicitRequest], Awaitable[Accepted[Any] | Declined | Cancelled]
+    [ElicitRequest],
+    Awaitable[AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation],
 ]
 #: Answers a sampling request with one message from the client's model.
 SamplingHandler: TypeAlias = Callable[[SamplingRequest], Awaitable[SamplingResult]]
@@ -191,26 +193,27 @@ class Answers:
         accepted = False
         try:
             outcome = await self._elicitation(request)
-            accepted = isinstance(outcome, Accepted)
+            accepted = isinstance(outcome, AcceptedElicitation)
         finally:
             if url_id is not None and not accepted:
                 self._url_ids.pop(url_id, None)  # no interaction will complete
-        if isinstance(outcome, Declined | Cancelled):
+        if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
             return outcome.to_wire()
-        if not isinstance(outcome, Accepted):
+        if not isinstance(outcome, AcceptedElicitation):
             raise TypeError(
-                "the elicitation handler must return Accepted, Declined or Cancelled, not "
+                "the elicitation handler must return AcceptedElicitation, DeclinedElicitation "
+                "or CancelledElicitation, not "
                 f"{type(outcome).__name__}"
             )
         if request.mode == "url":
-            return Accepted(None).to_wire()
+            return AcceptedElicitation(None).to_wire()
         content = with_defaults(request.requested_schema, outcome.data)
         if content is not None and not isinstance(content, Mapping):
             raise TypeError(
                 "an accepted form elicitation must carry a dict of the answers, not "
                 f"{type(content).__name__}"
             )
-        return Accepted(None if content is None else dict(content)).to_wire()
+        return AcceptedElicitation(None if content is None else dict(content)).to_wire()
 
     async def _sample(self, request: SamplingRequest) -> dict[str, Any]:
         assert self._sampling is not None

@@ -65,13 +65,13 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import trio
 
-from .._core.answering import ELICITATION_MODES, InputRound, input_round, retry_params
+from .._core.answering import InputRound, input_round, retry_params
 from .._core.client_records import (
     Completion,
     LogMessage,
@@ -123,7 +123,6 @@ from .._core.subscriptions import (
 )
 from .._core.versions import (
     HEADER_MISMATCH,
-    LATEST_HANDSHAKE_VERSION,
 )
 from .._exceptions import (
     ConnectionClosed,
@@ -137,15 +136,9 @@ from .._exceptions import (
 )
 from .._version import __version__
 from . import task_client
-from .answering import (
-    Answers,
-    ElicitationCompleteHandler,
-    ElicitationHandler,
-    Roots,
-    SamplingHandler,
-    Unanswerable,
-)
+from .answering import Answers, Roots, Unanswerable
 from .link import Link
+from .options import LogHandler, RequestMetaHook, SessionOptions
 from .subscribing import Subscriptions, subscription_of
 from .task_client import TASKS_EXTENSION, TaskStatusHandler
 
@@ -174,8 +167,6 @@ CANCEL_NOTICE_SECONDS: Final = 2.0
 CLOSE_REASON_SECONDS: Final = 5.0
 # Pages `list_tools` follows before deciding the server's cursors go round in circles.
 MAX_PAGES: Final = 10_000
-#: Rounds of input requests (2026-07-28) one call answers before giving up on the server.
-DEFAULT_MAX_INPUT_ROUNDS: Final = 10
 
 
 _LOG_LEVELS: Final = {
@@ -191,7 +182,6 @@ _LOG_LEVELS: Final = {
 
 
 ProgressHandler = Callable[[Progress], Awaitable[None] | None]
-LogHandler = Callable[[LogMessage], Awaitable[None] | None]
 #: Called with the URI of a subscribed resource that changed (`Client.subscribe`).
 UpdateHandler = Callable[[str], Awaitable[None] | None]
 #: The lists whose changes a server announces.
@@ -202,9 +192,6 @@ ListChangedHandler = Callable[[str], Awaitable[None] | None]
 #: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
 #: `RequestError` to answer with that error.
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-#: Called with the method of each request the client sends; what it returns is added to the
-#: request's `_meta` (e.g. `trio_mcp.middleware.trace_context_meta`: the caller's trace context).
-RequestMetaHook = Callable[[str], Mapping[str, Any]]
 
 
 class _Pending:
@@ -249,46 +236,30 @@ class Client:
         instructions: The server's advice on how to use it, when given.
     """
 
-    def __init__(
-        self,
-        link: Link,
-        *,
-        client_info: Mapping[str, Any] | None = None,
-        protocol_version: str = LATEST_HANDSHAKE_VERSION,
-        log_handler: LogHandler | None = None,
-        validate_output: bool = True,
-        elicitation_handler: ElicitationHandler | None = None,
-        sampling_handler: SamplingHandler | None = None,
-        roots: Roots | None = None,
-        elicitation_modes: Collection[str] = ELICITATION_MODES,
-        on_elicitation_complete: ElicitationCompleteHandler | None = None,
-        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-        tasks: bool = False,
-        request_meta: RequestMetaHook | None = None,
-    ) -> None:
+    def __init__(self, link: Link, options: SessionOptions | None = None) -> None:
         # ClientSession refuses a revision this package does not speak (ValueError), Answers
         # unknown elicitation modes and roots that are not file:// URIs.
-        if max_input_rounds < 0:
-            raise ValueError(f"max_input_rounds must be 0 or more, not {max_input_rounds}")
+        options = options or SessionOptions()
+        asking = options.asking
         self._link = link
         self._answers = Answers(
-            elicitation=elicitation_handler,
-            sampling=sampling_handler,
-            roots=roots,
-            elicitation_modes=elicitation_modes,
-            on_elicitation_complete=on_elicitation_complete,
+            elicitation=asking.elicitation,
+            sampling=asking.sampling,
+            roots=asking.roots,
+            elicitation_modes=asking.elicitation_modes,
+            on_elicitation_complete=asking.on_elicitation_complete,
         )
-        self._max_input_rounds = max_input_rounds
+        self._max_input_rounds = asking.max_input_rounds
         self._session = ClientSession(
-            protocol_version,
-            dict(client_info or {"name": "trio-mcp", "version": __version__}),
+            options.protocol_version,
+            dict(options.client_info or {"name": "trio-mcp", "version": __version__}),
             answerable=self._answers.answerable,
-            extensions={TASKS_EXTENSION: {}} if tasks else None,
+            extensions={TASKS_EXTENSION: {}} if options.tasks else None,
         )
-        self._tasks = tasks
-        self._request_meta = request_meta
-        self._log_handler = log_handler
-        self._validate_output = validate_output
+        self._tasks = options.tasks
+        self._request_meta = options.request_meta
+        self._log_handler = options.log_handler
+        self._validate_output = options.validate_output
         self._pending: dict[RequestId, _Pending] = {}
         # Requests in flight both ways: ours (ids, answers, cancellation notices) and the
         # server's, whose handler tasks' scopes are kept beside.
@@ -420,7 +391,7 @@ class Client:
 
         Under 2026-07-28 a tool that needs input (an elicitation, a sample, the roots) answers
         `input_required`; the call then answers each input request with the handlers given to
-        `open_client` and is sent again, for at most `max_input_rounds` rounds.
+        `open_client` and is sent again, for at most `Asking.max_input_rounds` rounds.
 
         Returns:
             The result; `is_error` tells whether the tool reported a failure.
@@ -432,7 +403,7 @@ class Client:
                 `list_tools` and one retry).
             RemoteProtocolError: when the result is malformed or breaks its output schema;
                 under 2026-07-28, when the server asks for input this client did not declare,
-                or still asks after `max_input_rounds` rounds.
+                or still asks after `Asking.max_input_rounds` rounds.
             RequestError: when the task running the call failed (its JSON-RPC error).
             TaskCancelledError: when the task running the call was cancelled elsewhere.
             ConnectionClosed: when the connection ends before the answer.
@@ -826,14 +797,15 @@ class Client:
 
         Raises:
             LocalProtocolError: when the client was opened without `roots` (it did not
-                declare the capability; open it with `roots=[]` to set them later).
+                declare the capability; open it with `asking=Asking(roots=[])` to set them
+                later).
             ValueError: for a root that is not a `file://` URI.
             ConnectionClosed: when the connection has ended.
         """
         if not self._answers.answerable.roots:
             raise LocalProtocolError(
-                "this client declared no roots: open it with roots=[...] (an empty list will "
-                "do) to change them later"
+                "this client declared no roots: open it with asking=Asking(roots=[...]) (an "
+                "empty list will do) to change them later"
             )
         self._answers.set_roots(roots)
         if not self._modern:
@@ -1490,57 +1462,17 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def open_session(
-    link: Link,
-    *,
-    client_info: Mapping[str, Any] | None = None,
-    protocol_version: str = LATEST_HANDSHAKE_VERSION,
-    log_handler: LogHandler | None = None,
-    validate_output: bool = True,
-    elicitation_handler: ElicitationHandler | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    roots: Roots | None = None,
-    elicitation_modes: Collection[str] = ELICITATION_MODES,
-    on_elicitation_complete: ElicitationCompleteHandler | None = None,
-    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-    tasks: bool = False,
-    request_meta: RequestMetaHook | None = None,
-) -> AsyncIterator[Client]:
+async def open_session(link: Link, options: SessionOptions | None = None) -> AsyncIterator[Client]:
     """Run a `Client` over `link` for the `async with` block, after the handshake.
 
     Args:
         link: The transport.
-        client_info: `{"name": ..., "version": ...}` sent to the server.
-        protocol_version: The revision to ask for (the server may answer with another).
-        log_handler: Receives the server's log notifications.
-        validate_output: Check structured results against the tools' output schemas.
-        elicitation_handler: Answers the server's elicitations (see `open_client`).
-        sampling_handler: Answers the server's sampling requests.
-        roots: The roots the client exposes (a list of `Root`, or a function giving one).
-        elicitation_modes: The elicitation modes to declare ("form", "url").
-        on_elicitation_complete: Called with the id of a URL-mode elicitation completed.
-        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
-        tasks: Declare the tasks extension and follow the tasks calls become.
-        request_meta: Adds entries to each request's `_meta` (see `open_client`).
+        options: What the session is opened with (see `open_client`).
 
     Yields:
         The connected client.
     """
-    client = Client(
-        link,
-        client_info=client_info,
-        protocol_version=protocol_version,
-        log_handler=log_handler,
-        validate_output=validate_output,
-        elicitation_handler=elicitation_handler,
-        sampling_handler=sampling_handler,
-        roots=roots,
-        elicitation_modes=elicitation_modes,
-        on_elicitation_complete=on_elicitation_complete,
-        max_input_rounds=max_input_rounds,
-        tasks=tasks,
-        request_meta=request_meta,
-    )
+    client = Client(link, options)
     try:
         async with trio.open_nursery() as nursery:
             client._nursery = nursery

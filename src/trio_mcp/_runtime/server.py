@@ -31,15 +31,12 @@ from typing import Any, Final, Literal, TypeVar, overload
 import trio
 
 from .._core.auth import AuthInfo, Principal, principal_from
-from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.jsonrpc import Request
-from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
+from .._core.request_state import StateSeal
 from .._core.server_session import ServerSession
-from .._core.subscriptions import DEFAULT_MAX_SUBSCRIPTION_BYTES, DEFAULT_MAX_SUBSCRIPTIONS
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import (
-    DEFAULT_ASK_TIMEOUT,
     LIST_METHODS,
     Dispatcher,
     MiddlewareLike,
@@ -57,7 +54,6 @@ from .._features.prompts import (
 )
 from .._features.reflect import check_scopes
 from .._features.resources import (
-    DEFAULT_MAX_URI_LENGTH,
     Resource,
     ResourceMeta,
     ResourceRegistry,
@@ -89,12 +85,13 @@ from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 from .listening import Listening
+from .options import SERVER_MOVED, Limits, Timeouts, moved_keywords
 from .session import SessionInfo
 from .tasks import TaskRuntime
 
 logger = logging.getLogger("trio_mcp")
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Lifespan", "Server", "SessionHook", "SessionInfo"]
+__all__ = ["Lifespan", "Server", "SessionHook", "SessionInfo"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MISSING: Final[Any] = object()
@@ -111,18 +108,13 @@ H = TypeVar("H", bound=SessionHook)
 #: What `Server.on_roots_changed` registers.
 RootsHandler = TypeVar("RootsHandler", bound=Callable[[Context], Awaitable[None]])
 
-# 1024 concurrent requests per connection: HTTP/2 servers commonly allow 100-250 concurrent
-# streams per connection (nginx, Go net/http); MCP tools are often long-running I/O waits, so we
-# allow more, while still bounding the tasks and memory one client can pin.
-DEFAULT_MAX_IN_FLIGHT: Final = 1024
-# Seconds that in-flight calls may still run after the input ended (stdio EOF), before they are
-# cancelled. Kubernetes gives a terminating pod 30 s; a subprocess server is usually given less
-# by the client that closed its stdin, so we pick a short bound.
-DEFAULT_SHUTDOWN_GRACE: Final = 10.0
-
 
 class Server:
     """An MCP server: registries of tools, resources and prompts, plus how to serve them.
+
+    `Server("name")` is a complete server; the keywords people set often are plain
+    (`Server("name", page_size=50, lifespan=db_pool)`), the bounds and the waits most leave
+    alone come as records (`Server("name", limits=Limits(max_in_flight=64))`).
 
     Args:
         name: The server's name, sent as `serverInfo.name`.
@@ -131,24 +123,14 @@ class Server:
         page_size: Tools per `tools/list` page; None lists all tools in one page.
         mask_error_details: Hide the type and message of unexpected tool exceptions from
             clients (they are still logged).
-        max_line_bytes: Largest message accepted on line-framed transports.
-        max_in_flight: Requests run at once per connection; as many more may wait for a
-            slot, and a request past those is answered -32000 ("server busy") at once.
-        shutdown_grace: Seconds in-flight calls may take to finish after the input ends; those
-            still running then are answered -32000 ("server shutting down").
         versions: Protocol revisions accepted, newest first.
         list_cache: Caching hints (2026-07-28 `ttlMs`, `cacheScope`) of the list results, by
             method ("tools/list", "resources/list", "resources/templates/list",
             "prompts/list"); a list not named here is sent with a TTL of 0, public.
-        ask_timeout: Seconds a tool waits for the client's answer to one question
-            (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`, handshake era) unless the question
-            sets its own `timeout`; None waits as long as the call runs.
         request_state_key: The HMAC key sealing 2026-07-28 `requestState` (bytes, a hex
             string, or any string of 16+ bytes). Give every worker of a fleet the same key
             (or set `TRIO_MCP_REQUEST_STATE_KEY`) so any of them can continue a call another
             began; default: a random key of this process.
-        request_state_ttl: Seconds a `requestState` stays valid.
-        request_state_max_bytes: The longest `requestState` made or accepted.
         task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded);
             `RedisTaskStore` lets any worker of a fleet answer for a task another runs.
         broker: Carries resource updates, announced list changes and task states to the other
@@ -166,16 +148,31 @@ class Server:
             `async def mw(request, call_next)`); `add_middleware` adds more.
         lifespan: `lifespan(server)`, an async context manager entered once before the server
             serves and exited once it stops (after the requests in flight ended, within
-            `shutdown_grace`): open a database pool there. What it yields is every
+            `Timeouts.shutdown`): open a database pool there. What it yields is every
             `Context.lifespan` (`Context[AppState]` types it). If it raises, the server does
             not start.
-        max_subscriptions: Resources one session may be subscribed to at once
-            (`resources/subscribe`); past it, -32000 naming the bound.
-        max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
-            it, -32000 naming the bound. A session's subscriptions end with it.
-        max_uri_length: The longest URI (in characters) a client may read, subscribe to or
-            have matched against the resource templates; a longer one is answered -32602
-            naming this limit, before any template sees it. Default 65,536.
+        limits: How much one client may make the server hold (`Limits`: requests in flight,
+            message size, subscriptions, URI length, `requestState` size).
+        timeouts: How long the server waits (`Timeouts`: a client's answer, the calls still
+            running at shutdown, a `requestState`'s validity).
+        **moved: The keywords `limits` and `timeouts` replaced (`max_in_flight=`,
+            `max_line_bytes=`, `max_subscriptions=`, `max_subscription_bytes=`,
+            `max_uri_length=`, `request_state_max_bytes=`, `ask_timeout=`,
+            `shutdown_grace=`, `request_state_ttl=`): still taken, with a
+            `DeprecationWarning`.
+
+    Attributes:
+        name: The server's name.
+        version: The server's version.
+        instructions: The instructions sent to clients.
+        versions: The protocol revisions accepted.
+        limits: The `Limits` it was made with.
+        timeouts: The `Timeouts` it was made with.
+        broker: Where notifications for the other workers go, and come from.
+
+    Raises:
+        ValueError: for a `list_cache` naming something that is not a list method.
+        TypeError: for a keyword that does not exist.
     """
 
     def __init__(
@@ -186,48 +183,35 @@ class Server:
         instructions: str | None = None,
         page_size: int | None = None,
         mask_error_details: bool = False,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         list_cache: Mapping[str, CacheHint] | None = None,
-        ask_timeout: float | None = DEFAULT_ASK_TIMEOUT,
         request_state_key: bytes | str | None = None,
-        request_state_ttl: float = DEFAULT_STATE_TTL,
-        request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
         task_store: TaskStore | None = None,
         broker: Broker | None = None,
         required_scopes: Iterable[str] = (),
         hide_unauthorized: bool = True,
-        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
-        max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
-        max_uri_length: int = DEFAULT_MAX_URI_LENGTH,
         middleware: Sequence[MiddlewareLike] = (),
         lifespan: Lifespan | None = None,
+        limits: Limits | None = None,
+        timeouts: Timeouts | None = None,
+        **moved: Any,
     ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be positive")
-        if max_subscriptions < 0 or max_subscription_bytes < 0:
-            raise ValueError("max_subscriptions and max_subscription_bytes must not be negative")
-        if max_uri_length < 1:
-            raise ValueError("max_uri_length must be positive")
+        records: dict[str, Any] = {"limits": limits or Limits(), "timeouts": timeouts or Timeouts()}
+        records = moved_keywords("Server", moved, SERVER_MOVED, records, stacklevel=2)
+        self.limits: Limits = records["limits"]
+        self.timeouts: Timeouts = records["timeouts"]
         unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
         if unknown:
             raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
         self.name = name
         self.version = version or __version__
         self.instructions = instructions
-        self.max_line_bytes = max_line_bytes
-        self.max_in_flight = max_in_flight
-        self.shutdown_grace = shutdown_grace
         self.versions = versions
-        self.max_subscriptions = max_subscriptions
-        self.max_subscription_bytes = max_subscription_bytes
         self.registry = ToolRegistry()
         #: The handler `on_roots_changed` registered (not public API).
         self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
         #: The resources and resource templates (not public API: see `resources`).
-        self.resource_registry = ResourceRegistry(max_uri_length)
+        self.resource_registry = ResourceRegistry(self.limits.max_uri_length)
         #: The prompts (not public API: see `prompts`).
         self.prompt_registry = PromptRegistry()
         self.dispatcher = Dispatcher(
@@ -238,9 +222,11 @@ class Server:
             resources=self.resource_registry,
             prompts=self.prompt_registry,
             state_seal=StateSeal(
-                request_state_key, ttl=request_state_ttl, max_bytes=request_state_max_bytes
+                request_state_key,
+                ttl=self.timeouts.request_state,
+                max_bytes=self.limits.max_request_state_bytes,
             ),
-            ask_timeout=ask_timeout,
+            ask_timeout=self.timeouts.ask,
             hide_unauthorized=hide_unauthorized,
             middleware=middleware,
         )
@@ -340,7 +326,7 @@ class Server:
     def on_session_end(self, hook: H) -> H:
         """Register `async hook(session)`, run once a started session ended (see above).
 
-        Hooks of sessions that end as the server stops get `shutdown_grace` to finish.
+        Hooks of sessions that end as the server stops get `Timeouts.shutdown` to finish.
         """
         self._session_hooks["end"].append(hook)
         return hook
@@ -394,7 +380,7 @@ class Server:
         enter it themselves: call it to serve the server another way (an ASGI app under
         another server, connections of your own). Nested and concurrent uses share one
         lifespan: the first enters it, the last out leaves it, once the session end hooks
-        ran; the hooks and the lifespan's exit get `shutdown_grace` each, even when the block
+        ran; the hooks and the lifespan's exit get `Timeouts.shutdown` each, even when the block
         was cancelled.
 
         Raises:
@@ -428,7 +414,7 @@ class Server:
                         self._left()
                         with trio.CancelScope(shield=True):
                             await self._stopped.wait()  # the last of those serving it
-                            with trio.move_on_after(self.shutdown_grace):
+                            with trio.move_on_after(self.timeouts.shutdown):
                                 while self._hooks_running:
                                     await self._hooks_done.wait()
                             assert self._hooks is not None
@@ -436,7 +422,7 @@ class Server:
             finally:
                 if lifespan is not None:
                     with trio.CancelScope(shield=True) as scope:
-                        scope.deadline = trio.current_time() + self.shutdown_grace
+                        scope.deadline = trio.current_time() + self.timeouts.shutdown
                         await lifespan.__aexit__(None, None, None)
         finally:
             self.dispatcher.lifespan_value = None
@@ -1081,8 +1067,8 @@ class Server:
             versions=self.versions,
             # 2026-07-28 hears of changes on subscriptions/listen streams: the same announcement.
             discover_capabilities=self.capabilities(),
-            max_subscriptions=self.max_subscriptions,
-            max_subscription_bytes=self.max_subscription_bytes,
+            max_subscriptions=self.limits.max_subscriptions,
+            max_subscription_bytes=self.limits.max_subscription_bytes,
         )
 
     async def resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:

@@ -66,6 +66,7 @@ from .._exceptions import (
 )
 from .._features.context import Context, NotificationSender, Requester
 from .hub import SessionHub
+from .options import Limits, Timeouts
 
 __all__ = [
     "CANCEL_NOTICE_SECONDS",
@@ -119,9 +120,8 @@ class SessionOwner(Protocol):
 
     dispatcher: Dispatcher
     hub: SessionHub
-    max_in_flight: int
-    max_line_bytes: int
-    shutdown_grace: float
+    limits: Limits
+    timeouts: Timeouts
     #: Run (in a task of its own) when the client says its roots changed; None: nothing runs.
     roots_changed: Callable[[Context], Awaitable[None]] | None
 
@@ -587,7 +587,7 @@ class SessionRuntime:
             self.session.check_batch()
         except RemoteProtocolError as exc:
             return [error_response(None, exc.code, exc.message)]
-        limit = self.server.max_in_flight
+        limit = self.server.limits.max_in_flight
         if len(messages) > limit:
             return [
                 error_response(

@@ -19,6 +19,7 @@ says it in full.
 
 from .._dispatch.middleware import CallNext, Middleware, NotifyNext
 from .._dispatch.resolve import ResolvedRequest
+from .._exports import publish
 
 # Observability: each loads its package (the `otel`, `prometheus` extras) when it is made.
 from ._otel import OpenTelemetryMiddleware, trace_context_meta
@@ -33,3 +34,5 @@ __all__ = [
     "ResolvedRequest",
     "trace_context_meta",
 ]
+
+publish(__name__, globals(), __all__)
