@@ -294,6 +294,24 @@ def test_call_tool_result_is_a_tool_result_made_the_old_way() -> None:
     )
 
 
+def test_the_exception_tree_in_the_docstring_draws_every_exception() -> None:
+    # `_exceptions`' docstring is where a user sees what to catch: each exception is drawn
+    # there once, under the class it derives from.
+    from trio_mcp import _exceptions  # noqa: PLC0415 - private: only this test reads it
+
+    drawn = re.findall(r"^\s*[│ ]*[├└]── (\w+)", _exceptions.__doc__ or "", re.MULTILINE)
+    classes = {
+        name: cls
+        for name, cls in vars(_exceptions).items()
+        if inspect.isclass(cls) and issubclass(cls, trio_mcp.TrioMCPError)
+    }
+    assert sorted(drawn) == sorted(set(classes) - {"TrioMCPError"})
+    for name in ("LocalProtocolError", "RemoteProtocolError"):
+        assert classes[name].__bases__ == (trio_mcp.ProtocolError,)
+    for name in ("ConnectionClosed", "SessionExpiredError", "AuthorizationError"):
+        assert classes[name].__bases__ == (trio_mcp.TransportError,)
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         trio_mcp.Nothing  # noqa: B018 - the lookup is the test
