@@ -105,17 +105,17 @@ class _HttpBackend:
         return runtime
 
     def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
-        found = self.server.registry.get(tool)
+        found = self.server._registry.get(tool)
         return {} if found is None else found.param_headers
 
     def base_scopes(self) -> tuple[str, ...]:
-        return self.server.required_scopes
+        return self.server._required_scopes
 
     def stays_open(self, request: Request) -> bool:
         return request.method == LISTEN
 
     async def resolve(self, request: Request, auth: AuthInfo | None) -> ResolvedRequest:
-        return await self.server.resolve(request, auth)
+        return await self.server._resolve(request, auth)
 
     async def serve_channels(
         self,
@@ -202,7 +202,7 @@ async def _serve_http(
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     async with server.running(), trio.open_nursery() as nursery:
         await nursery.start(app.run)
-        await nursery.start(server.task_runtime.host)  # calls that become tasks run there
+        await nursery.start(server._task_runtime.host)  # calls that become tasks run there
         await nursery.start(server.relay)  # what the fleet's other workers publish
         trigger = None
         if shutdown_trigger is not None:

@@ -455,7 +455,7 @@ async def test_handshake_era_missing_capability_is_a_tool_error() -> None:
 
 async def test_handshake_era_timeout_cancels_the_question(autojump_clock: Any) -> None:
     server = asking_server()
-    server.dispatcher.ask_timeout = 5.0
+    server._dispatcher.ask_timeout = 5.0
     async with open_memory_peer(server, initialize=False) as peer:
         await initialized(peer, EVERYTHING)
         with trio.fail_after(TIMEOUT):
@@ -795,8 +795,8 @@ async def test_a_timeout_is_a_plain_error_even_with_masked_details(
     autojump_clock: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = asking_server()
-    server.dispatcher.ask_timeout = 1.0
-    server.dispatcher.mask_error_details = True
+    server._dispatcher.ask_timeout = 1.0
+    server._dispatcher.mask_error_details = True
     async with open_memory_peer(server, initialize=False) as peer:
         await initialized(peer, EVERYTHING)
         with trio.fail_after(TIMEOUT):

@@ -309,7 +309,7 @@ async def test_a_connection_that_ends_fails_its_running_tasks(autojump_clock: An
     server = make_server()
     async with open_memory_peer(server, initialize=False) as peer:
         task_id = (await call(peer, "slow", {"seconds": 60}))["result"]["taskId"]
-    record = await server.task_runtime.get(task_id)
+    record = await server._task_runtime.get(task_id)
     assert record is not None
     assert record.status == "failed"
     assert record.error is not None
@@ -346,7 +346,7 @@ async def test_a_full_store_runs_the_call_to_its_end(
 def fleet_server(store: MemoryTaskStore, stopped: trio.Event, **runtime: Any) -> Server:
     """A worker of a fleet sharing `store`; its `forever` sets `stopped` when its work stops."""
     server = Server("worker", task_store=store)
-    server.task_runtime.clock = runtime.get("clock", trio.current_time)
+    server._task_runtime.clock = runtime.get("clock", trio.current_time)
 
     @server.tool(task=True)
     async def forever(ctx: Context) -> str:
@@ -379,7 +379,7 @@ async def test_another_worker_answers_for_a_task_and_cancels_it(autojump_clock: 
         await trio.sleep(30)
         later = (await tasks(on_b, "tasks/get", task_id))["result"]
     assert on_a_now["status"] == later["status"] == "cancelled"
-    assert a.task_runtime.live_count == 0
+    assert a._task_runtime.live_count == 0
 
 
 async def test_a_task_whose_worker_stopped_renewing_fails_after_its_lease(
@@ -429,7 +429,7 @@ async def test_a_worker_does_not_fail_its_own_running_task() -> None:
     store = MemoryTaskStore(lease=3)
     server = fleet_server(store, trio.Event())
     frozen = [0.0]
-    server.task_runtime.clock = lambda: frozen[0]
+    server._task_runtime.clock = lambda: frozen[0]
     async with open_memory_peer(server, initialize=False) as peer:
         task_id = (await call(peer, "forever"))["result"]["taskId"]
         frozen[0] = 100.0  # as if its loop had been too busy to renew

@@ -293,7 +293,7 @@ async def test_invalid_arguments_are_a_tool_error() -> None:
 
 async def test_list_tools_follows_pagination() -> None:
     server = demo_tools.build_server()
-    server.dispatcher.page_size = 3
+    server._dispatcher.page_size = 3
     pages: list[Any] = []
     async with open_client(server) as client:
         original = client.request

@@ -382,15 +382,15 @@ async def test_inline_calls_stay_on_the_reader_through_middleware_that_never_wai
     assert isinstance(parsed, Request)
     count = Count()
     plain, counted, waiting = make_server(), make_server(count), make_server(Recorder())
-    assert plain.dispatcher.resolve(parsed).now
-    assert counted.dispatcher.resolve(parsed).now
-    assert not waiting.dispatcher.resolve(parsed).now
+    assert plain._dispatcher.resolve(parsed).now
+    assert counted._dispatcher.resolve(parsed).now
+    assert not waiting._dispatcher.resolve(parsed).now
     # A family the waiting middleware does not hook keeps its fast path.
     hooks_tools_only = make_server(Recorder.on_call_tool.__get__(Recorder()))
     listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     (parsed_list,), _ = parse(json.dumps(listed))
     assert isinstance(parsed_list, Request)
-    assert not hooks_tools_only.dispatcher.resolve(parsed_list).now  # a function hooks all
+    assert not hooks_tools_only._dispatcher.resolve(parsed_list).now  # a function hooks all
 
     async with open_memory_peer(counted) as peer:
         # Both lines in one read: the call is answered on the reader before the cancellation

@@ -48,12 +48,12 @@ def test_an_old_server_keyword_lands_in_its_record_and_warns(
     keyword: str, where: tuple[str, str]
 ) -> None:
     record, field = where
-    value = 300  # a valid value for every one of them
+    given: dict[str, Any] = {keyword: 300}  # a valid value for every one of them
     with pytest.warns(DeprecationWarning, match=rf"Server\({keyword}=\.\.\.\) is deprecated") as w:
-        server = Server("old", **{keyword: value})
+        server = Server("old", **given)
     assert w[0].filename == __file__  # the caller's line, not ours
     assert f"{record}={type(getattr(server, record)).__name__}({field}=...)" in str(w[0].message)
-    assert getattr(getattr(server, record), field) == value
+    assert getattr(getattr(server, record), field) == 300
 
 
 def test_an_old_keyword_beats_the_records_field() -> None:

@@ -42,7 +42,7 @@ def uri(n: int, size: int = 0) -> str:
 
 
 def the_runtime(server: Server) -> SessionRuntime:
-    (runtime,) = list(server.hub)
+    (runtime,) = list(server._hub)
     assert isinstance(runtime, SessionRuntime)
     return runtime
 
@@ -95,7 +95,7 @@ async def test_subscriptions_end_with_the_session_at_end_of_input() -> None:
             held = runtime.session.subscriptions
             assert len(held) == 20
             await peer.close()  # end of input
-            while runtime in server.hub:  # noqa: ASYNC110 - the connection ends in its own time
+            while runtime in server._hub:  # noqa: ASYNC110 - the connection ends in its own time
                 await trio.sleep(0.01)
     assert (len(held), held.bytes) == (0, 0)
     # Nothing holds the session any more: its memory comes back.
@@ -124,7 +124,7 @@ async def test_subscriptions_end_with_an_http_session_deleted() -> None:
             assert (await client.delete()).status_code == 204
             held = runtime.session.subscriptions
             assert (len(held), held.bytes) == (0, 0)
-            assert runtime not in server.hub
+            assert runtime not in server._hub
 
 
 async def test_subscriptions_end_with_an_http_session_whose_client_vanished() -> None:
@@ -134,7 +134,7 @@ async def test_subscriptions_end_with_an_http_session_whose_client_vanished() ->
     with trio.fail_after(TIMEOUT):
         async with serve(server, session_idle_timeout=timeout) as served:
             _, runtime = await _subscribed_http_session(served, server)
-            while runtime in server.hub:  # noqa: ASYNC110 - expiry runs on its own clock
+            while runtime in server._hub:  # noqa: ASYNC110 - expiry runs on its own clock
                 await trio.sleep(timeout / 2)
             held = runtime.session.subscriptions
             assert (len(held), held.bytes) == (0, 0)

@@ -1153,7 +1153,7 @@ async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() ->
         assert [end["taskId"] for end in ends] == [task_id], messages
         assert ends[0]["statusMessage"] == "Server shutting down"
         assert ends[0]["error"]["code"] == -32000
-        record = await server.task_runtime.store.get(task_id, server.task_runtime.clock())
+        record = await server._task_runtime.store.get(task_id, server._task_runtime.clock())
         assert record is not None
         assert (record.status, record.status_message) == ("failed", "Server shutting down")
     assert on_listen[-1] == {  # the listen itself answered once, with its plain result

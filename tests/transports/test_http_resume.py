@@ -318,14 +318,14 @@ async def test_the_get_stream_replays_what_followed_the_last_event_id() -> None:
                 first = Stream(reply)
                 await first.prime()
                 for n in range(3):
-                    await server.hub.notify_all("notifications/message", {**params, "n": n})
+                    await server._hub.notify_all("notifications/message", {**params, "n": n})
                     await first.next()
             async with client.http.stream(
                 "GET", client.url, headers=get_headers(client, first.ids[1])
             ) as reply:
                 again = Stream(reply)
                 replayed = [await again.next(), await again.next()]
-                await server.hub.notify_all("notifications/message", {**params, "n": 3})
+                await server._hub.notify_all("notifications/message", {**params, "n": 3})
                 fresh = await again.next()
     assert first.ids == ["0-1", "0-2", "0-3", "0-4"]
     assert [m["params"]["n"] for m in replayed] == [1, 2]

@@ -255,7 +255,7 @@ async def test_without_an_event_store_closing_the_stream_cancels_the_tool_and_it
             # Leaving the block closed the stream before its end: the call is cancelled.
             await watch.ended.wait()
             assert watch.cancelled.is_set()
-            runtime = cast(SessionRuntime, next(iter(server.hub)))
+            runtime = cast(SessionRuntime, next(iter(server._hub)))
             assert runtime.peer.pending_count == 0  # the server's request is forgotten
             assert runtime.in_flight == 0
             caplog.clear()
@@ -332,7 +332,7 @@ async def test_a_context_kept_beyond_its_call_cannot_ask() -> None:
             assert (await client.call("keep")).result["content"][0]["text"] == "kept"
             with pytest.raises(ConnectionClosed, match="stream of the request"):
                 await kept[0]._request("roots/list", {})
-        runtime = cast(SessionRuntime, next(iter(server.hub)))
+        runtime = cast(SessionRuntime, next(iter(server._hub)))
         assert runtime.peer.pending_count == 0
 
 

@@ -152,7 +152,7 @@ class _Connection:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             # Ends with the nursery's cancellation below (it is not one of `_tasks`).
-            nursery.start_soon(self.server.hub.watch_lists, self.runtime)
+            nursery.start_soon(self.server._hub.watch_lists, self.runtime)
             self.runtime.spawn = nursery.start_soon  # the roots handler; cancelled with the rest
             task_status.started()
             async with receive:

@@ -17,6 +17,10 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
         run; a registry change stays on its worker (broker Rule 1). A task's new state
         (`notifications/tasks`) goes to this worker's listeners of that task and through the
         broker to the others'; the task runtime signals the worker running a task through it.
+
+What the runtime modules of this package read of a server (the `session.SessionOwner` protocol,
+`_run`'s HTTP backend, the command line) has a leading underscore: it is the package's, not
+the user's.
 """
 
 from __future__ import annotations
@@ -207,20 +211,20 @@ class Server:
         self.version = version or __version__
         self.instructions = instructions
         self.versions = versions
-        self.registry = ToolRegistry()
-        #: The handler `on_roots_changed` registered (not public API).
-        self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
-        #: The resources and resource templates (not public API: see `resources`).
-        self.resource_registry = ResourceRegistry(self.limits.max_uri_length)
-        #: The prompts (not public API: see `prompts`).
-        self.prompt_registry = PromptRegistry()
-        self.dispatcher = Dispatcher(
-            self.registry,
+        self._registry = ToolRegistry()
+        #: The handler `on_roots_changed` registered.
+        self._roots_changed: Callable[[Context], Awaitable[None]] | None = None
+        #: The resources and resource templates (the public view: `resources`).
+        self._resource_registry = ResourceRegistry(self.limits.max_uri_length)
+        #: The prompts (the public view: `prompts`).
+        self._prompt_registry = PromptRegistry()
+        self._dispatcher = Dispatcher(
+            self._registry,
             TrioInvoker(),
             page_size=page_size,
             mask_error_details=mask_error_details,
-            resources=self.resource_registry,
-            prompts=self.prompt_registry,
+            resources=self._resource_registry,
+            prompts=self._prompt_registry,
             state_seal=StateSeal(
                 request_state_key,
                 ttl=self.timeouts.request_state,
@@ -240,28 +244,28 @@ class Server:
         self._session_hooks: dict[str, list[SessionHook]] = {"start": [], "end": []}
         given = required_scopes if isinstance(required_scopes, str) else tuple(required_scopes)
         check_scopes(given, "Server(required_scopes=...)")
-        self.required_scopes = tuple(dict.fromkeys(given))
-        self.dispatcher.cache_hints.update(list_cache or {})
-        #: The sessions open now (not public API): where a broadcast to every client goes.
-        self.hub = SessionHub(
-            self.registry,
+        self._required_scopes = tuple(dict.fromkeys(given))
+        self._dispatcher.cache_hints.update(list_cache or {})
+        #: The sessions open now: where a broadcast to every client goes.
+        self._hub = SessionHub(
+            self._registry,
             {
-                "tools": self.registry,
-                "resources": self.resource_registry,
-                "prompts": self.prompt_registry,
+                "tools": self._registry,
+                "resources": self._resource_registry,
+                "prompts": self._prompt_registry,
             },
         )
-        #: The `subscriptions/listen` streams open now (not public API).
-        self.listening = Listening(self.hub)
-        self.dispatcher.listen = self.listening.listen
-        #: Runs the calls that become tasks, and keeps the tasks (not public API).
-        self.task_runtime = TaskRuntime(task_store)
-        self.dispatcher.tasks = self.task_runtime
+        #: The `subscriptions/listen` streams open now.
+        self._listening = Listening(self._hub)
+        self._dispatcher.listen = self._listening.listen
+        #: Runs the calls that become tasks, and keeps the tasks.
+        self._task_runtime = TaskRuntime(task_store)
+        self._dispatcher.tasks = self._task_runtime
         #: Where notifications for the other workers go, and come from (Rule 4).
         self.broker: Broker = broker if broker is not None else InProcessBroker()
         self._relaying = False
-        self.task_runtime.on_status = self._task_status
-        self.task_runtime.signal = self._task_signal
+        self._task_runtime.on_status = self._task_status
+        self._task_runtime.signal = self._task_signal
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -291,17 +295,17 @@ class Server:
         """
         options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
         new = make_tool(fn, options)
-        self.registry.add(new)
+        self._registry.add(new)
         return new
 
     @property
-    def required_scopes(self) -> tuple[str, ...]:
-        """OAuth scopes every request needs over HTTP with token verification (not public API)."""
-        return self.dispatcher.base_scopes
+    def _required_scopes(self) -> tuple[str, ...]:
+        """OAuth scopes every request needs over HTTP with token verification."""
+        return self._dispatcher.base_scopes
 
-    @required_scopes.setter
-    def required_scopes(self, scopes: tuple[str, ...]) -> None:
-        self.dispatcher.base_scopes = scopes
+    @_required_scopes.setter
+    def _required_scopes(self, scopes: tuple[str, ...]) -> None:
+        self._dispatcher.base_scopes = scopes
 
     def add_middleware(self, middleware: MiddlewareLike) -> None:
         """Add a middleware, innermost of those there (see `Middleware`).
@@ -309,7 +313,7 @@ class Server:
         Raises:
             TypeError: for something that is neither a `Middleware` nor a callable.
         """
-        self.dispatcher.add_middleware(middleware)
+        self._dispatcher.add_middleware(middleware)
 
     def on_session_start(self, hook: H) -> H:
         """Register `async hook(session)`, run when a client's session starts.
@@ -331,12 +335,12 @@ class Server:
         self._session_hooks["end"].append(hook)
         return hook
 
-    def session_started(self, info: SessionInfo) -> None:
-        """Run the start hooks for a session that just started (not public API)."""
+    def _session_started(self, info: SessionInfo) -> None:
+        """Run the start hooks for a session that just started."""
         self._run_hooks("start", info)
 
-    def session_ended(self, info: SessionInfo) -> None:
-        """Run the end hooks for a started session that just ended (not public API)."""
+    def _session_ended(self, info: SessionInfo) -> None:
+        """Run the end hooks for a started session that just ended."""
         self._run_hooks("end", info)
 
     def _run_hooks(self, which: str, info: SessionInfo) -> None:
@@ -368,8 +372,8 @@ class Server:
                 self._hooks_done = trio.Event()
 
     @property
-    def has_session_hooks(self) -> bool:
-        """Whether any session hook is registered (not public API)."""
+    def _has_session_hooks(self) -> bool:
+        """Whether any session hook is registered."""
         return bool(self._session_hooks["start"] or self._session_hooks["end"])
 
     @asynccontextmanager
@@ -389,7 +393,7 @@ class Server:
         if self._running:
             self._running += 1
             try:
-                yield self.dispatcher.lifespan_value
+                yield self._dispatcher.lifespan_value
             finally:
                 self._left()
             return
@@ -399,7 +403,7 @@ class Server:
         try:
             if lifespan is not None:
                 try:
-                    self.dispatcher.lifespan_value = await lifespan.__aenter__()
+                    self._dispatcher.lifespan_value = await lifespan.__aenter__()
                 except Exception as exc:
                     raise LifespanError(
                         f"the lifespan of server {self.name!r} failed to start: "
@@ -409,7 +413,7 @@ class Server:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self._hook_runner)
                     try:
-                        yield self.dispatcher.lifespan_value
+                        yield self._dispatcher.lifespan_value
                     finally:
                         self._left()
                         with trio.CancelScope(shield=True):
@@ -425,7 +429,7 @@ class Server:
                         scope.deadline = trio.current_time() + self.timeouts.shutdown
                         await lifespan.__aexit__(None, None, None)
         finally:
-            self.dispatcher.lifespan_value = None
+            self._dispatcher.lifespan_value = None
             self._running = 0
 
     async def _hook_runner(self, *, task_status: trio.TaskStatus[None]) -> None:
@@ -451,7 +455,7 @@ class Server:
         the session's bounded queue; in stateless mode the handler is not run). Its exceptions
         are logged. Usable as a decorator; one handler per server (a new one replaces it).
         """
-        self.roots_changed = handler
+        self._roots_changed = handler
         return handler
 
     @overload
@@ -511,7 +515,7 @@ class Server:
         options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
 
         def register(fn: F) -> F:
-            self.registry.add(make_tool(fn, options))
+            self._registry.add(make_tool(fn, options))
             return fn
 
         return register
@@ -529,12 +533,12 @@ class Server:
         # Register into a scratch registry first: a clash (within `obj` or with a tool already
         # registered) then raises before this server's registry has changed at all.
         trial = ToolRegistry()
-        for existing in self.registry:
+        for existing in self._registry:
             trial.add(existing)
         for new in tools:
             trial.add(new)
         for new in tools:
-            self.registry.add(new)
+            self._registry.add(new)
         return tools
 
     def add_raw_tool(
@@ -562,13 +566,13 @@ class Server:
         """
         options = ToolOptions(None, description, title, annotations, inline, timeout, task, scopes)
         new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
-        self.registry.add(new)
+        self._registry.add(new)
         return new
 
     @property
     def tools(self) -> list[Tool]:
         """The registered tools, in registration order."""
-        return list(self.registry)
+        return list(self._registry)
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -622,7 +626,7 @@ class Server:
                     f"add_resource(uri, value) takes the URI first, not {target!r}"
                 )
             new = make_resource(value, ResourceMeta(uri=target).over(options))
-        self.resource_registry.add(new)
+        self._resource_registry.add(new)
         return new
 
     def resource(
@@ -727,7 +731,7 @@ class Server:
             uri, root, glob=glob, hidden=hidden, max_bytes=max_bytes, max_listed=max_listed,
             options=options,
         )  # fmt: skip
-        self.resource_registry.add(new)
+        self._resource_registry.add(new)
         return new
 
     def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
@@ -741,23 +745,23 @@ class Server:
         """
         made = [make_resource(fn) for fn in discover_resources(obj)]
         trial = ResourceRegistry()  # a clash raises before this server's registry changed
-        for existing in (*self.resource_registry.static, *self.resource_registry.templates):
+        for existing in (*self._resource_registry.static, *self._resource_registry.templates):
             trial.add(existing)
         for new in made:
             trial.add(new)
         for new in made:
-            self.resource_registry.add(new)
+            self._resource_registry.add(new)
         return made
 
     @property
     def resources(self) -> list[Resource]:
         """The registered resources (not templates), in registration order."""
-        return list(self.resource_registry.static)
+        return list(self._resource_registry.static)
 
     @property
     def resource_templates(self) -> list[ResourceTemplate]:
         """The registered resource templates, in registration order."""
-        return list(self.resource_registry.templates)
+        return list(self._resource_registry.templates)
 
     async def resource_updated(self, uri: str) -> int:
         """Tell the clients subscribed to `uri` that it changed (`notifications/resources/updated`).
@@ -777,7 +781,7 @@ class Server:
         return told
 
     async def _resource_updated_here(self, uri: str) -> int:
-        return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
+        return await self._hub.resource_updated(uri) + self._listening.resource_updated(uri)
 
     async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
         # A task's new state (tasks Rule 6): here at once, the other workers' through the broker,
@@ -788,7 +792,7 @@ class Server:
         )
 
     async def _task_status_here(self, task: dict[str, Any], principal: Principal | None) -> int:
-        return await self.hub.task_status(task) + self.listening.task_status(task, principal)
+        return await self._hub.task_status(task) + self._listening.task_status(task, principal)
 
     async def _task_signal(self, signal: dict[str, Any]) -> None:
         await self.broker.publish(TASK_SIGNAL, signal)
@@ -821,7 +825,7 @@ class Server:
             name, description, title, icons, meta, inline, timeout, completions, scopes
         )  # fmt: skip
         new = make_prompt(fn, options)
-        self.prompt_registry.add(new)
+        self._prompt_registry.add(new)
         return new
 
     @overload
@@ -884,18 +888,18 @@ class Server:
         """
         made = [make_prompt(fn) for fn in discover_prompts(obj)]
         trial = PromptRegistry()
-        for existing in self.prompt_registry:
+        for existing in self._prompt_registry:
             trial.add(existing)
         for new in made:
             trial.add(new)
         for new in made:
-            self.prompt_registry.add(new)
+            self._prompt_registry.add(new)
         return made
 
     @property
     def prompts(self) -> list[Prompt]:
         """The registered prompts, in registration order."""
-        return list(self.prompt_registry)
+        return list(self._prompt_registry)
 
     # -- living lists -----------------------------------------------------------------------------
 
@@ -905,7 +909,7 @@ class Server:
         Raises:
             KeyError: when no tool has that name.
         """
-        return self.registry.remove(name)
+        return self._registry.remove(name)
 
     def remove_resource(self, uri: str) -> Resource | ResourceTemplate:
         """Unregister a resource (by URI) or a template (by its URI template, as written).
@@ -913,7 +917,7 @@ class Server:
         Raises:
             KeyError: when neither is registered.
         """
-        removed: Resource | ResourceTemplate = self.resource_registry.registry_of(uri).remove(uri)
+        removed: Resource | ResourceTemplate = self._resource_registry.registry_of(uri).remove(uri)
         return removed
 
     def remove_prompt(self, name: str) -> Prompt:
@@ -922,7 +926,7 @@ class Server:
         Raises:
             KeyError: when no prompt has that name.
         """
-        return self.prompt_registry.remove(name)
+        return self._prompt_registry.remove(name)
 
     def set_enabled(self, kind: PrimitiveKind, key: str, enabled: bool) -> bool:
         """Enable or disable a registered tool, resource (or template) or prompt.
@@ -942,10 +946,10 @@ class Server:
             KeyError: when nothing of that kind is registered under `key`.
         """
         if kind == "tool":
-            return self.registry.set_enabled(key, enabled)
+            return self._registry.set_enabled(key, enabled)
         if kind == "prompt":
-            return self.prompt_registry.set_enabled(key, enabled)
-        return self.resource_registry.registry_of(key).set_enabled(key, enabled)
+            return self._prompt_registry.set_enabled(key, enabled)
+        return self._resource_registry.registry_of(key).set_enabled(key, enabled)
 
     async def announce_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
         """Tell every client of every worker that the list `kind` changed (`list_changed`).
@@ -962,9 +966,9 @@ class Server:
         Raises:
             ValueError: for another kind.
         """
-        if kind not in self.hub.kinds:
-            raise ValueError(f"kind must be one of {list(self.hub.kinds)}, not {kind!r}")
-        self.hub.announce(kind)
+        if kind not in self._hub.kinds:
+            raise ValueError(f"kind must be one of {list(self._hub.kinds)}, not {kind!r}")
+        self._hub.announce(kind)
         await self.broker.publish(LIST_CHANGED, {"kind": kind})
 
     async def relay(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -1002,10 +1006,10 @@ class Server:
         """
         deadline = trio.current_time() + FINAL_ANSWER_SECONDS
         with trio.move_on_at(deadline):
-            await self.task_runtime.stop_all()
-        self.listening.close()
+            await self._task_runtime.stop_all()
+        self._listening.close()
         with trio.move_on_at(deadline):
-            await self.listening.wait_closed()
+            await self._listening.wait_closed()
 
     async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
         # What another worker published (broker Rule 4): told here, never published again.
@@ -1016,8 +1020,8 @@ class Server:
                 return
         elif topic == LIST_CHANGED:
             kind = payload.get("kind")
-            if kind in self.hub.kinds:
-                self.hub.announce(kind)
+            if kind in self._hub.kinds:
+                self._hub.announce(kind)
                 return
         elif topic == TASK_STATUS:
             task = payload.get("task")
@@ -1029,7 +1033,7 @@ class Server:
                 await self._task_status_here(task, principal)
                 return
         elif topic == TASK_SIGNAL:
-            await self.task_runtime.signalled(payload)
+            await self._task_runtime.signalled(payload)
             return
         # A newer worker's message, in a rolling upgrade: nothing this one can act on.
         logger.debug("broker: ignoring %r %r from another worker", topic, payload)
@@ -1043,22 +1047,22 @@ class Server:
                 session, in 2026-07-28 on a `subscriptions/listen` stream.
         """
         capabilities: dict[str, Any] = {}
-        if len(self.registry):
+        if len(self._registry):
             capabilities["tools"] = {"listChanged": True} if notifications else {}
-        if len(self.resource_registry):
+        if len(self._resource_registry):
             capabilities["resources"] = (
                 {"subscribe": True, "listChanged": True} if notifications else {}
             )
-        if len(self.prompt_registry):
+        if len(self._prompt_registry):
             capabilities["prompts"] = {"listChanged": True} if notifications else {}
-        if len(self.prompt_registry) or len(self.resource_registry.templates):
+        if len(self._prompt_registry) or len(self._resource_registry.templates):
             capabilities["completions"] = {}
         capabilities["logging"] = {}
-        if any(tool.task is not None for tool in self.registry):
+        if any(tool.task is not None for tool in self._registry):
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
-    def new_session(self) -> ServerSession:
+    def _new_session(self) -> ServerSession:
         """A fresh protocol session for one client connection."""
         return ServerSession(
             server_info={"name": self.name, "version": self.version},
@@ -1071,22 +1075,22 @@ class Server:
             max_subscription_bytes=self.limits.max_subscription_bytes,
         )
 
-    async def resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:
+    async def _resolve(self, request: Request, auth: AuthInfo | None = None) -> ResolvedRequest:
         """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
 
         A `tasks/*` request needs the scopes of the tool its task runs: a token that could not
         call the tool cannot read, answer or cancel its task (none for an unknown task). The
         task's record may live in a remote store, hence the wait.
         """
-        call = self.dispatcher.resolve(request, auth)
+        call = self._dispatcher.resolve(request, auth)
         if not call.matched:  # a long URI, matched off the event loop
-            call = await trio.to_thread.run_sync(self.dispatcher.targets.matched, call)
+            call = await trio.to_thread.run_sync(self._dispatcher.targets.matched, call)
         if call.kind == "task" and call.name is not None:
-            runtime = self.task_runtime
+            runtime = self._task_runtime
             record = await runtime.store.get(call.name, runtime.clock())
             if record is not None:
                 own = frozenset(record.scopes)
-                call = call.replace(scopes=self.dispatcher.targets.scopes(own))
+                call = call.replace(scopes=self._dispatcher.targets.scopes(own))
         return call
 
     # -- serving --------------------------------------------------------------------------------
@@ -1117,7 +1121,7 @@ class Server:
         require_trio("Server.serve_connection")
         # The connection's calls that become tasks run here, and end with the connection.
         async with self.running(), trio.open_nursery() as tasks:
-            with self.task_runtime.lend(tasks):
+            with self._task_runtime.lend(tasks):
                 await serve_frames(
                     self,
                     receive,
@@ -1131,5 +1135,5 @@ class Server:
     async def _stop_hosted_tasks(self, nursery: trio.Nursery) -> None:
         # A connection's end: the tasks it hosts are settled, and their ends told on the
         # session and on every listen stream that follows them before the streams end.
-        if await self.task_runtime.stop_all(nursery):
-            await self.listening.sent_all()
+        if await self._task_runtime.stop_all(nursery):
+            await self._listening.sent_all()
