@@ -340,7 +340,7 @@ class Context(Generic[LifespanT]):
             key: Under 2026-07-28, the name of this question in `inputRequests` (default:
                 numbered in asking order).
             timeout: Handshake era: seconds to wait for the user (default: the server's
-                `ask_timeout`); then `ClientTimeoutError`.
+                `Timeouts.ask`); then `ClientTimeoutError`.
 
         Returns:
             An awaitable `Ask`: `AcceptedElicitation(data)` with `data` validated into `answer`,

@@ -39,7 +39,7 @@ Rule 9: what a server asks (elicitation, sampling, roots) is answered by the use
         `tools/call`, `prompts/get` or `resources/read`. Then every input request is answered
         at once, concurrently, in the caller's task, and the request is sent again with a new
         id, the answers and the `requestState` as received (`_core/answering`), for at most
-        `max_input_rounds` rounds. There a question that cannot be answered is the server's
+        `Asking.max_input_rounds` rounds. There a question that cannot be answered is the server's
         protocol error, and a handler's exception ends the call: the server is not waiting
         for an answer that could carry it.
 Rule 10: under 2026-07-28 the callbacks of `on_list_changed` and `subscribe` are served by a
