@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from trio_mcp import Accepted, Context, ElicitRequest, Server, open_client
+from trio_mcp import AcceptedElicitation, Asking, Context, ElicitRequest, Server, open_client
 
 
 @dataclass
@@ -40,17 +40,21 @@ def build() -> Server:
     async def greet(ctx: Context) -> str:
         """One question."""
         outcome = await ctx.elicit("Name?", Name)
-        return f"Hello {outcome.data.name}" if isinstance(outcome, Accepted) else "Hello"
+        return f"Hello {outcome.data.name}" if isinstance(outcome, AcceptedElicitation) else "Hello"
 
     return server
 
 
-async def answer(request: ElicitRequest) -> Accepted[dict[str, Any]]:
-    return Accepted({"name": "Ada"})
+async def answer(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
+    return AcceptedElicitation({"name": "Ada"})
 
 
 async def per_call(server: Server, tool: str, version: str, calls: int) -> float:
-    async with open_client(server, protocol_version=version, elicitation_handler=answer) as client:
+    async with open_client(
+        server,
+        protocol_version=version,
+        asking=Asking(elicitation=answer),
+    ) as client:
         await client.call_tool(tool)  # warm: schemas compiled, first allocations made
         started = time.perf_counter()
         for _ in range(calls):

@@ -72,7 +72,7 @@ HERE: Final = Path(__file__).resolve().parent
 ROOT: Final = HERE.parent
 DOC: Final = ROOT / "docs" / "reliability.md"
 MiB: Final = 1 << 20
-# The stdio line limit of a server with default settings (Server(max_line_bytes=...)).
+# The stdio line limit of a server with default settings (Limits(max_line_bytes=...)).
 LINE_LIMIT: Final = 16 * MiB
 # Seconds of silence after which a stdio server that still owes answers counts as stalled.
 STALL: Final = 20.0
@@ -1463,7 +1463,7 @@ EXPIRING_SERVER: Final = HERE / "servers" / "probe_expiring.py"
 URI_BYTES: Final = 16 * 1024
 #: Subscriptions each client but the attacker asks for, stopping at its first refusal.
 FILLER_SUBSCRIBES: Final = 100
-#: A session's bound on subscribed URIs by default (Server(max_subscription_bytes=...)).
+#: A session's bound on subscribed URIs by default (Limits(max_subscription_bytes=...)).
 SUBSCRIPTION_BYTES: Final = MiB
 #: The revision of row 13's requests (each carries `MODERN_META`).
 MODERN: Final = "2026-07-28"

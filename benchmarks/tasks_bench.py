@@ -23,7 +23,8 @@ from typing import Any
 
 import trio
 
-from trio_mcp import Server, TaskInfo, TaskSupport, open_client
+from trio_mcp import Server, open_client
+from trio_mcp.tasks import TaskInfo, TaskSupport
 
 MODERN = "2026-07-28"
 #: The tasks ask to be polled every 50 ms: the client's shortest interval.

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TextIO
 
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
     Client,
     ElicitRequest,
     SamplingRequest,
@@ -62,13 +62,13 @@ def canned_answers(out: TextIO | None = None) -> dict[str, Any]:
     def say(text: str) -> None:
         print(text, file=out or sys.stdout, flush=True)
 
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         say(f"     the server asks the user: {request.message}")
         fields = (request.requested_schema or {}).get("properties", {})
         defaults = {name: spec.get("default") for name, spec in fields.items()}
         say(f"       form fields (defaults): {json.dumps(defaults)}")
         say(f"       the user answers (canned): {json.dumps(WAGER_ANSWER)}")
-        return Accepted(dict(WAGER_ANSWER))
+        return AcceptedElicitation(dict(WAGER_ANSWER))
 
     async def sample(request: SamplingRequest) -> SamplingResult:
         say(f"     the server asks the client's model: {request.messages[-1].text}")

@@ -19,16 +19,16 @@ import trio
 from pydantic import Field
 
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
     Choices,
     ClientCapabilityError,
     Context,
-    Declined,
+    DeclinedElicitation,
     Param,
     RequestError,
-    TaskSupport,
     tool,
 )
+from trio_mcp.tasks import TaskSupport
 
 from .codex import chronicle
 
@@ -200,9 +200,9 @@ async def wager(
     the answer arrives, and a roll made before the question would be made twice.
     """
     outcome = await ctx.elicit("Which side do you back, and for how many Thrones?", Wager)
-    if isinstance(outcome, Declined):
+    if isinstance(outcome, DeclinedElicitation):
         return "No wager: the Emperor protects your purse."
-    if not isinstance(outcome, Accepted):
+    if not isinstance(outcome, AcceptedElicitation):
         return "The bookmaker shrugs: the wager is off."
     imperial = imperial_force or rng.choice(_IMPERIAL_FORCES)
     enemy = enemy_force or rng.choice(_ENEMY_FORCES)

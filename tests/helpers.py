@@ -23,6 +23,7 @@ from tests.timing import scaled
 from trio_mcp import AuthInfo, Client, Server
 from trio_mcp._exceptions import reraise_lone
 from trio_mcp._runtime.client import open_session
+from trio_mcp._runtime.options import SessionOptions
 from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
@@ -227,7 +228,7 @@ async def scripted(answer: ScriptedServer, **options: Any) -> AsyncIterator[Clie
         async with trio.open_nursery() as nursery:
             nursery.start_soon(serve)
             link = ChannelLink(client_end.send, client_end.receive)
-            async with open_session(link, **options) as client:
+            async with open_session(link, SessionOptions(**options)) as client:
                 yield client
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:

@@ -24,6 +24,9 @@ from typing import Any
 import pytest
 
 import trio_mcp
+import trio_mcp.http
+import trio_mcp.middleware
+import trio_mcp.tasks
 import trio_mcp.testing
 from tests.helpers import python_json
 from tests.timing import scaled
@@ -75,11 +78,23 @@ FORBIDDEN = frozenset(
 )
 
 
+#: The public namespaces: the package and its public subpackages.
+NAMESPACES = (trio_mcp, trio_mcp.http, trio_mcp.middleware, trio_mcp.tasks, trio_mcp.testing)
+
+
 def _exports() -> list[tuple[str, Any]]:
-    """The package's public names, and those of the public `trio_mcp.testing` kit."""
-    return [(name, getattr(trio_mcp, name)) for name in trio_mcp.__all__] + [
-        (f"testing.{name}", getattr(trio_mcp.testing, name)) for name in trio_mcp.testing.__all__
+    """The public names of every public namespace, with the subpackage before a dot."""
+    return [
+        (f"{namespace.__name__.removeprefix('trio_mcp').lstrip('.')}.{name}".lstrip("."), obj)
+        for namespace in NAMESPACES
+        for name in namespace.__all__
+        for obj in [getattr(namespace, name)]
     ]
+
+
+def _home(name: str) -> str:
+    """The public namespace an export's name belongs to ("trio_mcp" or "trio_mcp.http"...)."""
+    return "trio_mcp." + name.rsplit(".", 1)[0] if "." in name else "trio_mcp"
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
@@ -140,15 +155,31 @@ def _isort_key(name: str) -> tuple[int, list[Any]]:
 # -- __all__ ---------------------------------------------------------------------------------------
 
 
-def test_every_name_in_all_exists() -> None:
-    missing = [name for name in trio_mcp.__all__ if not hasattr(trio_mcp, name)]
+@pytest.mark.parametrize("namespace", NAMESPACES, ids=lambda n: n.__name__)
+def test_every_name_in_all_exists(namespace: Any) -> None:
+    missing = [name for name in namespace.__all__ if not hasattr(namespace, name)]
     assert missing == []
 
 
-def test_dir_lists_every_export_before_it_is_loaded() -> None:
+@pytest.mark.parametrize("namespace", [n.__name__ for n in NAMESPACES])
+def test_dir_lists_every_export_before_it_is_loaded(namespace: str) -> None:
     # Tab completion and help() read dir(); names loaded on first use must be there too.
-    listed = python_json("import json, trio_mcp; print(json.dumps(dir(trio_mcp)))")
-    assert set(trio_mcp.__all__) <= set(listed)
+    listed, exported = python_json(
+        f"import json, {namespace} as n; print(json.dumps([dir(n), n.__all__]))"
+    )
+    assert set(exported) <= set(listed)
+
+
+def test_dir_lists_the_public_subpackages_and_they_load_on_first_use() -> None:
+    loaded = python_json(
+        "import json, sys, trio_mcp\n"
+        "before = 'trio_mcp.tasks' in sys.modules\n"
+        "trio_mcp.tasks.TaskSupport, trio_mcp.http\n"
+        "print(json.dumps([dir(trio_mcp), before, 'trio_mcp.tasks' in sys.modules]))"
+    )
+    listed, before, after = loaded
+    assert {"http", "middleware", "tasks", "testing"} <= set(listed)
+    assert (before, after) == (False, True)
 
 
 def test_names_loaded_on_first_use_show_in_importtime() -> None:
@@ -169,9 +200,18 @@ def test_all_has_no_duplicates() -> None:
     assert len(set(trio_mcp.__all__)) == len(trio_mcp.__all__)
 
 
-def test_all_is_sorted() -> None:
-    assert list(trio_mcp.__all__) == sorted(trio_mcp.__all__, key=_isort_key)
-    assert list(trio_mcp.testing.__all__) == sorted(trio_mcp.testing.__all__, key=_isort_key)
+@pytest.mark.parametrize("namespace", NAMESPACES, ids=lambda n: n.__name__)
+def test_all_is_sorted(namespace: Any) -> None:
+    assert list(namespace.__all__) == sorted(namespace.__all__, key=_isort_key)
+
+
+def test_each_public_object_has_one_public_home() -> None:
+    # One place to import each from: a subpackage's name is not also at the top level.
+    homes: dict[int, list[str]] = {}
+    for name, obj in _exports():
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            homes.setdefault(id(obj), []).append(name)
+    assert [names for names in homes.values() if len(names) > 1] == []
 
 
 def test_star_import_gives_exactly_all() -> None:
@@ -180,14 +220,103 @@ def test_star_import_gives_exactly_all() -> None:
     assert sorted(set(namespace) - {"__builtins__"}) == sorted(trio_mcp.__all__)
 
 
-def test_exports_come_from_the_package() -> None:
-    foreign = [
-        name
+def test_public_classes_and_functions_report_their_public_namespace() -> None:
+    # httpx's habit: reprs, tracebacks and help() show `trio_mcp.Server`, not the private module
+    # it lives in. Only what the package defines is rewritten, so this also catches a foreign
+    # class exported by mistake.
+    wrong = {
+        name: obj.__module__
         for name, obj in _exports()
-        if (inspect.isclass(obj) or inspect.isfunction(obj))
-        and not obj.__module__.startswith("trio_mcp.")
-    ]
-    assert foreign == []
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and obj.__module__ != _home(name)
+    }
+    assert wrong == {}
+    assert repr(trio_mcp.TextContent) == "<class 'trio_mcp.TextContent'>"
+    assert repr(trio_mcp.http.HttpOptions) == "<class 'trio_mcp.http.HttpOptions'>"
+
+
+_MODULE_ON_LOAD = """
+import json, sys, trio_mcp
+before = sys.modules["trio_mcp._core.types"].TextContent.__module__
+trio_mcp.open_client
+# Loaded with `open_client`, never named: they report the facade all the same.
+client = sys.modules["trio_mcp._runtime.client"].Client.__module__
+records = sys.modules["trio_mcp._core.client_records"].ToolInfo.__module__
+print(json.dumps([before, client, records]))
+"""
+
+
+def test_lazy_names_report_the_facade_once_their_module_loads() -> None:
+    assert python_json(_MODULE_ON_LOAD) == ["trio_mcp", "trio_mcp", "trio_mcp"]
+
+
+#: Names of earlier versions, and what replaced them.
+RENAMED = {
+    "Accepted": trio_mcp.AcceptedElicitation,
+    "Declined": trio_mcp.DeclinedElicitation,
+    "Cancelled": trio_mcp.CancelledElicitation,
+    "HttpOptions": trio_mcp.http.HttpOptions,
+    "RetryPolicy": trio_mcp.http.RetryPolicy,
+    "EventStore": trio_mcp.http.EventStore,
+    "MemoryEventStore": trio_mcp.http.MemoryEventStore,
+    "TaskStore": trio_mcp.tasks.TaskStore,
+    "MemoryTaskStore": trio_mcp.tasks.MemoryTaskStore,
+    "RedisTaskStore": trio_mcp.tasks.RedisTaskStore,
+    "TaskRecord": trio_mcp.tasks.TaskRecord,
+    "TaskSupport": trio_mcp.tasks.TaskSupport,
+    "TaskInfo": trio_mcp.tasks.TaskInfo,
+    "Middleware": trio_mcp.middleware.Middleware,
+    "CallNext": trio_mcp.middleware.CallNext,
+    "ResolvedRequest": trio_mcp.middleware.ResolvedRequest,
+}
+
+
+@pytest.mark.parametrize(("old", "new"), RENAMED.items(), ids=list(RENAMED))
+def test_an_old_name_still_works_and_warns_where_it_is_used(old: str, new: Any) -> None:
+    with pytest.warns(DeprecationWarning, match=rf"trio_mcp\.{old} is deprecated; use ") as caught:
+        assert getattr(trio_mcp, old) is new
+    assert caught[0].filename == __file__
+    assert old not in trio_mcp.__all__
+    assert old not in dir(trio_mcp)
+
+
+def test_call_tool_result_is_a_tool_result_made_the_old_way() -> None:
+    with pytest.warns(DeprecationWarning, match="use trio_mcp.ToolResult"):
+        from trio_mcp import CallToolResult  # noqa: PLC0415 - the import is what warns
+
+    old = CallToolResult([trio_mcp.TextContent("x")], structured_content={"a": 1}, is_error=True)
+    assert old.structured == old.structured_content == {"a": 1}
+    assert isinstance(old, trio_mcp.ToolResult)
+    assert (
+        old.to_wire()
+        == trio_mcp.ToolResult(
+            [trio_mcp.TextContent("x")], structured={"a": 1}, is_error=True
+        ).to_wire()
+    )
+
+
+def test_the_exception_tree_in_the_docstring_draws_every_exception() -> None:
+    # `_exceptions`' docstring is where a user sees what to catch: each exception is drawn
+    # there once, under the class it derives from.
+    from trio_mcp import _exceptions  # noqa: PLC0415 - private: only this test reads it
+
+    drawn = re.findall(r"^\s*[│ ]*[├└]── (\w+)", _exceptions.__doc__ or "", re.MULTILINE)
+    classes = {
+        name: cls
+        for name, cls in vars(_exceptions).items()
+        if inspect.isclass(cls) and issubclass(cls, trio_mcp.TrioMCPError)
+    }
+    assert sorted(drawn) == sorted(set(classes) - {"TrioMCPError"})
+    for name in ("LocalProtocolError", "RemoteProtocolError"):
+        assert classes[name].__bases__ == (trio_mcp.ProtocolError,)
+    for name in ("ConnectionClosed", "SessionExpiredError", "AuthorizationError"):
+        assert classes[name].__bases__ == (trio_mcp.TransportError,)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        trio_mcp.Nothing  # noqa: B018 - the lookup is the test
+    with pytest.raises(AttributeError, match=r"'trio_mcp\.http' has no attribute 'Nothing'"):
+        trio_mcp.http.Nothing  # noqa: B018
 
 
 # -- documented and typed -------------------------------------------------------------------------
@@ -309,7 +438,7 @@ _LOADED_BY_IMPORT = """
 import json, sys
 import trio_mcp
 before = sorted(m for m in sys.modules if m.startswith(("trio_mcp", "httpx", "hypercorn")))
-trio_mcp.Client, trio_mcp.open_client, trio_mcp.HttpOptions, trio_mcp.RetryPolicy
+trio_mcp.Client, trio_mcp.open_client, trio_mcp.http.HttpOptions, trio_mcp.http.RetryPolicy
 after = sorted(m for m in sys.modules if m.startswith(("trio_mcp", "httpx", "hypercorn")))
 print(json.dumps([before, after]))
 """
@@ -338,7 +467,7 @@ def test_import_loads_neither_the_client_nor_http_code_until_used() -> None:
     # A server started over stdio waits for `import trio_mcp`: the client half and the HTTP
     # transports load on first use of their names.
     before, after = python_json(_LOADED_BY_IMPORT)
-    lazy = {"trio_mcp._runtime.client", "trio_mcp._connect", "trio_mcp.transports.http.app"}
+    lazy = {"trio_mcp._runtime.client", "trio_mcp._connect", "trio_mcp.transports.http.client"}
     assert lazy.isdisjoint(before)
     assert not [m for m in before if m.startswith(("httpx", "hypercorn"))]
     assert lazy <= set(after)
@@ -349,7 +478,8 @@ import json, sys
 import trio_mcp
 jose = ("jwt", "cryptography")
 imported = sorted(m for m in sys.modules if m.split(".")[0] in jose)
-from trio_mcp import JwtVerifier, StaticTokenVerifier, HttpOptions
+from trio_mcp import JwtVerifier, StaticTokenVerifier
+from trio_mcp.http import HttpOptions
 named = sorted(m for m in sys.modules if m.split(".")[0] in jose)
 JwtVerifier(issuer="https://as.example", audience="https://mcp.example/mcp")
 made = sorted(m for m in sys.modules if m.split(".")[0] in jose)

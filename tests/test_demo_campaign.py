@@ -9,7 +9,8 @@ import trio
 
 import demo_tools
 from tests.helpers import MODERN
-from trio_mcp import Progress, TaskInfo, open_client
+from trio_mcp import Progress, open_client
+from trio_mcp.tasks import TaskInfo
 
 
 async def test_a_campaign_runs_as_a_task_naming_each_battle(autojump_clock: Any) -> None:

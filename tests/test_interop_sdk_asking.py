@@ -58,6 +58,7 @@ from tests.fixtures import asking_server
 from tests.http_helpers import serve
 from tests.stdio_peer import ROOT
 from tests.timing import scaled
+from trio_mcp import Timeouts
 
 pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
 
@@ -316,7 +317,9 @@ async def connect(
             connection.stderr = errlog.read()
         assert_no_unexpected_traceback(connection.stderr)
         return
-    server = asking_server.build(ask_timeout=asking_server.IMPATIENT_SECONDS if impatient else 60)
+    server = asking_server.build(
+        timeouts=Timeouts(ask=asking_server.IMPATIENT_SECONDS if impatient else 60)
+    )
     async with serve(server) as served:
         url = served.url if transport == "streamable" else served.base + "/sse"
         sdk_transport = (

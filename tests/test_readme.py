@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.timing import scaled
+from trio_mcp import Asking
 from trio_mcp.testing import connect
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -226,8 +227,7 @@ async def test_the_asking_example_musters_in_both_eras(tmp_path: Path, version: 
     async with open_client(
         muster.server,
         protocol_version=version,
-        elicitation_handler=orders.commander,
-        sampling_handler=orders.model,
+        asking=Asking(elicitation=orders.commander, sampling=orders.model),
     ) as client:
         result = await client.call_tool("muster")
     assert result.text == "Three Catachan companies, present."

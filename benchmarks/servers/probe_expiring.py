@@ -19,5 +19,5 @@ from probe_server import server  # found beside this file
 import trio_mcp
 
 if __name__ == "__main__":
-    options = trio_mcp.HttpOptions(session_idle_timeout=float(sys.argv[1]))
+    options = trio_mcp.http.HttpOptions(session_idle_timeout=float(sys.argv[1]))
     trio_mcp.run(server, "http", host="127.0.0.1", port=0, options=options)

@@ -19,13 +19,13 @@ import trio
 from pydantic import Field
 
 import demo_tools
-from trio_mcp import Context, Param
+from trio_mcp import Context, Param, Timeouts
 
 #: Seconds calls may still take after the input ends (or SIGTERM over HTTP).
 SHUTDOWN_GRACE = 2.0
 
 server = demo_tools.build_server()
-server.shutdown_grace = SHUTDOWN_GRACE
+server.timeouts = Timeouts(shutdown=SHUTDOWN_GRACE)
 
 
 @server.tool("probe.sleep", "Report progress 0 at once, then sleep; returns the seconds slept")

@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.oauth_server import serve_oauth
 from trio_mcp import (
-    HttpOptions,
     IntrospectionVerifier,
     JwtVerifier,
     ProtectedResource,
@@ -36,6 +35,7 @@ from trio_mcp import (
     serve_http,
     tool,
 )
+from trio_mcp.http import HttpOptions
 
 MODES = ("none", "static", "jwt-rs256", "jwt-es256", "introspection")
 STATIC_TOKEN = "bench-static-token"

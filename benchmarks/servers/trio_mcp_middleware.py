@@ -28,8 +28,9 @@ from typing import Any
 
 import trio
 
-from trio_mcp import HttpOptions, Server, serve_http, serve_stdio, tool
+from trio_mcp import Server, serve_http, serve_stdio, tool
 from trio_mcp._core.jsonrpc import Request
+from trio_mcp.http import HttpOptions
 from trio_mcp.middleware import CallNext, Middleware, RequestLogging, ResolvedRequest, Timing
 
 MODES = ("none", "noop", "timing", "logging+timing")
@@ -74,11 +75,11 @@ def build(mode: str, log: str) -> Server:
 
 def inprocess(server: Server, batches: int = 30, calls: int = 2000) -> float:
     """The best batch's microseconds per call through the dispatcher alone (module docstring)."""
-    session = server.new_session()
+    session = server._new_session()
     session.initialize(
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "b", "v": ""}}
     )
-    dispatcher = server.dispatcher
+    dispatcher = server._dispatcher
     requests = [
         Request(i, "tools/call", {"name": "calculator.add", "arguments": {"a": i, "b": 0.5}})
         for i in range(calls)

@@ -15,7 +15,8 @@ import sys
 
 import trio
 
-from trio_mcp import Context, HttpOptions, Server, serve_http
+from trio_mcp import Context, Server, serve_http
+from trio_mcp.http import HttpOptions
 
 server = Server("bench-trio-mcp-sse")
 

@@ -12,6 +12,23 @@ def add(
     return a + b
 ```
 
+What the package offers, by who uses it:
+
+- The server: `Server` (with its option records `Limits` and `Timeouts`), the declarations
+  `tool`, `resource`, `prompt`, `Param`, `Choices`, the `Context` a function may take, and
+  `run`, `serve_stdio`, `serve_http`, `http_app` to serve it; `SessionInfo`, `AuthInfo`, the
+  brokers of a fleet (`Broker`, `InProcessBroker`, `RedisBroker`).
+- The client: `open_client` (with `Asking`, how it answers what a server asks), `Client`, and
+  the records its calls return (`ToolInfo`, `ToolResult`, `ResourceResult`, `PromptResult`...).
+- Both: the content blocks (`TextContent`, `ImageContent`, `AudioContent`, `EmbeddedResource`,
+  `ResourceLink`, ...), the records of what a server asks a client (`ElicitRequest` and its
+  outcomes `AcceptedElicitation`, `DeclinedElicitation`, `CancelledElicitation`; sampling;
+  `Root`), and the exceptions, one tree under `TrioMCPError` (drawn in `_exceptions`).
+- Subpackages: `trio_mcp.http` (HTTP options: `HttpOptions`, `RetryPolicy`, event stores),
+  `trio_mcp.tasks` (task stores and records), `trio_mcp.middleware` (the middleware API and
+  its built-ins), `trio_mcp.testing` (in-process clients that check every message). The
+  authorization names (token verifiers, OAuth) are at the top level for now.
+
 Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
 
 1. `_run.serve_stdio` enters the server's lifespan (`Server.running`) and opens
@@ -45,9 +62,9 @@ authorized by `oauth/`.
 from typing import TYPE_CHECKING, Any
 
 from ._core.asking import (
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     ElicitOutcome,
     ElicitRequest,
     Root,
@@ -56,11 +73,12 @@ from ._core.asking import (
     SamplingResult,
 )
 from ._core.auth import AuthInfo
+
+# Content: what tools, resources and prompts return, and what a client reads back.
 from ._core.types import (
     Annotations,
     AudioContent,
     CacheHint,
-    CallToolResult,
     EmbeddedResource,
     Icon,
     ImageContent,
@@ -69,8 +87,11 @@ from ._core.types import (
     ResourceLink,
     TextContent,
     ToolAnnotations,
+    ToolResult,
 )
 from ._core.versions import SUPPORTED_VERSIONS
+
+# Errors: one tree, drawn in `_exceptions`'s docstring.
 from ._exceptions import (
     AuthorizationError,
     ClientCapabilityError,
@@ -93,12 +114,14 @@ from ._exceptions import (
     TrioMCPError,
     TrioRequiredError,
 )
+from ._exports import lazy_attribute, publish
+
+# The server's declarations: enough to define tools without loading the runtime.
 from ._features.asking import Choices
 from ._features.context import Context
 from ._features.prompts import Prompt, prompt
 from ._features.resources import Resource, ResourceTemplate, resource
 from ._features.signature import Param
-from ._features.tasks import MemoryTaskStore, TaskRecord, TaskStore, TaskSupport
 from ._features.tools import Tool, tool
 from ._version import __version__ as __version__
 
@@ -114,18 +137,14 @@ if TYPE_CHECKING:
         ResourceInfo,
         ResourceResult,
         ResourceTemplateInfo,
-        TaskInfo,
         ToolInfo,
         ToolParameter,
-        ToolResult,
     )
-    from ._dispatch.middleware import CallNext, Middleware
-    from ._dispatch.resolve import ResolvedRequest
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
+    from ._runtime.options import Asking, Limits, Timeouts
     from ._runtime.redis_broker import RedisBroker
-    from ._runtime.redis_tasks import RedisTaskStore
     from ._runtime.server import Server
     from ._runtime.session import SessionInfo
     from .auth.resource import ProtectedResource, TokenVerifier
@@ -142,51 +161,46 @@ if TYPE_CHECKING:
         TokenStorage,
     )
     from .oauth.storage import FileTokenStorage
-    from .transports.http.app import HttpOptions
-    from .transports.http.client import RetryPolicy
-    from .transports.http.replay import EventStore, MemoryEventStore
 
 # What needs trio loads on first use of its name. `import trio_mcp` brings in the declaration
 # API only (tool, Param, ToolError, content blocks), so a module that merely defines tools imports
 # in a third of the time; `Server` and `run` load the runtime and trio. The client half and the
 # HTTP code load later still: a server started over stdio never needs them.
 _LAZY = {
+    # The server: serving, its option records, sessions, the brokers of a fleet.
     "Server": "._runtime.server",
+    "Limits": "._runtime.options",
+    "Timeouts": "._runtime.options",
     "SessionInfo": "._runtime.session",
-    "CallNext": "._dispatch.middleware",
-    "Middleware": "._dispatch.middleware",
-    "ResolvedRequest": "._dispatch.resolve",
-    "Broker": "._runtime.broker",
-    "InProcessBroker": "._runtime.broker",
-    "RedisBroker": "._runtime.redis_broker",
-    "RedisTaskStore": "._runtime.redis_tasks",
     "http_app": "._run",
     "run": "._run",
     "serve_http": "._run",
     "serve_stdio": "._run",
+    "Broker": "._runtime.broker",
+    "InProcessBroker": "._runtime.broker",
+    "RedisBroker": "._runtime.redis_broker",
+    # The client, how it answers a server's questions, and the records its calls return.
+    "open_client": "._connect",
     "Client": "._runtime.client",
+    "Asking": "._runtime.options",
     "Completion": "._core.client_records",
+    "LogMessage": "._core.client_records",
+    "Progress": "._core.client_records",
     "PromptArgument": "._core.client_records",
     "PromptInfo": "._core.client_records",
     "PromptResult": "._core.client_records",
     "ResourceInfo": "._core.client_records",
     "ResourceResult": "._core.client_records",
     "ResourceTemplateInfo": "._core.client_records",
-    "LogMessage": "._core.client_records",
-    "Progress": "._core.client_records",
-    "TaskInfo": "._core.client_records",
     "ToolInfo": "._core.client_records",
     "ToolParameter": "._core.client_records",
-    "ToolResult": "._core.client_records",
-    "open_client": "._connect",
-    "HttpOptions": ".transports.http.app",
-    # The verifiers load PyJWT (the `auth` extra) only when a `JwtVerifier` is made.
+    # Authorization, both sides. The verifiers load PyJWT (the `auth` extra) only when a
+    # `JwtVerifier` is made.
     "IntrospectionVerifier": ".auth.verifiers",
     "JwtVerifier": ".auth.verifiers",
     "ProtectedResource": ".auth.resource",
     "StaticTokenVerifier": ".auth.verifiers",
     "TokenVerifier": ".auth.resource",
-    "RetryPolicy": ".transports.http.client",
     "AssertionRequest": ".oauth.rules",
     "AuthorizationResponse": ".oauth.rules",
     "ClientRegistration": ".oauth.rules",
@@ -200,30 +214,61 @@ _LAZY = {
     "open_browser": ".oauth.loopback",
     "open_loopback_callback": ".oauth.loopback",
     "FileTokenStorage": ".oauth.storage",
-    "EventStore": ".transports.http.replay",
-    "MemoryEventStore": ".transports.http.replay",
+}
+
+# Names of earlier versions: renamed, or moved to a subpackage. They still work, with a
+# DeprecationWarning naming the replacement.
+_DEPRECATED = {
+    "Accepted": ("._core.asking", "AcceptedElicitation", "trio_mcp.AcceptedElicitation"),
+    "Declined": ("._core.asking", "DeclinedElicitation", "trio_mcp.DeclinedElicitation"),
+    "Cancelled": ("._core.asking", "CancelledElicitation", "trio_mcp.CancelledElicitation"),
+    "CallToolResult": (
+        "._core.types",
+        "LegacyCallToolResult",
+        "trio_mcp.ToolResult (structured= in place of structured_content=)",
+    ),
+    **{
+        name: (f".{package}", name, f"trio_mcp.{package}.{name}")
+        for package, names in (
+            ("http", ("EventStore", "HttpOptions", "MemoryEventStore", "RetryPolicy")),
+            (
+                "tasks",
+                (
+                    "MemoryTaskStore",
+                    "RedisTaskStore",
+                    "TaskInfo",
+                    "TaskRecord",
+                    "TaskStore",
+                    "TaskSupport",
+                ),
+            ),
+            ("middleware", ("CallNext", "Middleware", "ResolvedRequest")),
+        )
+        for name in names
+    },
 }
 
 
+#: The public subpackages, which `trio_mcp.http` (say) imports on first use.
+_SUBPACKAGES = frozenset({"http", "middleware", "tasks", "testing"})
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # The import statement's own machinery (not importlib.import_module), so that
-    # `python -X importtime` shows these modules like any other when people profile start-up.
-    value = getattr(__import__(module[1:], globals(), None, [name], 1), name)
-    globals()[name] = value
-    return value
+    if name in _SUBPACKAGES:
+        __import__(f"{__name__}.{name}")  # sets the attribute
+        return globals()[name]
+    return lazy_attribute(__name__, globals(), _LAZY, _DEPRECATED, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})
 
 
 __all__ = [
     "SUPPORTED_VERSIONS",
-    "Accepted",
+    "AcceptedElicitation",
     "Annotations",
+    "Asking",
     "AssertionRequest",
     "AudioContent",
     "AuthInfo",
@@ -232,9 +277,7 @@ __all__ = [
     "AutoRedirect",
     "Broker",
     "CacheHint",
-    "CallNext",
-    "CallToolResult",
-    "Cancelled",
+    "CancelledElicitation",
     "Choices",
     "Client",
     "ClientCapabilityError",
@@ -243,13 +286,11 @@ __all__ = [
     "Completion",
     "ConnectionClosed",
     "Context",
-    "Declined",
+    "DeclinedElicitation",
     "ElicitOutcome",
     "ElicitRequest",
     "EmbeddedResource",
-    "EventStore",
     "FileTokenStorage",
-    "HttpOptions",
     "Icon",
     "ImageContent",
     "InProcessBroker",
@@ -258,13 +299,11 @@ __all__ = [
     "InvalidTokenError",
     "JwtVerifier",
     "LifespanError",
+    "Limits",
     "LocalProtocolError",
     "LogMessage",
     "LoopbackCallback",
-    "MemoryEventStore",
-    "MemoryTaskStore",
     "MemoryTokenStorage",
-    "Middleware",
     "OAuth",
     "OAuthTokens",
     "Param",
@@ -277,10 +316,8 @@ __all__ = [
     "ProtectedResource",
     "ProtocolError",
     "RedisBroker",
-    "RedisTaskStore",
     "RemoteProtocolError",
     "RequestError",
-    "ResolvedRequest",
     "Resource",
     "ResourceContents",
     "ResourceInfo",
@@ -289,7 +326,6 @@ __all__ = [
     "ResourceResult",
     "ResourceTemplate",
     "ResourceTemplateInfo",
-    "RetryPolicy",
     "Root",
     "SamplingMessage",
     "SamplingRequest",
@@ -299,11 +335,8 @@ __all__ = [
     "SessionInfo",
     "StaticTokenVerifier",
     "TaskCancelledError",
-    "TaskInfo",
-    "TaskRecord",
-    "TaskStore",
-    "TaskSupport",
     "TextContent",
+    "Timeouts",
     "TokenStorage",
     "TokenVerifier",
     "Tool",
@@ -329,3 +362,7 @@ __all__ = [
     "serve_stdio",
     "tool",
 ]
+
+# Every public class and function says `trio_mcp`, not the private module it lives in; the
+# lazy ones when they load.
+publish(__name__, globals(), __all__)

@@ -12,30 +12,27 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import trio
 
-from ._core.answering import ELICITATION_MODES
 from ._core.framing import DEFAULT_MAX_LINE_BYTES
 from ._core.versions import LATEST_HANDSHAKE_VERSION
 from ._exceptions import reraise_lone
-from ._runtime.client import (
-    DEFAULT_MAX_INPUT_ROUNDS,
-    Client,
-    ElicitationCompleteHandler,
-    ElicitationHandler,
-    LogHandler,
-    RequestMetaHook,
-    Roots,
-    SamplingHandler,
-    open_session,
-)
+from ._runtime.client import Client, open_session
 from ._runtime.guard import require_trio
 from ._runtime.link import Link
+from ._runtime.options import (
+    CLIENT_MOVED,
+    Asking,
+    LogHandler,
+    RequestMetaHook,
+    SessionOptions,
+    moved_keywords,
+)
 from ._runtime.server import Server
 from .oauth.rules import OAuth
 from .transports.http.client import RetryPolicy, open_sse_link, open_streamable_http_link
@@ -70,14 +67,10 @@ async def open_client(
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     echo_stderr: bool = False,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    elicitation_handler: ElicitationHandler | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    roots: Roots | None = None,
-    elicitation_modes: Collection[str] = ELICITATION_MODES,
-    on_elicitation_complete: ElicitationCompleteHandler | None = None,
-    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    asking: Asking | None = None,
     tasks: bool = False,
     request_meta: RequestMetaHook | None = None,
+    **moved: Any,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server, initialize, and yield a `Client` for the `async with` block.
 
@@ -111,23 +104,10 @@ async def open_client(
             again after SIGTERM, before it is killed.
         echo_stderr: stdio: copy the server's stderr to ours (it is always kept for errors).
         max_line_bytes: stdio: the longest message accepted from the server.
-        elicitation_handler: Answers the server's elicitations:
-            `async handler(request: ElicitRequest) -> Accepted | Declined | Cancelled`, with
-            `Accepted({...})` holding a form's values (fields left out get the schema's
-            defaults) and `Accepted(None)` for a URL-mode elicitation the user agreed to
-            open. Given, the `elicitation` capability is declared.
-        sampling_handler: Answers the server's sampling requests:
-            `async handler(request: SamplingRequest) -> SamplingResult`. Given, the
-            `sampling` capability is declared.
-        roots: The roots the client exposes: a list of `Root` (`file://` URIs), or a
-            function (sync or async) that returns one when the server asks. Given (even
-            empty), the `roots` capability is declared and `Client.set_roots` may change them.
-        elicitation_modes: The elicitation modes the handler takes, "form" and "url" by
-            default; revisions before 2025-11-25 know forms only.
-        on_elicitation_complete: Called (sync or async) with the `elicitationId` of a
-            URL-mode elicitation the server says is complete.
-        max_input_rounds: 2026-07-28: how many rounds of input requests one call answers
-            before it fails with `RemoteProtocolError`.
+        asking: How the client answers what the server asks (`Asking`): the elicitation
+            and sampling handlers, the roots, the elicitation modes, and how many rounds of
+            2026-07-28 input requests one call answers. Without it the client declares none
+            of these capabilities, and the server's questions are refused with -32601.
         tasks: Declare the tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): the
             server may then run a long call as a task, which `call_tool` follows to its end
             (polling, answering its questions, cancelling it when the caller stops waiting);
@@ -138,12 +118,9 @@ async def open_client(
             to the request's `_meta` (keys the request already has there are kept).
             `trio_mcp.middleware.trace_context_meta` adds the caller's OpenTelemetry trace
             context (`traceparent`...), so that a server's spans join the caller's trace.
-
-    Handlers run in tasks of their own (or, for 2026-07-28 input requests, in the calling
-    task), concurrently, and may call the server. A handler that raises makes the server's
-    request fail with -32603 and its message (a `RequestError` gives its own code), and under
-    2026-07-28 ends the call that needed the answer, with that exception. Without a handler
-    the capability is not declared and the server's request is refused with -32601.
+        **moved: The keywords `asking` replaced (`elicitation_handler=`,
+            `sampling_handler=`, `roots=`, `elicitation_modes=`, `on_elicitation_complete=`,
+            `max_input_rounds=`): still taken, with a `DeprecationWarning`.
 
     Yields:
         The connected, initialized client.
@@ -156,24 +133,24 @@ async def open_client(
             cannot speak.
         ValueError: for a target that is neither a command, a URL nor a `Server`, an
             unknown elicitation mode, or a root that is not a `file://` URI.
+        TypeError: for a keyword that does not exist.
         TrioRequiredError: when called where no trio run is active (e.g. under asyncio).
     """
     require_trio("trio_mcp.open_client")
-    session = functools.partial(
-        open_session,
+    # The body runs as the `async with` enters: the warning points through `__aenter__` at it.
+    asking = moved_keywords(
+        "open_client", moved, CLIENT_MOVED, {"asking": asking or Asking()}, stacklevel=3
+    )["asking"]
+    options = SessionOptions(
         client_info=client_info,
         protocol_version=protocol_version,
         log_handler=log_handler,
         validate_output=validate_output,
-        elicitation_handler=elicitation_handler,
-        sampling_handler=sampling_handler,
-        roots=roots,
-        elicitation_modes=elicitation_modes,
-        on_elicitation_complete=on_elicitation_complete,
-        max_input_rounds=max_input_rounds,
+        asking=asking,
         tasks=tasks,
         request_meta=request_meta,
     )
+    session = functools.partial(open_session, options=options)
     try:
         if isinstance(target, Server):
             async with open_in_process(target, session) as client:
@@ -197,18 +174,9 @@ async def open_client(
             else:
                 # A client that answers the server's requests hears those tied to no call of
                 # its own on the session's GET stream.
-                listen = any(
-                    handler is not None
-                    for handler in (
-                        elicitation_handler,
-                        sampling_handler,
-                        roots,
-                        on_elicitation_complete,
-                    )
-                )
                 async with (
                     open_streamable_http_link(
-                        target, headers=headers, retry=retry, listen=listen, auth=auth
+                        target, headers=headers, retry=retry, listen=asking.listens, auth=auth
                     ) as http_link,
                     session(http_link) as client,
                 ):

@@ -1,25 +1,45 @@
 """The exception tree of trio-mcp. Every exception we raise derives from one root.
 
+Grouped by who meets it and what they can do about it (the groups are headings, not classes):
+
     TrioMCPError
-    ├── ToolDefinitionError        a tool cannot be registered (raised at registration)
-    ├── ToolError                  raised *by a tool* to report a failure to the model verbatim
-    ├── ResourceNotFoundError      raised by a resource template's function: no such resource
-    ├── ToolCallError              client: a tool's result had `isError` (with raise_on_error)
-    ├── TaskCancelledError         client: the task running a call was cancelled
-    ├── SchemaViolationError       testing: a message broke its revision's official JSON Schema
-    ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
+    │
+    │   Setting up: fix the code or how it is run
+    ├── ToolDefinitionError        a tool, resource or prompt cannot be registered (at registration)
     ├── LifespanError              server: its lifespan raised on entry; it did not start
-    ├── InvalidTokenError          server: a bearer token failed verification (HTTP 401)
-    ├── InsufficientScopeError     server: a valid bearer token lacks scopes (HTTP 403)
-    ├── RequestError               a request answered with a JSON-RPC error (client: raised;
-    │                              server: raise it from middleware to answer with one)
+    ├── TrioRequiredError          called where no trio run is active (e.g. from asyncio)
+    │
+    │   Server, raised by your functions: the client gets the answer they stand for
+    ├── ToolError                  a tool's failure, reported to the model verbatim
+    ├── ResourceNotFoundError      a resource template's function: no such resource
+    │
+    │   Server, raised in a tool when asking the client fails: catch it to carry on without
+    ├── ClientCapabilityError      the client did not declare elicitation, sampling or roots
+    ├── ClientTimeoutError         the client did not answer in time (`Timeouts.ask`)
+    │
+    │   Server, raised by token verifiers: the HTTP transport answers the challenge
+    ├── InvalidTokenError          a bearer token failed verification (HTTP 401)
+    ├── InsufficientScopeError     a valid bearer token lacks scopes (HTTP 403)
+    │
+    │   Client, about one call: read the result, or the task's end
+    ├── ToolCallError              a tool's result had `isError` (with raise_on_error)
+    ├── TaskCancelledError         the task running a call was cancelled
+    │
+    │   Either side, about one request: the peer refused it, or a rule was broken
+    ├── RequestError               answered with a JSON-RPC error (client: raised; server:
+    │                              raise it from middleware or a function to answer with one)
     ├── ProtocolError              a JSON-RPC / MCP rule was broken
     │   ├── LocalProtocolError     ... by us (a bug or misuse on this side)
     │   └── RemoteProtocolError    ... by the peer (carries the JSON-RPC error code to answer with)
-    └── TransportError             the byte stream itself failed (line too long, closed)
-        ├── ConnectionClosed       client: the connection to the server ended (pending calls fail)
-        ├── SessionExpiredError    client: the HTTP server no longer knows the session (404)
-        └── AuthorizationError     client: OAuth could not authorize the request (or was refused)
+    │
+    │   Client, about the connection: reconnect, sign in again, or give up
+    ├── TransportError             the byte stream itself failed (line too long, closed)
+    │   ├── ConnectionClosed       the connection to the server ended (pending calls fail)
+    │   ├── SessionExpiredError    the HTTP server no longer knows the session (404)
+    │   └── AuthorizationError     OAuth could not authorize the request (or was refused)
+    │
+    │   Tests
+    └── SchemaViolationError       trio_mcp.testing: a message broke its revision's JSON Schema
 
 Rule: `BaseException`s that are not `Exception`s (trio.Cancelled, KeyboardInterrupt) are never
 wrapped or caught by this library; they pass through untouched.

@@ -77,7 +77,9 @@ async def serve_stdio(
                 server.running(),  # the lifespan: entered before anything is read
                 reader,
                 writer,
-                open_stdio_frames(reader, writer, max_line_bytes=server.max_line_bytes) as frames,
+                open_stdio_frames(
+                    reader, writer, max_line_bytes=server.limits.max_line_bytes
+                ) as frames,
                 trio.open_nursery() as nursery,
             ):
                 await nursery.start(server.relay)
@@ -102,11 +104,11 @@ class _HttpBackend:
         return runtime
 
     def param_headers(self, tool: str) -> Mapping[str, tuple[str, ...]]:
-        found = self.server.registry.get(tool)
+        found = self.server._registry.get(tool)
         return {} if found is None else found.param_headers
 
     def base_scopes(self) -> tuple[str, ...]:
-        return self.server.required_scopes
+        return self.server._required_scopes
 
     def stays_open(self, request: Request) -> bool:
         return request.method == LISTEN
@@ -114,7 +116,7 @@ class _HttpBackend:
     async def resolve(
         self, request: Request, auth: AuthInfo | None, peer: str | None = None
     ) -> ResolvedRequest:
-        return await self.server.resolve(request, auth, peer)
+        return await self.server._resolve(request, auth, peer)
 
     async def serve_channels(
         self,
@@ -152,7 +154,7 @@ async def serve_http(
     Each connection is served by Hypercorn's HTTP/1.1 and HTTP/2 code under trio-mcp's own
     accept loop, which bounds the connections (`HttpOptions.max_connections`) and answers 503
     past the bound. On shutdown, the server stops accepting connections and gives requests in
-    flight `server.shutdown_grace` seconds to finish. The server's broker relays what other
+    flight `server.timeouts.shutdown` seconds to finish. The server's broker relays what other
     workers publish while it serves (`Server.relay`).
 
     Args:
@@ -201,7 +203,7 @@ async def _serve_http(
     check_bind(host, app.options)  # before the nursery: the error is not wrapped in a group
     async with server.running(), trio.open_nursery() as nursery:
         await nursery.start(app.run)
-        await nursery.start(server.task_runtime.host)  # calls that become tasks run there
+        await nursery.start(server._task_runtime.host)  # calls that become tasks run there
         await nursery.start(server.relay)  # what the fleet's other workers publish
         trigger = None
         if shutdown_trigger is not None:
@@ -213,10 +215,10 @@ async def _serve_http(
                 app.options,
                 host=host,
                 port=port,
-                # Its deadline comes after ours: at `shutdown_grace` the requests still
+                # Its deadline comes after ours: at `Timeouts.shutdown` the requests still
                 # running are answered "server shutting down" (`cut_short`), and those
                 # answers need time to go out.
-                graceful_timeout=server.shutdown_grace + FINAL_ANSWER_SECONDS,
+                graceful_timeout=server.timeouts.shutdown + FINAL_ANSWER_SECONDS,
                 shutdown_trigger=trigger,
                 listen_fd=listen_fd,
                 task_status=task_status,
@@ -230,7 +232,7 @@ async def _shut_down_app(
     trigger: Callable[[], Awaitable[None]], app: McpHttpApp, server: Server, nursery: trio.Nursery
 ) -> None:
     await trigger()
-    nursery.start_soon(_cut_short_after, app, server.shutdown_grace)
+    nursery.start_soon(_cut_short_after, app, server.timeouts.shutdown)
     # Tasks still running are settled and their ends told while the streams that follow them
     # are open; then subscriptions/listen streams (2026-07-28), which have no work to finish,
     # end with their plain result instead of holding the shutdown for the grace period.

@@ -25,16 +25,9 @@ from pydantic import BaseModel
 from tests.helpers import LATEST, MODERN, RawPeer, open_memory_peer
 from tests.http_helpers import McpHttp, Served, serve
 from tests.timing import scaled
-from trio_mcp import (
-    AuthInfo,
-    Context,
-    InProcessBroker,
-    MemoryTaskStore,
-    RemoteProtocolError,
-    Server,
-    TaskRecord,
-)
+from trio_mcp import AuthInfo, Context, InProcessBroker, RemoteProtocolError, Server
 from trio_mcp._core.request_state import StateSeal, binding
+from trio_mcp.tasks import MemoryTaskStore, TaskRecord
 
 TASKS = "io.modelcontextprotocol/tasks"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -165,7 +158,7 @@ async def test_the_same_principal_answers_and_cancels_with_a_refreshed_token() -
         stopped = (await task_request(alice, "tasks/get", second))["result"]
     assert answered["result"] == {"resultType": "complete"}
     assert cancelled["result"] == {"resultType": "complete"}
-    assert got["result"]["content"][0]["text"] == "answered Declined"
+    assert got["result"]["content"][0]["text"] == "answered DeclinedElicitation"
     assert stopped["status"] == "cancelled"
 
 
@@ -323,7 +316,7 @@ async def test_a_request_state_is_refused_with_another_users_token(stranger: str
         refreshed = await ask(as_user(served, "alice-refreshed"), "rain", **retry)
     assert stolen["error"]["code"] == -32602
     assert stolen["error"] == other_request["error"]  # no hint of which check refused it
-    assert refreshed["result"]["content"][0]["text"] == "rain: Declined"
+    assert refreshed["result"]["content"][0]["text"] == "rain: DeclinedElicitation"
 
 
 def test_the_binding_names_the_principal_and_is_unchanged_without_one() -> None:

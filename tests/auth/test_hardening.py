@@ -28,7 +28,6 @@ from tests.stdio_peer import ROOT
 from trio_mcp import (
     AuthorizationError,
     AutoRedirect,
-    HttpOptions,
     IntrospectionVerifier,
     JwtVerifier,
     MemoryTokenStorage,
@@ -43,6 +42,7 @@ from trio_mcp import (
 from trio_mcp._features.tasks import TaskRecord
 from trio_mcp.auth.resource import RESOURCE_METADATA_PATH, TokenVerifierError, challenge
 from trio_mcp.auth.verifiers import discover_jwks_url
+from trio_mcp.http import HttpOptions
 from trio_mcp.oauth.rules import AuthorizationResponse, check_authorization_response
 
 # -- introspection: audience bound by default ----------------------------------------------------

@@ -10,17 +10,10 @@ from __future__ import annotations
 import pytest
 
 from tests.auth.test_http_auth import Notes
-from trio_mcp import (
-    AuthInfo,
-    HttpOptions,
-    Server,
-    StaticTokenVerifier,
-    ToolDefinitionError,
-    open_client,
-    tool,
-)
+from trio_mcp import AuthInfo, Server, StaticTokenVerifier, ToolDefinitionError, open_client, tool
 from trio_mcp._core.auth import missing_scopes, parse_scopes
 from trio_mcp.auth.resource import challenge
+from trio_mcp.http import HttpOptions
 
 
 async def test_in_memory_nothing_is_enforced_and_ctx_auth_is_none() -> None:

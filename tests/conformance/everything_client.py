@@ -46,7 +46,14 @@ if __package__ in (None, ""):  # run by path, as the suite runs it: `tests` is a
 from tests.timing import scaled
 
 if TYPE_CHECKING:
-    from trio_mcp import Accepted, AssertionRequest, Client, ElicitRequest, OAuth, ToolInfo
+    from trio_mcp import (
+        AcceptedElicitation,
+        AssertionRequest,
+        Client,
+        ElicitRequest,
+        OAuth,
+        ToolInfo,
+    )
 
 #: A scenario's client behaviour: given the connected client and the suite's context object.
 Handler = Callable[["Client", Mapping[str, Any]], Awaitable[None]]
@@ -299,13 +306,13 @@ def _placeholder(schema: Any) -> Any:
     return _PLACEHOLDERS.get(kind, "example") if isinstance(kind, str) else "example"
 
 
-async def accept_form(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+async def accept_form(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
     """Accept a form elicitation, as an unattended client: a value of each field's type for
     the fields without a default (trio-mcp fills those with a default in)."""
-    from trio_mcp import Accepted  # noqa: PLC0415 - see `run_scenario`
+    from trio_mcp import AcceptedElicitation  # noqa: PLC0415 - see `run_scenario`
 
     fields = (request.requested_schema or {}).get("properties")
-    return Accepted(
+    return AcceptedElicitation(
         {
             key: _placeholder(field)
             for key, field in (fields if isinstance(fields, dict) else {}).items()

@@ -22,22 +22,22 @@ import trio
 from pydantic import BaseModel, Field
 
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
     AudioContent,
-    Cancelled,
+    CancelledElicitation,
     Context,
-    Declined,
+    DeclinedElicitation,
     EmbeddedResource,
     ImageContent,
     Param,
     PromptMessage,
     RemoteProtocolError,
     Server,
-    TaskSupport,
     TextContent,
     ToolError,
     run,
 )
+from trio_mcp.tasks import TaskSupport
 
 server = Server("trio-mcp-conformance", "1.0.0")
 
@@ -314,11 +314,14 @@ SEP1330_ENUMS: dict[str, Any] = {
 }
 
 
-def _outcome_text(outcome: Accepted[Any] | Declined | Cancelled) -> str:
-    if isinstance(outcome, Accepted):
+def _outcome_text(
+    outcome: AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation,
+) -> str:
+    if isinstance(outcome, AcceptedElicitation):
         data = outcome.data if isinstance(outcome.data, dict) else outcome.data.model_dump()
         return f"action=accept, content={json.dumps(data)}"
-    return f"action={'decline' if isinstance(outcome, Declined) else 'cancel'}, content=null"
+    action = "decline" if isinstance(outcome, DeclinedElicitation) else "cancel"
+    return f"action={action}, content=null"
 
 
 @server.tool("test_sampling", "Asks the client's model to answer the prompt")
@@ -351,7 +354,11 @@ class PersonName(BaseModel):
 @server.tool("test_input_required_result_elicitation", "Asks the user's name")
 async def mrtr_elicitation(ctx: Context) -> str:
     outcome = await ctx.elicit("What is your name?", PersonName, key="user_name")
-    return f"Hello, {outcome.data.name}!" if isinstance(outcome, Accepted) else "Hello, stranger!"
+    return (
+        f"Hello, {outcome.data.name}!"
+        if isinstance(outcome, AcceptedElicitation)
+        else "Hello, stranger!"
+    )
 
 
 @server.tool("test_streaming_elicitation", "Asks the user's name (SEP-2575 stream check)")
@@ -381,7 +388,7 @@ class Confirm(BaseModel):
 async def mrtr_request_state(ctx: Context) -> str:
     outcome = await ctx.elicit("Please confirm", Confirm, key="confirm")
     # Reaching here on a retry means the server opened and verified the sealed requestState.
-    confirmed = isinstance(outcome, Accepted) and outcome.data.ok
+    confirmed = isinstance(outcome, AcceptedElicitation) and outcome.data.ok
     return f"state-ok: confirmed={confirmed}"
 
 
@@ -397,7 +404,7 @@ async def mrtr_multiple(ctx: Context) -> str:
         ctx.sample("Generate a greeting", max_tokens=50, key="greeting"),
         ctx.list_roots(key="client_roots"),
     )
-    who = name.data.name if isinstance(name, Accepted) else "stranger"
+    who = name.data.name if isinstance(name, AcceptedElicitation) else "stranger"
     return f"{greeting.text} {who} ({len(roots)} roots)"
 
 
@@ -409,8 +416,8 @@ class Color(BaseModel):
 async def mrtr_multi_round(ctx: Context) -> str:
     name = await ctx.elicit("Step 1: What is your name?", PersonName, key="step1")
     color = await ctx.elicit("Step 2: What is your favorite color?", Color, key="step2")
-    who = name.data.name if isinstance(name, Accepted) else "?"
-    hue = color.data.color if isinstance(color, Accepted) else "?"
+    who = name.data.name if isinstance(name, AcceptedElicitation) else "?"
+    hue = color.data.color if isinstance(color, AcceptedElicitation) else "?"
     return f"{who} likes {hue}"
 
 
@@ -470,7 +477,7 @@ class DeleteConfirmation(BaseModel):
 @server.tool("confirm_delete", "Asks to confirm deleting a file; a task", task=True)
 async def confirm_delete(filename: str, ctx: Context) -> str:
     outcome = await ctx.elicit(f"Delete {filename}?", DeleteConfirmation)
-    if isinstance(outcome, Accepted) and outcome.data.confirm:
+    if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm:
         return f"deleted {filename}"
     return f"kept {filename}"
 
@@ -486,7 +493,7 @@ async def multi_input(ctx: Context) -> str:
         ctx.elicit("First answer?", NamedConfirmation),
         ctx.elicit("Second answer?", NamedConfirmation),
     )
-    names = [o.data.name if isinstance(o, Accepted) else "-" for o in (first, second)]
+    names = [o.data.name if isinstance(o, AcceptedElicitation) else "-" for o in (first, second)]
     return "answers: " + ", ".join(names)
 
 
@@ -497,7 +504,7 @@ async def multi_input(ctx: Context) -> str:
 )
 async def tool_with_task(ctx: Context) -> str:
     outcome = await ctx.elicit("What is your name?", PersonName, key="user_name")
-    who = outcome.data.name if isinstance(outcome, Accepted) else "stranger"
+    who = outcome.data.name if isinstance(outcome, AcceptedElicitation) else "stranger"
     await ctx.become_task()
     await trio.sleep(0.2)
     return f"Hello, {who}! (from a task)"
@@ -541,7 +548,7 @@ async def mrtr_prompt(ctx: Context) -> str:
     outcome = await ctx.elicit(
         "What context should the prompt use?", PromptContext, key="user_context"
     )
-    context = outcome.data.context if isinstance(outcome, Accepted) else "none"
+    context = outcome.data.context if isinstance(outcome, AcceptedElicitation) else "none"
     return f"Use this context: {context}"
 
 

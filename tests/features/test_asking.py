@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 
 from tests.helpers import RawPeer, init_params, open_memory_peer
 from tests.timing import scaled
-from trio_mcp import Accepted, Cancelled, Context, Declined, Server
+from trio_mcp import AcceptedElicitation, CancelledElicitation, Context, DeclinedElicitation, Server
 from trio_mcp._core.request_state import StateSeal, binding
 from trio_mcp._exceptions import RemoteProtocolError
 from trio_mcp._features.asking import Choices, elicit_form
@@ -66,7 +66,7 @@ def asking_server(runs: list[str] | None = None) -> Server:
         """Ask a name, then have the client's model write a greeting."""
         runs.append("greet")
         outcome = await ctx.elicit("What is your name?", Name)
-        if not isinstance(outcome, Accepted):
+        if not isinstance(outcome, AcceptedElicitation):
             return f"no name ({type(outcome).__name__})"
         reply = await ctx.sample(f"Greet {outcome.data.name}", max_tokens=20)
         return f"{reply.text} [{reply.model}]"
@@ -80,14 +80,14 @@ def asking_server(runs: list[str] | None = None) -> Server:
             ctx.sample("Hello", max_tokens=5, key="greeting"),
             ctx.list_roots(key="client_roots"),
         )
-        assert isinstance(name, Accepted)
+        assert isinstance(name, AcceptedElicitation)
         return f"{name.data.name}|{reply.text}|{','.join(r.uri for r in roots)}"
 
     @server.tool()
     async def back(ctx: Context) -> str:
         """Ask which side the user backs (with defaults)."""
         outcome = await ctx.elicit("Which side?", Backing)
-        if isinstance(outcome, Accepted):
+        if isinstance(outcome, AcceptedElicitation):
             return f"{outcome.data.side.value} for {outcome.data.stake}"
         return type(outcome).__name__
 
@@ -109,7 +109,7 @@ def asking_server(runs: list[str] | None = None) -> Server:
         outcome = await ctx.elicit(
             "Context?", {"type": "object", "properties": {"c": {"type": "string"}}}
         )
-        assert isinstance(outcome, Accepted)
+        assert isinstance(outcome, AcceptedElicitation)
         return f"Brief on {topic} given {outcome.data['c']}"
 
     @server.resource("mem://secret")
@@ -252,7 +252,10 @@ async def test_a_malformed_answer_is_invalid_params_and_never_reaches_the_tool(
 
 async def test_declined_and_cancelled_reach_the_tool_as_their_records() -> None:
     async with open_memory_peer(asking_server(), initialize=False) as peer:
-        for action, name in (("decline", "Declined"), ("cancel", "Cancelled")):
+        for action, name in (
+            ("decline", "DeclinedElicitation"),
+            ("cancel", "CancelledElicitation"),
+        ):
             response = await modern_call(
                 peer, "greet", inputResponses={"elicitation-1": {"action": action}}
             )
@@ -452,7 +455,7 @@ async def test_handshake_era_missing_capability_is_a_tool_error() -> None:
 
 async def test_handshake_era_timeout_cancels_the_question(autojump_clock: Any) -> None:
     server = asking_server()
-    server.dispatcher.ask_timeout = 5.0
+    server._dispatcher.ask_timeout = 5.0
     async with open_memory_peer(server, initialize=False) as peer:
         await initialized(peer, EVERYTHING)
         with trio.fail_after(TIMEOUT):
@@ -553,8 +556,8 @@ async def test_elicit_with_an_inexpressible_type_is_a_tool_error_naming_the_fiel
         response = await modern_call(peer, "bad")
         assert response["result"]["isError"] is True
         assert "Nested.inner cannot be asked" in response["result"]["content"][0]["text"]
-    assert json.dumps(Declined().to_wire()) == '{"action": "decline"}'
-    assert Cancelled().to_wire() == {"action": "cancel"}
+    assert json.dumps(DeclinedElicitation().to_wire()) == '{"action": "decline"}'
+    assert CancelledElicitation().to_wire() == {"action": "cancel"}
 
 
 # -- properties: no change to a state survives, and none runs the tool ------------------------
@@ -665,7 +668,7 @@ async def test_url_mode_elicitation_and_its_completion_notice() -> None:
     async def connect(ctx: Context) -> str:
         """Send the user to a consent page, then say it is done."""
         outcome = await ctx.elicit_url("Authorize the archive", "https://example.com/consent")
-        if not isinstance(outcome, Accepted):
+        if not isinstance(outcome, AcceptedElicitation):
             return "not authorized"
         await ctx.complete_elicitation(outcome.data)
         return f"authorized {outcome.data}"
@@ -774,7 +777,7 @@ async def test_url_mode_under_2026_07_28_sends_no_elicitation_id() -> None:
         """Send the user to a consent page."""
         outcome = await ctx.elicit_url("Authorize", "https://example.com/consent", key="consent")
         await ctx.complete_elicitation("ignored")  # no such notification in this revision
-        return f"accepted={isinstance(outcome, Accepted)}"
+        return f"accepted={isinstance(outcome, AcceptedElicitation)}"
 
     async with open_memory_peer(server, initialize=False) as peer:
         first = (await modern_call(peer, "connect"))["result"]
@@ -792,8 +795,8 @@ async def test_a_timeout_is_a_plain_error_even_with_masked_details(
     autojump_clock: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = asking_server()
-    server.dispatcher.ask_timeout = 1.0
-    server.dispatcher.mask_error_details = True
+    server._dispatcher.ask_timeout = 1.0
+    server._dispatcher.mask_error_details = True
     async with open_memory_peer(server, initialize=False) as peer:
         await initialized(peer, EVERYTHING)
         with trio.fail_after(TIMEOUT):

@@ -18,13 +18,13 @@ from typing_extensions import TypedDict
 from demo_tools import server
 from trio_mcp import (
     AudioContent,
-    CallToolResult,
     EmbeddedResource,
     ImageContent,
     Param,
     ResourceLink,
     TextContent,
     ToolDefinitionError,
+    ToolResult,
 )
 from trio_mcp._features.schema import (
     ArgumentsInvalid,
@@ -1009,7 +1009,7 @@ def r_blocks() -> list[TextContent | ImageContent]:
     raise NotImplementedError
 
 
-def r_result() -> CallToolResult:
+def r_result() -> ToolResult:
     raise NotImplementedError
 
 
@@ -1140,7 +1140,7 @@ PNG = b"\x89PNG"
         ),
         pytest.param(
             r_result,
-            CallToolResult([TextContent("x")], {"k": 1}, is_error=True, meta={"m": 1}),
+            ToolResult([TextContent("x")], {"k": 1}, is_error=True, meta={"m": 1}),
             {
                 "content": [{"type": "text", "text": "x"}],
                 "structuredContent": {"k": 1},
@@ -1181,7 +1181,7 @@ PNG = b"\x89PNG"
         ),
         pytest.param(
             r_auto,
-            CallToolResult([], is_error=True),
+            ToolResult([], is_error=True),
             {"content": [], "isError": True},
             id="auto-call-tool-result",
         ),

@@ -21,17 +21,9 @@ import trio
 from pydantic import BaseModel
 
 from tests.helpers import MODERN, RawPeer, open_memory_peer
-from trio_mcp import (
-    Accepted,
-    Context,
-    InProcessBroker,
-    MemoryTaskStore,
-    RemoteProtocolError,
-    Server,
-    TaskRecord,
-    TaskSupport,
-)
+from trio_mcp import AcceptedElicitation, Context, InProcessBroker, RemoteProtocolError, Server
 from trio_mcp._features.tasks import DEFAULT_MAILBOX
+from trio_mcp.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 
 TASKS = "io.modelcontextprotocol/tasks"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -64,12 +56,12 @@ def make_server(
         await trio.sleep(1)  # time for a listen stream to open before it asks
         outcome = await ctx.elicit("Sure?", Confirm)
         await trio.sleep(1)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=True)
     async def asks_at_once(ctx: Context) -> str:
         outcome = await ctx.elicit("Sure?", Confirm)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=TaskSupport(poll_interval=1.0))
     async def chatty(ctx: Context) -> str:
@@ -218,7 +210,7 @@ async def test_a_handshake_era_session_hears_of_the_tasks_its_calls_became(
         answer = {key: {"action": "accept", "content": {"confirm": False}}}
         await peer.request("tasks/update", {**get, "inputResponses": answer})
         states = await told(peer, task_id)
-        (session,) = server.hub
+        (session,) = server._hub
         followed = dict(session.session.followed_tasks)  # type: ignore[attr-defined]
     # It asked at once: the session followed the task before any state was told. (It ends at
     # once after the answer: `working` may be told, or be overtaken by `completed`.)
@@ -283,7 +275,7 @@ async def test_answers_sent_to_another_worker_reach_the_task_without_a_broker(
             if done["status"] in TERMINAL:
                 break
             await trio.sleep(0.1)
-        store = a.task_runtime.store
+        store = a._task_runtime.store
         assert isinstance(store, MemoryTaskStore)
         left = await store.take_answers(task_id)
     assert ack["result"] == again["result"] == {"resultType": "complete"}
@@ -305,7 +297,7 @@ async def test_a_cancel_on_another_worker_stops_the_work_at_once(autojump_clock:
     assert ack["result"] == {"resultType": "complete"}
     assert [state["status"] for state in states][-1] == "cancelled"
     assert on_a_now["status"] == "cancelled"
-    assert a.task_runtime.live_count == 0
+    assert a._task_runtime.live_count == 0
 
 
 class PlainStore:
@@ -371,8 +363,8 @@ async def test_the_runtime_refuses_answers_a_full_mailbox_cannot_take() -> None:
     record = TaskRecord("busy", 0.0, 60.0, 1.0, owner="elsewhere:1:x", lease_until=1e12)
     assert await store.add(record, 0.0)
     for n in range(DEFAULT_MAILBOX):
-        assert await server.task_runtime.update("busy", {"k": n})
+        assert await server._task_runtime.update("busy", {"k": n})
     with pytest.raises(RemoteProtocolError) as refused:
-        await server.task_runtime.update("busy", {"k": "one too many"})
+        await server._task_runtime.update("busy", {"k": "one too many"})
     assert refused.value.code == -32603
     assert "too many answers" in refused.value.message

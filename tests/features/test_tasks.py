@@ -19,17 +19,15 @@ from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
     Context,
-    MemoryTaskStore,
     RemoteProtocolError,
     Server,
-    TaskRecord,
-    TaskSupport,
     ToolDefinitionError,
     ToolError,
 )
 from trio_mcp._runtime.tasks import FULL_WARNING_INTERVAL
+from trio_mcp.tasks import MemoryTaskStore, TaskRecord, TaskSupport
 
 TASKS = "io.modelcontextprotocol/tasks"
 DECLARED: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
@@ -76,12 +74,12 @@ def make_server(**options: Any) -> Server:
     @server.tool(task=True)
     async def confirm(ctx: Context) -> str:
         outcome = await ctx.elicit("Sure?", Confirm)
-        return "yes" if isinstance(outcome, Accepted) and outcome.data.confirm else "no"
+        return "yes" if isinstance(outcome, AcceptedElicitation) and outcome.data.confirm else "no"
 
     @server.tool(task=True)
     async def two_questions(ctx: Context) -> str:
         a, b = await ctx.gather(ctx.elicit("A?", Confirm), ctx.elicit("B?", Confirm))
-        return f"{isinstance(a, Accepted)} {isinstance(b, Accepted)}"
+        return f"{isinstance(a, AcceptedElicitation)} {isinstance(b, AcceptedElicitation)}"
 
     @server.tool(task=True)
     async def progressing(ctx: Context) -> str:
@@ -99,7 +97,7 @@ def make_server(**options: Any) -> Server:
         outcome = await ctx.elicit("Name?", Confirm, key="first")
         detached = await ctx.become_task()
         await trio.sleep(1)
-        return f"answered={isinstance(outcome, Accepted)} task={detached} {ctx.is_task}"
+        return f"answered={isinstance(outcome, AcceptedElicitation)} task={detached} {ctx.is_task}"
 
     return server
 
@@ -311,7 +309,7 @@ async def test_a_connection_that_ends_fails_its_running_tasks(autojump_clock: An
     server = make_server()
     async with open_memory_peer(server, initialize=False) as peer:
         task_id = (await call(peer, "slow", {"seconds": 60}))["result"]["taskId"]
-    record = await server.task_runtime.get(task_id)
+    record = await server._task_runtime.get(task_id)
     assert record is not None
     assert record.status == "failed"
     assert record.error is not None
@@ -348,7 +346,7 @@ async def test_a_full_store_runs_the_call_to_its_end(
 def fleet_server(store: MemoryTaskStore, stopped: trio.Event, **runtime: Any) -> Server:
     """A worker of a fleet sharing `store`; its `forever` sets `stopped` when its work stops."""
     server = Server("worker", task_store=store)
-    server.task_runtime.clock = runtime.get("clock", trio.current_time)
+    server._task_runtime.clock = runtime.get("clock", trio.current_time)
 
     @server.tool(task=True)
     async def forever(ctx: Context) -> str:
@@ -381,7 +379,7 @@ async def test_another_worker_answers_for_a_task_and_cancels_it(autojump_clock: 
         await trio.sleep(30)
         later = (await tasks(on_b, "tasks/get", task_id))["result"]
     assert on_a_now["status"] == later["status"] == "cancelled"
-    assert a.task_runtime.live_count == 0
+    assert a._task_runtime.live_count == 0
 
 
 async def test_a_task_whose_worker_stopped_renewing_fails_after_its_lease(
@@ -431,7 +429,7 @@ async def test_a_worker_does_not_fail_its_own_running_task() -> None:
     store = MemoryTaskStore(lease=3)
     server = fleet_server(store, trio.Event())
     frozen = [0.0]
-    server.task_runtime.clock = lambda: frozen[0]
+    server._task_runtime.clock = lambda: frozen[0]
     async with open_memory_peer(server, initialize=False) as peer:
         task_id = (await call(peer, "forever"))["result"]["taskId"]
         frozen[0] = 100.0  # as if its loop had been too busy to renew

@@ -14,7 +14,15 @@ import trio
 from pydantic import BaseModel
 
 from tests.http_helpers import serve
-from trio_mcp import Accepted, AuthInfo, Context, ElicitRequest, RequestError, Server
+from trio_mcp import (
+    AcceptedElicitation,
+    Asking,
+    AuthInfo,
+    Context,
+    ElicitRequest,
+    RequestError,
+    Server,
+)
 from trio_mcp.middleware import RequestLogging
 from trio_mcp.testing import connect
 
@@ -209,11 +217,13 @@ async def test_each_2026_input_round_is_a_line_of_its_own() -> None:
         await ctx.elicit("Sure?", Confirm)
         return "done"
 
-    async def accept(request: ElicitRequest) -> Accepted[Any]:
-        return Accepted({"ok": True})
+    async def accept(request: ElicitRequest) -> AcceptedElicitation[Any]:
+        return AcceptedElicitation({"ok": True})
 
     with captured() as lines:
-        async with connect(server, protocol_version=MODERN, elicitation_handler=accept) as client:
+        async with connect(
+            server, protocol_version=MODERN, asking=Asking(elicitation=accept)
+        ) as client:
             await client.call_tool("confirm")
     rounds = [f["outcome"] for f in lines.by_method("tools/call")]
     assert rounds == ["input_required", "ok"]

@@ -7,7 +7,8 @@ from typing import Any
 import trio
 from pydantic import BaseModel
 
-from trio_mcp import CallNext, Context, Middleware, ResolvedRequest, Server
+from trio_mcp import Context, Server
+from trio_mcp.middleware import CallNext, Middleware, ResolvedRequest
 from trio_mcp.testing import connect
 
 #: Bounds each test's connection.

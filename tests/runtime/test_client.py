@@ -28,22 +28,23 @@ from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
 from tests.http_helpers import read_request, serve_bare
 from tests.timing import scaled
 from trio_mcp import (
-    CallToolResult,
     Client,
     ConnectionClosed,
     LogMessage,
     Progress,
     RemoteProtocolError,
     RequestError,
-    RetryPolicy,
     Server,
     TextContent,
+    Timeouts,
     ToolCallError,
+    ToolResult,
     TransportError,
     open_client,
 )
 from trio_mcp._core.versions import HANDSHAKE_VERSIONS
 from trio_mcp._run import serve_http
+from trio_mcp.http import RetryPolicy
 
 ROOT = REPO_ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -292,7 +293,7 @@ async def test_invalid_arguments_are_a_tool_error() -> None:
 
 async def test_list_tools_follows_pagination() -> None:
     server = demo_tools.build_server()
-    server.dispatcher.page_size = 3
+    server._dispatcher.page_size = 3
     pages: list[Any] = []
     async with open_client(server) as client:
         original = client.request
@@ -313,8 +314,8 @@ async def test_list_tools_follows_pagination() -> None:
 def _schema_server(structured: dict[str, Any] | None) -> Server:
     server = Server("schemas")
 
-    def handler(arguments: dict[str, Any]) -> CallToolResult:
-        return CallToolResult([TextContent("out")], structured_content=structured)
+    def handler(arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult([TextContent("out")], structured=structured)
 
     server.add_raw_tool(
         "typed",
@@ -871,7 +872,7 @@ async def test_http_call_waits_out_a_server_restart() -> None:
 async def test_http_endpoints_that_are_not_there(
     path: str, error: type[Exception], match: str
 ) -> None:
-    from trio_mcp import HttpOptions  # noqa: PLC0415 - only here
+    from trio_mcp.http import HttpOptions  # noqa: PLC0415 - only here
 
     server = demo_tools.build_server()
     stop = trio.Event()
@@ -1084,7 +1085,7 @@ async def test_a_server_shutting_down_answers_pending_calls(path: str) -> None:
     HTTP transports (the ASGI server's deadline comes after the answers are out)."""
     gate = Gate()
     with trio.fail_after(TIMEOUT):
-        server = gate.server(shutdown_grace=0.1)
+        server = gate.server(timeouts=Timeouts(shutdown=0.1))
         async with http_server(server) as (base, stop), open_client(base + path) as client:
             async with trio.open_nursery() as nursery:
 

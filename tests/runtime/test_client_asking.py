@@ -28,11 +28,12 @@ from tests.helpers import LATEST, MODERN, REPO_ROOT, scripted
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
-    Cancelled,
+    AcceptedElicitation,
+    Asking,
+    CancelledElicitation,
     Client,
     Context,
-    Declined,
+    DeclinedElicitation,
     ElicitRequest,
     LocalProtocolError,
     RemoteProtocolError,
@@ -107,9 +108,7 @@ async def test_capabilities_are_declared_only_for_what_has_a_handler() -> None:
             assert (await client.call_tool("capabilities")).structured == {}
         async with open_client(
             asking_tools.server,
-            elicitation_handler=_never_elicit,
-            sampling_handler=sample,
-            roots=[],
+            asking=Asking(elicitation=_never_elicit, sampling=sample, roots=[]),
         ) as client:
             assert (await client.call_tool("capabilities")).structured == {
                 "elicitation": {"form": {}, "url": {}},
@@ -117,14 +116,17 @@ async def test_capabilities_are_declared_only_for_what_has_a_handler() -> None:
                 "roots": {"listChanged": True},
             }
         async with open_client(
-            asking_tools.server, elicitation_handler=_never_elicit, elicitation_modes=["form"]
+            asking_tools.server,
+            asking=Asking(elicitation=_never_elicit, elicitation_modes=["form"]),
         ) as client:
             assert (await client.call_tool("capabilities")).structured == {
                 "elicitation": {"form": {}}
             }
         # 2025-06-18 has forms only, and names no mode.
         async with open_client(
-            asking_tools.server, elicitation_handler=_never_elicit, protocol_version="2025-06-18"
+            asking_tools.server,
+            asking=Asking(elicitation=_never_elicit),
+            protocol_version="2025-06-18",
         ) as client:
             assert (await client.call_tool("capabilities")).structured == {"elicitation": {}}
 
@@ -138,7 +140,9 @@ async def test_each_modern_request_declares_them_in_its_meta() -> None:
 
     with trio.fail_after(TIMEOUT):
         async with scripted(
-            server, protocol_version=MODERN, roots=ROOTS, elicitation_handler=_never_elicit
+            server,
+            protocol_version=MODERN,
+            asking=Asking(roots=ROOTS, elicitation=_never_elicit),
         ) as client:
             assert client.protocol_version == MODERN
     assert seen == [{"elicitation": {"form": {}, "url": {}}, "roots": {}}]
@@ -146,23 +150,23 @@ async def test_each_modern_request_declares_them_in_its_meta() -> None:
 
 def test_options_are_checked_when_the_client_is_made() -> None:
     with pytest.raises(ValueError, match="elicitation_modes"):
-        trio.run(_open, {"elicitation_handler": _never_elicit, "elicitation_modes": ["voice"]})
+        trio.run(_open, Asking(elicitation=_never_elicit, elicitation_modes=["voice"]))
     with pytest.raises(ValueError, match="elicitation_modes"):
-        trio.run(_open, {"elicitation_handler": _never_elicit, "elicitation_modes": []})
+        trio.run(_open, Asking(elicitation=_never_elicit, elicitation_modes=[]))
     with pytest.raises(ValueError, match="file:// URI"):
-        trio.run(_open, {"roots": [Root("https://example.com")]})
+        trio.run(_open, Asking(roots=[Root("https://example.com")]))
     with pytest.raises(TypeError, match=r"trio_mcp\.Root"):
-        trio.run(_open, {"roots": ["file:///work"]})
+        trio.run(_open, Asking(roots=["file:///work"]))  # type: ignore[list-item]
     with pytest.raises(ValueError, match="max_input_rounds"):
-        trio.run(_open, {"max_input_rounds": -1})
+        Asking(max_input_rounds=-1)
 
 
-async def _open(options: dict[str, Any]) -> None:
-    async with open_client(asking_tools.server, **options):
+async def _open(asking: Asking) -> None:
+    async with open_client(asking_tools.server, asking=asking):
         pass
 
 
-async def _never_elicit(request: ElicitRequest) -> Accepted[Any]:
+async def _never_elicit(request: ElicitRequest) -> AcceptedElicitation[Any]:
     raise AssertionError(f"not asked: {request}")
 
 
@@ -173,25 +177,34 @@ async def _never_elicit(request: ElicitRequest) -> Accepted[Any]:
 async def test_a_form_elicitation_is_answered_with_the_schemas_defaults(kind: str) -> None:
     asked: list[ElicitRequest] = []
 
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         asked.append(request)
-        return Accepted({"age": 41})
+        return AcceptedElicitation({"age": 41})
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(target(kind), elicitation_handler=elicit) as client:
+        async with open_client(
+            target(kind),
+            asking=Asking(elicitation=elicit),
+        ) as client:
             answer = await ask(client, "elicitation/create", FORM)
     assert answer == {"result": {"action": "accept", "content": {"name": "John Doe", "age": 41}}}
     assert asked == [ElicitRequest("Your details?", FORM["requestedSchema"])]
 
 
 async def test_declined_and_cancelled_elicitations() -> None:
-    outcomes: list[Declined | Cancelled] = [Declined(), Cancelled()]
+    outcomes: list[DeclinedElicitation | CancelledElicitation] = [
+        DeclinedElicitation(),
+        CancelledElicitation(),
+    ]
 
-    async def elicit(request: ElicitRequest) -> Declined | Cancelled:
+    async def elicit(request: ElicitRequest) -> DeclinedElicitation | CancelledElicitation:
         return outcomes.pop(0)
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(asking_tools.server, elicitation_handler=elicit) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(elicitation=elicit),
+        ) as client:
             assert await ask(client, "elicitation/create", FORM) == {
                 "result": {"action": "decline"}
             }
@@ -203,9 +216,9 @@ async def test_a_url_elicitation_and_its_completion() -> None:
     asked: list[ElicitRequest] = []
     answered = trio.Event()
 
-    async def elicit(request: ElicitRequest) -> Accepted[None]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[None]:
         asked.append(request)
-        return Accepted({"ignored": True})  # type: ignore[arg-type]  # URL mode drops data
+        return AcceptedElicitation({"ignored": True})  # type: ignore[arg-type]  # URL mode drops data
 
     async def server(message: Any, send: Callable[[Any], Any]) -> None:
         method = message.get("method")
@@ -233,7 +246,8 @@ async def test_a_url_elicitation_and_its_completion() -> None:
 
     with trio.fail_after(TIMEOUT):
         async with scripted(
-            server, elicitation_handler=elicit, on_elicitation_complete=completed.append
+            server,
+            asking=Asking(elicitation=elicit, on_elicitation_complete=completed.append),
         ) as client:
             await client.list_tools()
             await answered.wait()
@@ -250,7 +264,8 @@ def _initialized(message: Any) -> dict[str, Any]:
 async def test_an_undeclared_mode_gets_invalid_params() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_client(
-            asking_tools.server, elicitation_handler=_never_elicit, elicitation_modes=("form",)
+            asking_tools.server,
+            asking=Asking(elicitation=_never_elicit, elicitation_modes=("form",)),
         ) as client:
             answer = await ask(client, "elicitation/create", URL)
     assert answer["error"]["code"] == -32602
@@ -260,7 +275,8 @@ async def test_an_undeclared_mode_gets_invalid_params() -> None:
 async def test_malformed_requests_get_invalid_params_naming_the_field() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_client(
-            asking_tools.server, elicitation_handler=_never_elicit, sampling_handler=sample
+            asking_tools.server,
+            asking=Asking(elicitation=_never_elicit, sampling=sample),
         ) as client:
             bad_form = await ask(client, "elicitation/create", {"message": 5})
             bad_sample = await ask(client, "sampling/createMessage", {"messages": []})
@@ -276,7 +292,10 @@ async def test_malformed_requests_get_invalid_params_naming_the_field() -> None:
 
 async def test_what_has_no_handler_is_not_found() -> None:
     with trio.fail_after(TIMEOUT):
-        async with open_client(asking_tools.server, sampling_handler=sample) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(sampling=sample),
+        ) as client:
             for method in ("elicitation/create", "roots/list"):
                 answer = await ask(client, method, FORM)
                 assert answer["error"] == {"code": -32601, "message": f"Method not found: {method}"}
@@ -288,7 +307,10 @@ async def test_what_has_no_handler_is_not_found() -> None:
 @pytest.mark.parametrize("kind", ["memory", "stdio"])
 async def test_a_sampling_request_is_answered(kind: str) -> None:
     with trio.fail_after(TIMEOUT):
-        async with open_client(target(kind), sampling_handler=sample) as client:
+        async with open_client(
+            target(kind),
+            asking=Asking(sampling=sample),
+        ) as client:
             answer = await ask(client, "sampling/createMessage", SAMPLE)
     assert answer == {
         "result": {
@@ -311,13 +333,19 @@ async def test_roots_from_a_list_or_a_function() -> None:
         return ROOTS[1:]
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(asking_tools.server, roots=ROOTS) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(roots=ROOTS),
+        ) as client:
             assert await ask(client, "roots/list") == {
                 "result": {
                     "roots": [{"uri": "file:///work", "name": "work"}, {"uri": "file:///tmp"}]
                 }
             }
-        async with open_client(asking_tools.server, roots=current) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(roots=current),
+        ) as client:
             assert await ask(client, "roots/list") == {
                 "result": {"roots": [{"uri": "file:///work", "name": "work"}]}
             }
@@ -339,7 +367,10 @@ async def test_set_roots_tells_the_server() -> None:
             await send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
 
     with trio.fail_after(TIMEOUT):
-        async with scripted(server, roots=[]) as client:
+        async with scripted(
+            server,
+            asking=Asking(roots=[]),
+        ) as client:
             await client.set_roots(ROOTS)
             await client.ping()
     methods = [m.get("method") for m in received]
@@ -357,14 +388,20 @@ async def test_set_roots_needs_roots_declared() -> None:
         async with open_client(asking_tools.server) as client:
             with pytest.raises(LocalProtocolError, match="roots=\\[\\.\\.\\.\\]"):
                 await client.set_roots(ROOTS)
-            async with open_client(asking_tools.server, roots=[]) as other:
+            async with open_client(
+                asking_tools.server,
+                asking=Asking(roots=[]),
+            ) as other:
                 with pytest.raises(ValueError, match="file:// URI"):
                     await other.set_roots([Root("/work")])
 
 
 async def test_a_roots_function_with_a_bad_root_fails_that_request() -> None:
     with trio.fail_after(TIMEOUT):
-        async with open_client(asking_tools.server, roots=lambda: [Root("work")]) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(roots=lambda: [Root("work")]),
+        ) as client:
             answer = await ask(client, "roots/list")
             assert answer["error"]["code"] == -32603
             assert "file:// URI" in answer["error"]["message"]
@@ -374,7 +411,7 @@ async def test_a_roots_function_with_a_bad_root_fails_that_request() -> None:
 
 
 async def test_a_failing_handler_is_an_error_answer_and_the_connection_lives_on() -> None:
-    async def broken(request: ElicitRequest) -> Accepted[Any]:
+    async def broken(request: ElicitRequest) -> AcceptedElicitation[Any]:
         raise ValueError("the form fell over")
 
     async def refusing(request: SamplingRequest) -> SamplingResult:
@@ -385,12 +422,16 @@ async def test_a_failing_handler_is_an_error_answer_and_the_connection_lives_on(
 
     with trio.fail_after(TIMEOUT):
         async with open_client(
-            asking_tools.server, elicitation_handler=broken, sampling_handler=refusing
+            asking_tools.server,
+            asking=Asking(elicitation=broken, sampling=refusing),
         ) as client:
             failed = await ask(client, "elicitation/create", FORM)
             refused = await ask(client, "sampling/createMessage", SAMPLE)
             assert (await client.call_tool("echo", {"text": "still here"})).text == "still here"
-        async with open_client(asking_tools.server, sampling_handler=wrong) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(sampling=wrong),
+        ) as client:
             mistyped = await ask(client, "sampling/createMessage", SAMPLE)
     assert failed["error"] == {
         "code": -32603,
@@ -405,17 +446,20 @@ async def test_handlers_run_concurrently(autojump_clock: trio.testing.MockClock)
     both = trio.Event()
     waiting: list[str] = []
 
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         waiting.append(request.message)
         if len(waiting) == 2:
             both.set()
         await both.wait()  # each waits for the other: only concurrent handlers get past
-        return Accepted({"who": request.message})
+        return AcceptedElicitation({"who": request.message})
 
     first = {"message": "first", "requestedSchema": {"type": "object", "properties": {}}}
     second = {**first, "message": "second"}
     with trio.fail_after(TIMEOUT):
-        async with open_client(asking_tools.server, elicitation_handler=elicit) as client:
+        async with open_client(
+            asking_tools.server,
+            asking=Asking(elicitation=elicit),
+        ) as client:
             result = await client.call_tool(
                 "ask_both", {"method": "elicitation/create", "first": first, "second": second}
             )
@@ -429,24 +473,30 @@ async def test_handlers_run_concurrently(autojump_clock: trio.testing.MockClock)
 
 @pytest.mark.parametrize("kind", ["memory", "stdio"])
 async def test_a_handler_may_call_the_server(kind: str) -> None:
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         echoed = await client.call_tool("echo", {"text": "from inside"})
-        return Accepted({"name": echoed.text})
+        return AcceptedElicitation({"name": echoed.text})
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(target(kind), elicitation_handler=elicit) as client:
+        async with open_client(
+            target(kind),
+            asking=Asking(elicitation=elicit),
+        ) as client:
             answer = await ask(client, "elicitation/create", FORM)
     assert answer["result"]["content"] == {"name": "from inside", "age": 30}
 
 
 async def test_over_legacy_sse_the_client_answers() -> None:
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
-        return Accepted({})
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
+        return AcceptedElicitation({})
 
     with trio.fail_after(TIMEOUT):
         async with (
             serve(asking_tools.server) as served,
-            open_client(served.base + "/sse", elicitation_handler=elicit) as client,
+            open_client(
+                served.base + "/sse",
+                asking=Asking(elicitation=elicit),
+            ) as client,
         ):
             answer = await ask(client, "elicitation/create", FORM)
     assert answer["result"]["content"] == {"name": "John Doe", "age": 30}
@@ -506,10 +556,10 @@ async def test_call_tool_answers_every_input_request_and_sends_again(
             all_started.set()
         await all_started.wait()
 
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         started.append("elicit")
         await together()
-        return Accepted({"name": "octocat"})
+        return AcceptedElicitation({"name": "octocat"})
 
     async def sample_together(request: SamplingRequest) -> SamplingResult:
         started.append("sample")
@@ -537,9 +587,7 @@ async def test_call_tool_answers_every_input_request_and_sends_again(
         async with scripted(
             server,
             protocol_version=MODERN,
-            elicitation_handler=elicit,
-            sampling_handler=sample_together,
-            roots=roots,
+            asking=Asking(elicitation=elicit, sampling=sample_together, roots=roots),
         ) as client:
             result = await client.call_tool("deploy", {"env": "prod"})
     assert result.text == "done"
@@ -587,11 +635,15 @@ async def test_prompts_and_resources_go_through_the_loop_too() -> None:
     read = {"resultType": "complete", "contents": [{"uri": "x://a", "text": "hi"}]}
     server = Rounds(needs(asked, "p"), prompt, needs(asked, "r"), read)
 
-    async def elicit(request: ElicitRequest) -> Accepted[dict[str, Any]]:
-        return Accepted({})
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
+        return AcceptedElicitation({})
 
     with trio.fail_after(TIMEOUT):
-        async with scripted(server, protocol_version=MODERN, elicitation_handler=elicit) as client:
+        async with scripted(
+            server,
+            protocol_version=MODERN,
+            asking=Asking(elicitation=elicit),
+        ) as client:
             assert (await client.get_prompt("greet", {"who": "me"})).messages == ()
             assert (await client.read_resource("x://a")).contents[0].text == "hi"
     answer = {"who": {"action": "accept", "content": {"name": "John Doe", "age": 30}}}
@@ -607,7 +659,11 @@ async def test_prompts_and_resources_go_through_the_loop_too() -> None:
 async def test_rounds_are_bounded() -> None:
     server = Rounds(*[needs({}, f"s{i}") for i in range(10)])
     with trio.fail_after(TIMEOUT):
-        async with scripted(server, protocol_version=MODERN, max_input_rounds=3) as client:
+        async with scripted(
+            server,
+            protocol_version=MODERN,
+            asking=Asking(max_input_rounds=3),
+        ) as client:
             with pytest.raises(RemoteProtocolError, match="after 3 round"):
                 await client.call_tool("t")
             assert len(server.calls) == 4  # the call and three retries
@@ -619,7 +675,9 @@ async def test_asking_for_what_was_not_declared_is_a_protocol_error() -> None:
     server = Rounds(needs({"poem": {"method": "sampling/createMessage", "params": SAMPLE}}))
     with trio.fail_after(TIMEOUT):
         async with scripted(
-            server, protocol_version=MODERN, elicitation_handler=_never_elicit
+            server,
+            protocol_version=MODERN,
+            asking=Asking(elicitation=_never_elicit),
         ) as client:
             with pytest.raises(RemoteProtocolError, match="'poem' \\(sampling/createMessage\\)"):
                 await client.call_tool("t")
@@ -634,7 +692,9 @@ async def test_malformed_input_requests_are_a_protocol_error() -> None:
     )
     with trio.fail_after(TIMEOUT):
         async with scripted(
-            server, protocol_version=MODERN, elicitation_handler=_never_elicit
+            server,
+            protocol_version=MODERN,
+            asking=Asking(elicitation=_never_elicit),
         ) as client:
             with pytest.raises(RemoteProtocolError, match='needs "message"'):
                 await client.call_tool("t")
@@ -651,7 +711,7 @@ async def test_a_handler_that_raises_ends_the_call_with_its_exception() -> None:
 
     cancelled = trio.Event()
 
-    async def elicit(request: ElicitRequest) -> Accepted[Any]:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[Any]:
         raise BoomError("no answer")
 
     async def slow_sample(request: SamplingRequest) -> SamplingResult:
@@ -675,8 +735,7 @@ async def test_a_handler_that_raises_ends_the_call_with_its_exception() -> None:
         async with scripted(
             server,
             protocol_version=MODERN,
-            elicitation_handler=elicit,
-            sampling_handler=slow_sample,
+            asking=Asking(elicitation=elicit, sampling=slow_sample),
         ) as client:
             with pytest.raises(BoomError, match="no answer"):
                 await client.call_tool("t")
@@ -694,7 +753,10 @@ async def test_a_handshake_era_result_that_asks_for_input_is_refused() -> None:
             await send({"jsonrpc": "2.0", "id": message["id"], "result": needs({}, "s")})
 
     with trio.fail_after(TIMEOUT):
-        async with scripted(server, roots=[]) as client:
+        async with scripted(
+            server,
+            asking=Asking(roots=[]),
+        ) as client:
             with pytest.raises(RemoteProtocolError, match="input_required"):
                 await client.call_tool("t")
 
@@ -705,18 +767,20 @@ async def test_a_handshake_era_result_that_asks_for_input_is_refused() -> None:
 class Answering:
     """Handlers for the SDK server's questions, noting each one."""
 
-    def __init__(self, side: Accepted[dict[str, Any]] | Declined | Cancelled) -> None:
+    def __init__(
+        self, side: AcceptedElicitation[dict[str, Any]] | DeclinedElicitation | CancelledElicitation
+    ) -> None:
         self.side = side
         self.asked: list[str] = []
 
     async def elicit(
         self, request: ElicitRequest
-    ) -> Accepted[dict[str, Any]] | Declined | Cancelled:
+    ) -> AcceptedElicitation[dict[str, Any]] | DeclinedElicitation | CancelledElicitation:
         self.asked.append(request.message)
         if request.message == "Who are you?":
-            return Accepted({"name": "Gaunt"})
+            return AcceptedElicitation({"name": "Gaunt"})
         if request.message.startswith("And a title"):
-            return Accepted({"name": "Colonel-Commissar"})
+            return AcceptedElicitation({"name": "Colonel-Commissar"})
         return self.side
 
     async def sample(self, request: SamplingRequest) -> SamplingResult:
@@ -724,12 +788,10 @@ class Answering:
         self.asked.append(request.messages[0].text)
         return SamplingResult(TextContent("old pond, a frog"), "test-model", "endTurn")
 
-    def options(self) -> dict[str, Any]:
-        return {
-            "elicitation_handler": self.elicit,
-            "sampling_handler": self.sample,
-            "roots": [Root("file:///work", "work")],
-        }
+    def asking(self) -> Asking:
+        return Asking(
+            elicitation=self.elicit, sampling=self.sample, roots=[Root("file:///work", "work")]
+        )
 
 
 async def exercise_sdk(client: Client, answering: Answering) -> None:
@@ -749,17 +811,17 @@ async def exercise_sdk(client: Client, answering: Answering) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_stdio(version: str) -> None:
-    answering = Answering(Accepted({"confident": True}))
+    answering = Answering(AcceptedElicitation({"confident": True}))
     with trio.fail_after(TIMEOUT):
         async with open_client(
-            [sys.executable, SDK_ASKING_SERVER], protocol_version=version, **answering.options()
+            [sys.executable, SDK_ASKING_SERVER], protocol_version=version, asking=answering.asking()
         ) as client:
             assert client.protocol_version == version
             await exercise_sdk(client, answering)
-            answering.side = Declined()
+            answering.side = DeclinedElicitation()
             declined = json.loads((await client.call_tool("backing")).text)
             assert declined == {"action": "decline"}
-            answering.side = Cancelled()
+            answering.side = CancelledElicitation()
             cancelled = json.loads((await client.call_tool("backing")).text)
             assert cancelled == {"action": "cancel"}
 
@@ -787,11 +849,11 @@ async def sdk_http_server() -> AsyncIterator[str]:
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
     # Handshake era: its requests come on the SSE stream of the POST that carries the call.
-    answering = Answering(Accepted({"confident": True}))
+    answering = Answering(AcceptedElicitation({"confident": True}))
     with trio.fail_after(TIMEOUT):
         async with (
             sdk_http_server() as url,
-            open_client(url, protocol_version=version, **answering.options()) as client,
+            open_client(url, protocol_version=version, asking=answering.asking()) as client,
         ):
             assert client.protocol_version == version
             await exercise_sdk(client, answering)
@@ -803,7 +865,10 @@ async def test_a_request_tied_to_no_call_comes_on_the_get_stream() -> None:
     with trio.fail_after(TIMEOUT):
         async with (
             sdk_http_server() as url,
-            open_client(url, roots=[Root("file:///aside")]) as client,
+            open_client(
+                url,
+                asking=Asking(roots=[Root("file:///aside")]),
+            ) as client,
         ):
             aside = await client.call_tool("roots_aside")
     assert json.loads(aside.text) == ["file:///aside"]
@@ -814,7 +879,10 @@ async def test_a_server_without_a_get_stream_is_let_be(caplog: pytest.LogCapture
     with trio.fail_after(TIMEOUT):
         async with (
             serve(asking_tools.server) as served,
-            open_client(served.url, roots=ROOTS) as client,
+            open_client(
+                served.url,
+                asking=Asking(roots=ROOTS),
+            ) as client,
         ):
             assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
             assert (await client.call_tool("capabilities")).structured == {
@@ -828,7 +896,7 @@ async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
 ) -> None:
     ended = trio.Event()
 
-    async def stuck(request: ElicitRequest) -> Accepted[Any]:
+    async def stuck(request: ElicitRequest) -> AcceptedElicitation[Any]:
         try:
             await trio.sleep_forever()
         finally:
@@ -837,7 +905,11 @@ async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
 
     server = Rounds(needs({"q": {"method": "elicitation/create", "params": FORM}}, "s"), DONE)
     with trio.fail_after(TIMEOUT):
-        async with scripted(server, protocol_version=MODERN, elicitation_handler=stuck) as client:
+        async with scripted(
+            server,
+            protocol_version=MODERN,
+            asking=Asking(elicitation=stuck),
+        ) as client:
             with trio.move_on_after(1) as scope:
                 await client.call_tool("t")
             assert scope.cancelled_caught
@@ -867,9 +939,11 @@ async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> Non
     completed: list[str] = []
     asked: list[str] = []
 
-    async def elicit(request: ElicitRequest) -> Accepted[Any] | Declined:
+    async def elicit(request: ElicitRequest) -> AcceptedElicitation[Any] | DeclinedElicitation:
         asked.append(request.mode)
-        return Accepted(None) if request.mode == "url" else Accepted({"age": 41})
+        return (
+            AcceptedElicitation(None) if request.mode == "url" else AcceptedElicitation({"age": 41})
+        )
 
     with trio.fail_after(TIMEOUT):
         async with (
@@ -877,10 +951,12 @@ async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> Non
             open_client(
                 where,
                 protocol_version=version,
-                elicitation_handler=elicit,
-                sampling_handler=sample,
-                roots=ROOTS,
-                on_elicitation_complete=completed.append,
+                asking=Asking(
+                    elicitation=elicit,
+                    sampling=sample,
+                    roots=ROOTS,
+                    on_elicitation_complete=completed.append,
+                ),
             ) as client,
         ):
             assert client.protocol_version == version
@@ -903,13 +979,15 @@ async def test_a_trio_mcp_tool_asks_in_both_eras(kind: str, version: str) -> Non
 
 
 async def test_a_trio_mcp_tool_hears_a_decline_in_both_eras() -> None:
-    async def decline(request: ElicitRequest) -> Declined:
-        return Declined()
+    async def decline(request: ElicitRequest) -> DeclinedElicitation:
+        return DeclinedElicitation()
 
     for version in (LATEST, MODERN):
         with trio.fail_after(TIMEOUT):
             async with open_client(
-                asking_tools.server, protocol_version=version, elicitation_handler=decline
+                asking_tools.server,
+                protocol_version=version,
+                asking=Asking(elicitation=decline),
             ) as client:
                 assert (await client.call_tool("details")).structured == {"action": "declined"}
 
@@ -925,7 +1003,10 @@ async def test_set_roots_reaches_the_servers_roots_handler() -> None:
         changed.set()
 
     with trio.fail_after(TIMEOUT):
-        async with open_client(server, roots=ROOTS[:1]) as client:
+        async with open_client(
+            server,
+            asking=Asking(roots=ROOTS[:1]),
+        ) as client:
             await client.set_roots(ROOTS)
             await changed.wait()
     assert heard == [["file:///work", "file:///tmp"]]

@@ -42,7 +42,7 @@ def _server() -> Server:
 def _filters(server: Server) -> list[tuple[list[str], tuple[str, ...]]]:
     return [
         (sorted(listener.notifications.lists), listener.notifications.uris)
-        for listener in server.listening
+        for listener in server._listening
     ]
 
 

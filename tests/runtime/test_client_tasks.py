@@ -19,29 +19,29 @@ from tests.helpers import MODERN
 from tests.runtime.test_client import http_server
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
+    AcceptedElicitation,
+    Asking,
     Client,
     Context,
-    Declined,
+    DeclinedElicitation,
     ElicitRequest,
     LocalProtocolError,
     RequestError,
     Server,
     TaskCancelledError,
-    TaskInfo,
-    TaskSupport,
     ToolResult,
     open_client,
 )
 from trio_mcp._core.client_records import task_info
 from trio_mcp._runtime.client.tasks import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval
+from trio_mcp.tasks import TaskInfo, TaskSupport
 
 ERAS = ["2025-11-25", MODERN]
 TIMEOUT = scaled(60)
 
 
-async def yes(request: ElicitRequest) -> Accepted[Any]:
-    return Accepted({"confirm": True})
+async def yes(request: ElicitRequest) -> AcceptedElicitation[Any]:
+    return AcceptedElicitation({"confirm": True})
 
 
 @pytest.mark.parametrize("version", ERAS)
@@ -87,12 +87,19 @@ async def test_questions_are_answered_by_the_handlers_through_update(
 ) -> None:
     asked: list[str] = []
 
-    async def answer(request: ElicitRequest) -> Accepted[Any] | Declined:
+    async def answer(request: ElicitRequest) -> AcceptedElicitation[Any] | DeclinedElicitation:
         asked.append(request.message)
-        return Accepted({"confirm": True}) if request.message != "B?" else Declined()
+        return (
+            AcceptedElicitation({"confirm": True})
+            if request.message != "B?"
+            else DeclinedElicitation()
+        )
 
     async with open_client(
-        task_tools.server, protocol_version=version, tasks=True, elicitation_handler=answer
+        task_tools.server,
+        protocol_version=version,
+        tasks=True,
+        asking=Asking(elicitation=answer),
     ) as client:
         one = await client.call_tool("confirm")
         two = await client.call_tool("two_questions")
@@ -129,7 +136,10 @@ async def test_a_task_cancelled_elsewhere_raises_task_cancelled(autojump_clock: 
 
 async def test_handles_get_update_and_cancel(autojump_clock: Any) -> None:
     async with open_client(
-        task_tools.server, protocol_version=MODERN, tasks=True, elicitation_handler=yes
+        task_tools.server,
+        protocol_version=MODERN,
+        tasks=True,
+        asking=Asking(elicitation=yes),
     ) as client:
         fast = await client.call_tool_as_task("maybe", {"seconds": 0.5})
         handle = await client.call_tool_as_task("confirm")
@@ -169,12 +179,15 @@ async def test_wait_with_cancel_false_leaves_the_task_running(autojump_clock: An
 async def test_a_handler_that_fails_ends_the_call_and_cancels_the_task(
     autojump_clock: Any,
 ) -> None:
-    async def broken(request: ElicitRequest) -> Accepted[Any]:
+    async def broken(request: ElicitRequest) -> AcceptedElicitation[Any]:
         raise ValueError("no answer today")
 
     seen: list[TaskInfo] = []
     async with open_client(
-        task_tools.server, protocol_version=MODERN, tasks=True, elicitation_handler=broken
+        task_tools.server,
+        protocol_version=MODERN,
+        tasks=True,
+        asking=Asking(elicitation=broken),
     ) as client:
         with pytest.raises(ValueError, match="no answer today"):
             await client.call_tool("confirm", on_task_status=seen.append)
@@ -225,14 +238,20 @@ async def test_over_real_transports(kind: str, version: str) -> None:
         if kind == "stdio":
             target: Any = [sys.executable, "-m", "trio_mcp", "run", task_tools.__file__]
             async with open_client(
-                target, protocol_version=version, tasks=True, elicitation_handler=yes
+                target,
+                protocol_version=version,
+                tasks=True,
+                asking=Asking(elicitation=yes),
             ) as client:
                 result, asked, told, took = await calls(client)
         else:
             async with (
                 http_server(task_tools.server) as (base, _),
                 open_client(
-                    base + "/mcp", protocol_version=version, tasks=True, elicitation_handler=yes
+                    base + "/mcp",
+                    protocol_version=version,
+                    tasks=True,
+                    asking=Asking(elicitation=yes),
                 ) as client,
             ):
                 result, asked, told, took = await calls(client)
@@ -269,7 +288,10 @@ async def test_states_the_server_pushes_end_the_wait_between_polls(
 ) -> None:
     seen: list[TaskInfo] = []
     async with open_client(
-        pushing_server(), protocol_version=version, tasks=True, elicitation_handler=yes
+        pushing_server(),
+        protocol_version=version,
+        tasks=True,
+        asking=Asking(elicitation=yes),
     ) as client:
         # Polls come every MAX_POLL_INTERVAL at most: only the pushed states are sooner.
         with trio.fail_after(MAX_POLL_INTERVAL / 2):

@@ -1,4 +1,4 @@
-"""The hub of a server's live sessions (`Server.hub`, private): who is in it, and broadcasts.
+"""The hub of a server's live sessions (`Server._hub`): who is in it, and broadcasts.
 
 Over memory channels, in-process: with `open_client(server)` and with a raw peer (tests/helpers)
 where the wire itself is checked. Time is the `autojump_clock`'s, and no test sleeps to wait:
@@ -51,13 +51,13 @@ async def raw_session(server: Server) -> AsyncIterator[tuple[RawPeer, trio.Nurse
 
 async def test_channel_sessions_are_counted_while_open() -> None:
     server = Server("hub")
-    assert len(server.hub) == 0
+    assert len(server._hub) == 0
     async with open_client(server):
-        assert len(server.hub) == 1
+        assert len(server._hub) == 1
         async with open_client(server):
-            assert len(server.hub) == 2
-        assert len(server.hub) == 1
-    assert len(server.hub) == 0
+            assert len(server._hub) == 2
+        assert len(server._hub) == 1
+    assert len(server._hub) == 0
 
 
 async def test_a_client_that_vanishes_is_forgotten(autojump_clock: trio.abc.Clock) -> None:
@@ -70,12 +70,12 @@ async def test_a_client_that_vanishes_is_forgotten(autojump_clock: trio.abc.Cloc
             await peer.initialize()
             await peer.start_request("tools/call", {"name": "wait", "arguments": {}})
             await trio.testing.wait_all_tasks_blocked()
-            assert len(server.hub) == 1
+            assert len(server._hub) == 1
             # Gone without a word: both ends dropped, a call still running.
             await client.send.aclose()
             await client.receive.aclose()
         # The loop ended (after the shutdown grace, which cancelled the call).
-        assert len(server.hub) == 0
+        assert len(server._hub) == 0
 
 
 async def test_a_broadcast_reaches_every_open_channel_session() -> None:
@@ -96,7 +96,7 @@ async def test_a_broadcast_reaches_every_open_channel_session() -> None:
             open_client(server, log_handler=handler(1)),
             open_client(server, log_handler=handler(2)),
         ):
-            assert await server.hub.notify_all("notifications/message", HELLO) == 3
+            assert await server._hub.notify_all("notifications/message", HELLO) == 3
             for event in got:
                 await event.wait()
     assert heard == [[LogMessage("info", "hello, everyone", None)]] * 3
@@ -106,7 +106,7 @@ async def test_a_broadcast_goes_on_the_wire_as_a_notification() -> None:
     server = Server("hub")
     with trio.fail_after(TIMEOUT):
         async with raw_session(server) as (peer, nursery):
-            await server.hub.notify_all("notifications/tools/list_changed")
+            await server._hub.notify_all("notifications/tools/list_changed")
             assert await peer.receive() == {
                 "jsonrpc": "2.0",
                 "method": "notifications/tools/list_changed",
@@ -125,13 +125,13 @@ async def test_a_closed_session_is_not_written_to(autojump_clock: trio.abc.Clock
             call = await peer.start_request("tools/call", {"name": "wait", "arguments": {}})
             await client.send.aclose()  # the input ends; the call runs on in the grace period
             await trio.testing.wait_all_tasks_blocked()
-            assert len(server.hub) == 1  # still running a call...
-            assert await server.hub.notify_all("notifications/message", HELLO) == 0  # ...closed
+            assert len(server._hub) == 1  # still running a call...
+            assert await server._hub.notify_all("notifications/message", HELLO) == 0  # ...closed
             release.set()
             answer = await peer.receive()  # the call's answer is the next thing on the wire
             assert answer["id"] == call
             assert "result" in answer
-        assert len(server.hub) == 0
+        assert len(server._hub) == 0
 
 
 async def test_a_session_whose_client_stopped_reading_does_not_raise() -> None:
@@ -139,10 +139,10 @@ async def test_a_session_whose_client_stopped_reading_does_not_raise() -> None:
     with trio.fail_after(TIMEOUT):
         async with raw_session(server) as (peer, nursery):
             await peer._receive.aclose()  # the client reads no more; its input is still open
-            assert await server.hub.notify_all("notifications/message", HELLO) == 1
-            assert len(server.hub) == 1
+            assert await server._hub.notify_all("notifications/message", HELLO) == 1
+            assert len(server._hub) == 1
             nursery.cancel_scope.cancel()
-    assert len(server.hub) == 0
+    assert len(server._hub) == 0
 
 
 async def test_streamable_http_sessions_are_counted_and_sent_to_until_they_end() -> None:
@@ -150,13 +150,13 @@ async def test_streamable_http_sessions_are_counted_and_sent_to_until_they_end()
     async with serve(server) as served:
         mcp = served.client()
         await mcp.initialize()
-        assert len(server.hub) == 1
+        assert len(server._hub) == 1
         # Queued for the session's GET stream (tests/transports/test_http_stream.py).
-        assert await server.hub.notify_all("notifications/message", HELLO) == 1
+        assert await server._hub.notify_all("notifications/message", HELLO) == 1
         response = await served.http.delete(served.url, headers=mcp.headers())
         assert response.status_code == 204
-        assert len(server.hub) == 0
-        assert await server.hub.notify_all("notifications/message", HELLO) == 0
+        assert len(server._hub) == 0
+        assert await server._hub.notify_all("notifications/message", HELLO) == 0
 
 
 async def test_a_sessionless_request_is_not_counted() -> None:
@@ -166,17 +166,17 @@ async def test_a_sessionless_request_is_not_counted() -> None:
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params()}
         )
         assert reply.status == 200
-        assert len(server.hub) == 0
+        assert len(server._hub) == 0
 
 
 def test_the_hub_reads_the_registry_change_counter() -> None:
     server = Server("hub")
-    before = server.hub.changes
+    before = server._hub.changes
 
     @server.tool()
     def noop() -> None:
         """Do nothing."""
 
-    assert server.hub.changes == before + 1
-    server.registry.remove("noop")
-    assert server.hub.changes == before + 2
+    assert server._hub.changes == before + 1
+    server._registry.remove("noop")
+    assert server._hub.changes == before + 2

@@ -18,7 +18,7 @@ import trio
 from tests.helpers import MODERN, RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from tests.timing import LONG_GRACE, scaled
-from trio_mcp import Server
+from trio_mcp import Limits, Server, Timeouts
 from trio_mcp._core.subscriptions import SubscriptionFilter
 from trio_mcp._runtime.listening import Listener
 from trio_mcp.transports import memory_channel_pair
@@ -56,7 +56,7 @@ async def listen(peer: RawPeer, **notifications: Any) -> tuple[int, Any]:
 
 async def settled(server: Server, count: int) -> None:
     """Wait until `count` listen streams are open (they end in the server's own time)."""
-    while len(server.listening) != count:  # noqa: ASYNC110 - nothing to wait on from here
+    while len(server._listening) != count:  # noqa: ASYNC110 - nothing to wait on from here
         await trio.sleep(0.01)
 
 
@@ -137,7 +137,7 @@ async def test_cancelling_ends_the_listen_unanswered_and_frees_it() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server, initialize=False) as peer:
             request_id, _ = await listen(peer, toolsListChanged=True)
-            assert len(server.listening) == 1
+            assert len(server._listening) == 1
             await peer.notify("notifications/cancelled", {"requestId": request_id})
             await settled(server, 0)
             server.add_tool(_nothing, name="second", inline=True)
@@ -149,7 +149,7 @@ async def test_cancelling_ends_the_listen_unanswered_and_frees_it() -> None:
 
 
 async def test_listens_count_against_the_in_flight_limit() -> None:
-    server = build_server(max_in_flight=1)
+    server = build_server(limits=Limits(max_in_flight=1))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server, initialize=False) as peer:
             first, _ = await listen(peer, toolsListChanged=True)
@@ -160,11 +160,11 @@ async def test_listens_count_against_the_in_flight_limit() -> None:
             await peer.notify("notifications/cancelled", {"requestId": first})
             ack = await peer.receive()  # the held listen runs once the first one is gone
             assert ack["params"]["_meta"] == {SUBSCRIPTION_ID: held}
-            assert len(server.listening) == 1
+            assert len(server._listening) == 1
 
 
 async def test_end_of_input_closes_the_listen_with_a_plain_result() -> None:
-    server = build_server(shutdown_grace=LONG_GRACE)
+    server = build_server(timeouts=Timeouts(shutdown=LONG_GRACE))
     client, server_end = memory_channel_pair()
     with trio.fail_after(TIMEOUT):  # well under the grace: the listen does not hold it
         async with trio.open_nursery() as nursery:
@@ -179,7 +179,7 @@ async def test_end_of_input_closes_the_listen_with_a_plain_result() -> None:
             "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: request_id}},
         }
         validate_server_message(closed, MODERN, "subscriptions/listen")
-        assert len(server.listening) == 0
+        assert len(server._listening) == 0
 
 
 async def test_only_2026_07_28_requests_listen() -> None:
@@ -212,7 +212,7 @@ async def test_a_malformed_filter_is_invalid_params(params: dict[str, Any]) -> N
         async with open_memory_peer(server, initialize=False) as peer:
             response = await peer.request("subscriptions/listen", {**params, "_meta": META})
     assert response["error"]["code"] == -32602
-    assert len(server.listening) == 0
+    assert len(server._listening) == 0
 
 
 async def test_discover_announces_what_a_listen_delivers() -> None:
@@ -240,12 +240,12 @@ async def test_a_listener_that_does_not_read_holds_a_bounded_queue(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = build_server()
-    server.listening.max_bytes = 2_000
+    server._listening.max_bytes = 2_000
     uris = [f"test://item/{i}" for i in range(300)]
     with trio.fail_after(TIMEOUT), caplog.at_level(logging.WARNING, "trio_mcp"):
         async with narrow_peer(server) as peer:
             request_id, _ = await listen(peer, resourceSubscriptions=uris)
-            (listener,) = server.listening
+            (listener,) = server._listening
             assert isinstance(listener, Listener)
             for _ in range(3):  # an update already queued is not queued twice
                 for uri in uris:

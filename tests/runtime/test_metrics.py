@@ -15,7 +15,8 @@ import trio
 from tests.helpers import MODERN
 from tests.http_helpers import serve
 from tests.runtime.observed import TIMEOUT, cancel_a_hanging_call, make_server
-from trio_mcp import Accepted, ElicitRequest, HttpOptions, RequestError
+from trio_mcp import AcceptedElicitation, Asking, ElicitRequest, RequestError
+from trio_mcp.http import HttpOptions
 from trio_mcp.middleware import OpenTelemetryMiddleware, PrometheusMiddleware, trace_context_meta
 from trio_mcp.testing import connect
 
@@ -84,12 +85,14 @@ async def test_prometheus_counts_requests_by_method_bounded_target_and_outcome()
 async def test_a_2026_input_round_and_a_cancelled_call_have_outcomes_of_their_own() -> None:
     metrics = PrometheusMiddleware()
 
-    async def accept(request: ElicitRequest) -> Accepted[Any]:
-        return Accepted({"ok": True})
+    async def accept(request: ElicitRequest) -> AcceptedElicitation[Any]:
+        return AcceptedElicitation({"ok": True})
 
     with trio.fail_after(TIMEOUT):
         async with connect(
-            make_server(metrics), protocol_version=MODERN, elicitation_handler=accept
+            make_server(metrics),
+            protocol_version=MODERN,
+            asking=Asking(elicitation=accept),
         ) as client:
             assert (await client.call_tool("confirm")).text == "confirmed"
     await cancel_a_hanging_call(metrics)

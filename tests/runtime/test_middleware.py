@@ -21,18 +21,17 @@ from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
-    Accepted,
-    CallNext,
+    AcceptedElicitation,
+    Asking,
     Context,
     ElicitRequest,
-    Middleware,
     Param,
     RequestError,
-    ResolvedRequest,
     Server,
     ToolError,
 )
 from trio_mcp._core.jsonrpc import Notification, Request, parse
+from trio_mcp.middleware import CallNext, Middleware, ResolvedRequest
 from trio_mcp.testing import connect
 
 MODERN = "2026-07-28"
@@ -294,12 +293,16 @@ async def test_every_2026_input_round_is_a_request_of_its_own() -> None:
         answer = await ctx.elicit("Sure?", Confirm)
         return f"answered {type(answer).__name__}"
 
-    async def accept(request: ElicitRequest) -> Accepted[Any]:
-        return Accepted({"ok": True})
+    async def accept(request: ElicitRequest) -> AcceptedElicitation[Any]:
+        return AcceptedElicitation({"ok": True})
 
-    async with connect(server, protocol_version=MODERN, elicitation_handler=accept) as client:
+    async with connect(
+        server,
+        protocol_version=MODERN,
+        asking=Asking(elicitation=accept),
+    ) as client:
         result = await client.call_tool("confirm")
-    assert result.text == "answered Accepted"
+    assert result.text == "answered AcceptedElicitation"
     rounds = [r for r in recorder.results if r.get("resultType") in ("input_required", "complete")]
     calls = [seen for seen in recorder.seen if seen == ("tool", "tools/call", "confirm")]
     assert len(calls) == 2  # the first round asked, the second (replayed) finished
@@ -326,7 +329,7 @@ async def test_over_streamable_http_the_chain_sees_the_verified_token() -> None:
 def test_over_stdio_the_command_line_serves_the_chain(tmp_path: Any) -> None:
     module = tmp_path / "mw_server.py"
     module.write_text(
-        "from trio_mcp import Server, Middleware\n"
+        "from trio_mcp import Server\nfrom trio_mcp.middleware import Middleware\n"
         "class Tag(Middleware):\n"
         "    async def on_call_tool(self, request, call_next):\n"
         "        result = await call_next(request)\n"
@@ -380,15 +383,15 @@ async def test_inline_calls_stay_on_the_reader_through_middleware_that_never_wai
     assert isinstance(parsed, Request)
     count = Count()
     plain, counted, waiting = make_server(), make_server(count), make_server(Recorder())
-    assert plain.dispatcher.resolve(parsed).now
-    assert counted.dispatcher.resolve(parsed).now
-    assert not waiting.dispatcher.resolve(parsed).now
+    assert plain._dispatcher.resolve(parsed).now
+    assert counted._dispatcher.resolve(parsed).now
+    assert not waiting._dispatcher.resolve(parsed).now
     # A family the waiting middleware does not hook keeps its fast path.
     hooks_tools_only = make_server(Recorder.on_call_tool.__get__(Recorder()))
     listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     (parsed_list,), _ = parse(json.dumps(listed))
     assert isinstance(parsed_list, Request)
-    assert not hooks_tools_only.dispatcher.resolve(parsed_list).now  # a function hooks all
+    assert not hooks_tools_only._dispatcher.resolve(parsed_list).now  # a function hooks all
 
     async with open_memory_peer(counted) as peer:
         # Both lines in one read: the call is answered on the reader before the cancellation
@@ -429,10 +432,10 @@ async def test_middleware_that_never_wait_keep_requests_on_the_reader() -> None:
     server = make_server(Tally())
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add"}}
     (parsed,), _ = parse(json.dumps(request))
-    assert server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    assert server._dispatcher.resolve(parsed).now  # type: ignore[arg-type]
     # One that may wait beside it (a plain function may) sends every request to a task again.
     server.add_middleware(Recorder())
-    assert not server.dispatcher.resolve(parsed).now  # type: ignore[arg-type]
+    assert not server._dispatcher.resolve(parsed).now  # type: ignore[arg-type]
     tally = Tally()
     async with connect(make_server(tally), protocol_version=MODERN) as client:
         added = await client.call_tool("add", {"a": 1, "b": 2})

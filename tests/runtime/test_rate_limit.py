@@ -17,14 +17,16 @@ import trio
 from tests.helpers import LATEST, MODERN, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
-from trio_mcp import AuthInfo, CallNext, RequestError, ResolvedRequest, Server
+from trio_mcp import AuthInfo, RequestError, Server
 from trio_mcp._core.jsonrpc import Request
 from trio_mcp.middleware import (
     DEFAULT_EXEMPT,
+    CallNext,
     MemoryRateStore,
     Rate,
     RateDecision,
     RateLimiter,
+    ResolvedRequest,
     by_client,
     by_session,
     by_target,

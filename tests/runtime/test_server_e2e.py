@@ -18,10 +18,12 @@ from tests.timing import scaled
 from trio_mcp import (
     AudioContent,
     Context,
+    Limits,
     Param,
     ResourceLink,
     Server,
     TextContent,
+    Timeouts,
     ToolDefinitionError,
     ToolError,
     tool,
@@ -279,7 +281,7 @@ async def test_batch_in_memory_mixes_answers_and_skips_notifications() -> None:
 async def test_back_pressure_runs_everything_with_a_small_in_flight_limit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = Server(max_in_flight=2)
+    server = Server(limits=Limits(max_in_flight=2))
     running = 0
     peak = 0
 
@@ -326,7 +328,7 @@ async def test_end_of_input_lets_calls_in_flight_finish(
 async def test_end_of_input_cancels_calls_after_the_grace_period(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = Server(shutdown_grace=3)
+    server = Server(timeouts=Timeouts(shutdown=3))
     cancelled = False
 
     @server.tool()
@@ -531,7 +533,7 @@ async def test_cancellation_reaches_a_request_inside_a_batch(
 
 
 async def test_a_batch_over_the_in_flight_limit_is_refused_whole() -> None:
-    async with open_memory_peer(Server(max_in_flight=2), initialize=False) as peer:
+    async with open_memory_peer(Server(limits=Limits(max_in_flight=2)), initialize=False) as peer:
         await peer.initialize(BATCHES)
         await peer.send([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)])
         refused = await peer.receive()
@@ -642,7 +644,7 @@ async def test_batches_outside_2025_03_26_are_refused_whole(version: str | None)
 async def test_a_call_cancelled_while_it_waits_for_a_slot_never_runs(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server, ran = _hanging_server(max_in_flight=1)
+    server, ran = _hanging_server(limits=Limits(max_in_flight=1))
     async with open_memory_peer(server) as peer:
         running = await peer.start_request("tools/call", {"name": "hang"})
         waiting = await peer.start_request(
@@ -659,7 +661,7 @@ async def test_a_call_cancelled_while_it_waits_for_a_slot_never_runs(
 async def test_teardown_answers_calls_and_batches_cut_short_but_not_cancelled_ones(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server, _ = _hanging_server(max_in_flight=3, shutdown_grace=1.0)
+    server, _ = _hanging_server(limits=Limits(max_in_flight=3), timeouts=Timeouts(shutdown=1.0))
     client, server_end = memory_channel_pair()
     peer = RawPeer(client.send, client.receive)
     with trio.fail_after(60):

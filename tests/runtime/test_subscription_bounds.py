@@ -2,7 +2,7 @@
 
 Defect (issue 24): 3,000 subscriptions to distinct 16 KiB URIs in one session were all taken
 (+49 MiB), and held until the session expired. Now a session holds at most
-`Server(max_subscriptions=..., max_subscription_bytes=...)`, past which the request is answered
+`Limits(max_subscriptions=..., max_subscription_bytes=...)`, past which the request is answered
 with a JSON-RPC error naming the bound, and whatever way the session ends (end of input, HTTP
 DELETE, idle expiry) its subscriptions end with it.
 """
@@ -18,7 +18,7 @@ import trio
 from tests.helpers import open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
-from trio_mcp import Param, Server
+from trio_mcp import Limits, Param, Server
 from trio_mcp._runtime.session import SessionRuntime
 
 TIMEOUT = scaled(20)
@@ -42,13 +42,13 @@ def uri(n: int, size: int = 0) -> str:
 
 
 def the_runtime(server: Server) -> SessionRuntime:
-    (runtime,) = list(server.hub)
+    (runtime,) = list(server._hub)
     assert isinstance(runtime, SessionRuntime)
     return runtime
 
 
 async def test_past_the_count_bound_a_subscription_is_refused_naming_it() -> None:
-    server = watched_server(max_subscriptions=3)
+    server = watched_server(limits=Limits(max_subscriptions=3))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server) as peer:
             answers = [await peer.request("resources/subscribe", {"uri": uri(n)}) for n in range(5)]
@@ -68,7 +68,7 @@ async def test_past_the_count_bound_a_subscription_is_refused_naming_it() -> Non
 async def test_past_the_byte_bound_a_subscription_is_refused_and_memory_stays_bounded() -> None:
     """The attack of issue 24 in small: distinct 17 KiB URIs until the bytes run out."""
     bound = 64 * 1024
-    server = watched_server(max_subscription_bytes=bound)
+    server = watched_server(limits=Limits(max_subscription_bytes=bound))
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server) as peer:
             answers = [
@@ -95,7 +95,7 @@ async def test_subscriptions_end_with_the_session_at_end_of_input() -> None:
             held = runtime.session.subscriptions
             assert len(held) == 20
             await peer.close()  # end of input
-            while runtime in server.hub:  # noqa: ASYNC110 - the connection ends in its own time
+            while runtime in server._hub:  # noqa: ASYNC110 - the connection ends in its own time
                 await trio.sleep(0.01)
     assert (len(held), held.bytes) == (0, 0)
     # Nothing holds the session any more: its memory comes back.
@@ -124,7 +124,7 @@ async def test_subscriptions_end_with_an_http_session_deleted() -> None:
             assert (await client.delete()).status_code == 204
             held = runtime.session.subscriptions
             assert (len(held), held.bytes) == (0, 0)
-            assert runtime not in server.hub
+            assert runtime not in server._hub
 
 
 async def test_subscriptions_end_with_an_http_session_whose_client_vanished() -> None:
@@ -134,7 +134,7 @@ async def test_subscriptions_end_with_an_http_session_whose_client_vanished() ->
     with trio.fail_after(TIMEOUT):
         async with serve(server, session_idle_timeout=timeout) as served:
             _, runtime = await _subscribed_http_session(served, server)
-            while runtime in server.hub:  # noqa: ASYNC110 - expiry runs on its own clock
+            while runtime in server._hub:  # noqa: ASYNC110 - expiry runs on its own clock
                 await trio.sleep(timeout / 2)
             held = runtime.session.subscriptions
             assert (len(held), held.bytes) == (0, 0)

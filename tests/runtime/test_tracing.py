@@ -15,8 +15,13 @@ import trio
 from tests.helpers import LATEST, MODERN
 from tests.http_helpers import serve
 from tests.runtime.observed import TIMEOUT, cancel_a_hanging_call, make_server
-from trio_mcp import CallNext, RequestError, ResolvedRequest
-from trio_mcp.middleware import OpenTelemetryMiddleware, trace_context_meta
+from trio_mcp import RequestError
+from trio_mcp.middleware import (
+    CallNext,
+    OpenTelemetryMiddleware,
+    ResolvedRequest,
+    trace_context_meta,
+)
 from trio_mcp.testing import connect
 
 pytest.importorskip(

@@ -26,6 +26,7 @@ from trio_mcp import (
     ClientTimeoutError,
     ConnectionClosed,
     Context,
+    Limits,
     RemoteProtocolError,
     RequestError,
     Server,
@@ -650,7 +651,7 @@ async def test_a_tool_waiting_on_the_client_at_the_in_flight_limit_still_gets_it
     """Defect: the reader stopped at `max_in_flight`, so the answer that would free the slot
     was never read (a deadlock). Now only new requests wait; the answer gets through."""
     server = asking_server()
-    server.max_in_flight = 1
+    server.limits = Limits(max_in_flight=1)
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server) as peer:
             asking = await peer.start_request("tools/call", {"name": "ask", "arguments": {}})

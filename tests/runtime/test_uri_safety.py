@@ -21,7 +21,7 @@ import trio
 from tests.helpers import RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
-from trio_mcp import ResourceContents, Server, ToolDefinitionError
+from trio_mcp import Limits, ResourceContents, Server, ToolDefinitionError
 from trio_mcp._features.directories import _open_beneath
 
 TIMEOUT = scaled(60)
@@ -86,7 +86,7 @@ async def test_a_uri_over_the_cap_is_refused_naming_the_cap(tmp_path: Path, vers
             error = response["error"]
             assert error["code"] == -32602
             assert "70,014 characters long" in error["message"]
-            assert "at most 65,536 (Server(max_uri_length=...))" in error["message"]
+            assert "at most 65,536 (Limits(max_uri_length=...))" in error["message"]
             assert error["data"] == {"maxUriLength": 65536}
         ok = await ask(peer, "resources/read", {"uri": "file:///files/" + "a" * 60_000}, version)
         assert ok["error"]["code"] == -32603  # matched: the file is missing, the function says
@@ -94,13 +94,13 @@ async def test_a_uri_over_the_cap_is_refused_naming_the_cap(tmp_path: Path, vers
 
 async def test_the_cap_is_a_server_option(tmp_path: Path) -> None:
     (tmp_path / "abc").write_text("x")
-    server = naive_files(tmp_path, max_uri_length=16)
+    server = naive_files(tmp_path, limits=Limits(max_uri_length=16))
     async with session(server, HANDSHAKE) as peer:
         assert (await ask(peer, "resources/read", {"uri": "file:///files/abc"}, HANDSHAKE))[
             "error"
         ]["data"] == {"maxUriLength": 16}
     with pytest.raises(ValueError, match="max_uri_length must be positive"):
-        Server(max_uri_length=0)
+        Limits(max_uri_length=0)
 
 
 # -- the value rules -------------------------------------------------------------------------------

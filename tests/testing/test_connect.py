@@ -184,7 +184,7 @@ async def test_task_tools_can_be_tested_with_tasks_declared(version: str) -> Non
     async with trio_mcp.testing.connect(server, protocol_version=version, tasks=True) as client:
         result = await client.call_tool("slow", on_task_status=lambda t: seen.append(t.status))
         task = await client.call_tool_as_task("slow")
-        assert isinstance(task, trio_mcp.TaskInfo)
+        assert isinstance(task, trio_mcp.tasks.TaskInfo)
         waited = await client.wait_task(task)
     assert result.text == waited.text == "done"
     assert seen[-1] == "completed"

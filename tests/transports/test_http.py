@@ -35,8 +35,9 @@ from tests.http_helpers import (
 )
 from tests.schema_check import validate_server_message, validate_transcript
 from tests.timing import LONG_GRACE, scaled
-from trio_mcp import MemoryEventStore, Server
+from trio_mcp import Server, Timeouts
 from trio_mcp._run import serve_http
+from trio_mcp.http import MemoryEventStore
 from trio_mcp.transports.http.headers import request_headers
 
 BATTLE = "wh40k.battle_simulation"
@@ -932,7 +933,7 @@ async def test_notifications_cancelled_from_a_second_post_cancels_the_call() -> 
 
 
 async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
-    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
+    async with serve(Gate().server(timeouts=Timeouts(shutdown=LONG_GRACE))) as served:
         client = await session(served)
         request = client.make_request(
             "tools/call", {"name": BATTLE, "arguments": {}, "_meta": {"progressToken": 1}}
@@ -959,7 +960,7 @@ async def test_graceful_shutdown_lets_a_call_in_flight_finish() -> None:
 
 @pytest.mark.parametrize("last", ["json", "sse"])
 async def test_idle_keep_alive_connections_do_not_hold_the_shutdown(last: str) -> None:
-    async with serve(Gate().server(shutdown_grace=LONG_GRACE)) as served:
+    async with serve(Gate().server(timeouts=Timeouts(shutdown=LONG_GRACE))) as served:
         client = await session(served)
         # The last answer on the (reused) connection decides how it is left idle.
         if last == "json":
@@ -1033,7 +1034,7 @@ async def test_graceful_shutdown_ends_legacy_streams_after_their_calls() -> None
     gate = Gate()
     received: list[Any] = []
     async with (
-        serve(gate.server(shutdown_grace=LONG_GRACE)) as served,
+        serve(gate.server(timeouts=Timeouts(shutdown=LONG_GRACE))) as served,
         served.http.stream("GET", served.base + "/sse") as stream,
     ):
         lines = stream.aiter_lines()
@@ -1152,7 +1153,7 @@ async def test_shutdown_tells_the_streams_following_tasks_how_the_tasks_end() ->
         assert [end["taskId"] for end in ends] == [task_id], messages
         assert ends[0]["statusMessage"] == "Server shutting down"
         assert ends[0]["error"]["code"] == -32000
-        record = await server.task_runtime.store.get(task_id, server.task_runtime.clock())
+        record = await server._task_runtime.store.get(task_id, server._task_runtime.clock())
         assert record is not None
         assert (record.status, record.status_message) == ("failed", "Server shutting down")
     assert on_listen[-1] == {  # the listen itself answered once, with its plain result

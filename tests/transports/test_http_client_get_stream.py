@@ -20,7 +20,8 @@ from tests.helpers import LATEST
 from tests.http_helpers import read_request, serve, serve_bare
 from tests.timing import scaled
 from tests.transports.test_http_stream import small_server
-from trio_mcp import RetryPolicy, Root, open_client
+from trio_mcp import Asking, Root, open_client
+from trio_mcp.http import RetryPolicy
 from trio_mcp.transports.http import client as http_client
 from trio_mcp.transports.http.client import GET_ATTEMPTS
 
@@ -132,7 +133,13 @@ async def test_a_broken_get_stream_is_reopened_from_the_last_event_id() -> None:
     server = BareServer(script)
     heard = trio.Event()
     with trio.fail_after(TIMEOUT):
-        async with serve_bare(server.handle) as url, open_client(url, roots=ROOTS) as client:
+        async with (
+            serve_bare(server.handle) as url,
+            open_client(
+                url,
+                asking=Asking(roots=ROOTS),
+            ) as client,
+        ):
             client.on_list_changed("tools", lambda kind: heard.set())
             await heard.wait()
     assert server.gets == [None, "0-2"]
@@ -152,7 +159,13 @@ async def test_each_reopening_that_brings_an_event_id_starts_the_count_again() -
     server = BareServer(script)
     heard = trio.Event()
     with trio.fail_after(TIMEOUT):
-        async with serve_bare(server.handle) as url, open_client(url, roots=ROOTS) as client:
+        async with (
+            serve_bare(server.handle) as url,
+            open_client(
+                url,
+                asking=Asking(roots=ROOTS),
+            ) as client,
+        ):
             client.on_list_changed("tools", lambda kind: heard.set())
             await heard.wait()
     assert server.gets == [None] + [f"0-{n}" for n in range(1, polls + 1)]
@@ -176,7 +189,7 @@ async def test_reopening_without_progress_stops_after_a_bounded_number_of_attemp
     with trio.fail_after(TIMEOUT):
         async with (
             serve_bare(server.handle) as url,
-            open_client(url, roots=ROOTS, retry=QUICK) as client,
+            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
         ):
             await _gave_up(caplog, "gave up on the GET stream")
             # The connection itself is unharmed.
@@ -198,7 +211,7 @@ async def test_a_404_or_405_ends_the_get_stream_at_once(
     with trio.fail_after(TIMEOUT):
         async with (
             serve_bare(server.handle) as url,
-            open_client(url, roots=ROOTS, retry=QUICK) as client,
+            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
         ):
             await _gave_up(caplog, text or "offers no GET stream")
             await client.ping()
@@ -214,7 +227,10 @@ async def test_trio_mcp_s_own_server_hears_the_client_come_back() -> None:
     with trio.fail_after(TIMEOUT):
         async with (
             serve(server, retry_interval=0.05) as served,
-            open_client(served.url, roots=ROOTS) as client,
+            open_client(
+                served.url,
+                asking=Asking(roots=ROOTS),
+            ) as client,
         ):
             client.on_list_changed("tools", lambda kind: heard.set())
             headers = {

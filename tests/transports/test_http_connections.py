@@ -35,7 +35,8 @@ from tests.http_helpers import (
     read_to_eof,
     serve,
 )
-from trio_mcp import HttpOptions
+from trio_mcp import Timeouts
+from trio_mcp.http import HttpOptions
 from trio_mcp.transports.http.serving import client_key
 
 # -- request smuggling ---------------------------------------------------------------------------
@@ -533,7 +534,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_send_timeout() -
 async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
     """Defect: SIGTERM never ended a server with a client not reading its stream."""
     gate = Gate()
-    server = gate.server(shutdown_grace=0.2)
+    server = gate.server(timeouts=Timeouts(shutdown=0.2))
     async with (
         serve(server, stateless=True, send_timeout=3600.0) as served,
         _deaf_client(served),

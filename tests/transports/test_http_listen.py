@@ -19,7 +19,7 @@ from tests.helpers import LATEST, MODERN
 from tests.http_helpers import POST_HEADERS, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
-from trio_mcp import AuthInfo, Server
+from trio_mcp import AuthInfo, Server, Timeouts
 from trio_mcp.transports.http.headers import request_headers
 
 TIMEOUT = scaled(60)
@@ -85,7 +85,7 @@ async def listening(
 
 
 async def settled(server: Server, count: int) -> None:
-    while len(server.listening) != count:  # noqa: ASYNC110 - the server ends it in its own time
+    while len(server._listening) != count:  # noqa: ASYNC110 - the server ends it in its own time
         await trio.sleep(0.01)
 
 
@@ -132,7 +132,7 @@ async def test_closing_the_stream_ends_the_listen_and_frees_its_slot() -> None:
             async with listening(served, 1, promptsListChanged=True) as stream:
                 ack = await stream.next()
                 assert ack["params"]["notifications"] == {"promptsListChanged": True}
-                assert len(server.listening) == 1
+                assert len(server._listening) == 1
                 # The listen holds the one listen slot: another waits for it.
                 busy = await post_listen(served.http, served.url, 2)
                 assert busy.status_code == 503
@@ -265,7 +265,8 @@ async def test_a_handshake_era_session_has_no_listen() -> None:
 
 async def test_the_server_shutting_down_closes_the_listen_with_a_plain_result() -> None:
     server = build_server()
-    server.shutdown_grace = 60  # the listen does not wait for it: it has nothing to finish
+    # The listen does not wait for the grace: it has nothing to finish.
+    server.timeouts = Timeouts(shutdown=60)
     with trio.fail_after(TIMEOUT):
         async with (
             serve(server) as served,
@@ -284,7 +285,7 @@ async def test_the_server_shutting_down_closes_the_listen_with_a_plain_result() 
             }
             validate_server_message(closed, MODERN, "subscriptions/listen")
             assert await stream.rest() == []
-        assert len(server.listening) == 0
+        assert len(server._listening) == 0
 
 
 async def test_a_quiet_listen_outlives_the_keep_alive_timeout() -> None:

@@ -19,7 +19,8 @@ from tests.helpers import LATEST, MODERN
 from tests.http_helpers import McpHttp, serve
 from tests.timing import scaled
 from tests.transports.test_http_stream import Stream, session
-from trio_mcp import Context, MemoryEventStore, Server
+from trio_mcp import Context, Server
+from trio_mcp.http import MemoryEventStore
 from trio_mcp.transports.http.replay import parse_event_id
 
 TIMEOUT = scaled(60)
@@ -252,7 +253,7 @@ async def test_a_request_of_the_server_made_while_the_stream_was_broken_is_repla
     assert stream.ids == ["1-2", "1-3"]  # the same event, under the same id
     assert answered.status == 202
     assert answer["id"] == request["id"]
-    assert answer["result"]["content"][0]["text"] == "Declined"
+    assert answer["result"]["content"][0]["text"] == "DeclinedElicitation"
 
 
 async def test_a_cancelled_call_cannot_be_resumed() -> None:
@@ -317,14 +318,14 @@ async def test_the_get_stream_replays_what_followed_the_last_event_id() -> None:
                 first = Stream(reply)
                 await first.prime()
                 for n in range(3):
-                    await server.hub.notify_all("notifications/message", {**params, "n": n})
+                    await server._hub.notify_all("notifications/message", {**params, "n": n})
                     await first.next()
             async with client.http.stream(
                 "GET", client.url, headers=get_headers(client, first.ids[1])
             ) as reply:
                 again = Stream(reply)
                 replayed = [await again.next(), await again.next()]
-                await server.hub.notify_all("notifications/message", {**params, "n": 3})
+                await server._hub.notify_all("notifications/message", {**params, "n": 3})
                 fresh = await again.next()
     assert first.ids == ["0-1", "0-2", "0-3", "0-4"]
     assert [m["params"]["n"] for m in replayed] == [1, 2]

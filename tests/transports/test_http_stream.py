@@ -20,7 +20,7 @@ from tests.helpers import LATEST, init_params
 from tests.http_helpers import POST_HEADERS, McpHttp, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import LONG_GRACE, scaled
-from trio_mcp import ConnectionClosed, Context, Server
+from trio_mcp import ConnectionClosed, Context, Server, Timeouts
 from trio_mcp.transports.http.outbox import Outbox
 
 TIMEOUT = scaled(60)
@@ -150,7 +150,7 @@ async def test_messages_wait_for_the_stream_and_the_oldest_are_dropped_past_the_
         with trio.fail_after(TIMEOUT):
             for i in range(10):
                 params = {"level": "info", "logger": "test", "data": f"message {i}"}
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
             async with listen(client) as stream:
                 notice = await stream.next()
                 kept = [(await stream.next())["params"]["data"] for _ in range(4)]
@@ -216,7 +216,7 @@ async def test_a_new_stream_replaces_the_open_one_and_the_refusals() -> None:
             async with listen(client) as first, listen(client) as second:
                 assert await first.rest() == []  # the first stream ended
                 params = {"level": "info", "data": "to the new stream"}
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
                 assert (await second.next())["params"] == params
             missing = {k: v for k, v in get.items() if k != "mcp-session-id"}
             no_session = await served.http.get(served.url, headers=missing)
@@ -244,7 +244,8 @@ async def test_a_quiet_stream_carries_keep_alive_comments_and_ends_with_its_sess
 
 async def test_shutdown_ends_an_open_stream() -> None:
     server = small_server()
-    server.shutdown_grace = LONG_GRACE  # so ending at all shows the stream did not hold it
+    # So that ending at all shows the stream did not hold it.
+    server.timeouts = Timeouts(shutdown=LONG_GRACE)
     async with serve(server) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):
@@ -303,10 +304,10 @@ async def test_the_get_stream_is_primed_and_its_ids_go_on_across_reconnections()
         params = {"level": "info", "data": "hello"}
         with trio.fail_after(TIMEOUT):
             async with listen(client) as stream:
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
                 await stream.next()
             async with listen(client) as again:
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
                 await again.next()
     assert stream.ids == ["0-1", "0-2"]
     assert again.ids == ["0-3", "0-4"]
@@ -326,7 +327,7 @@ async def test_a_last_event_id_of_the_get_stream_reopens_it_an_unknown_one_is_re
             ) as response:
                 reopened = Stream(response)
                 params = {"level": "info", "data": "hello"}
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
                 fresh = await reopened.next()  # nothing replayed before it
             refused = {
                 last: await served.http.get(served.url, headers={**get, "last-event-id": last})
@@ -352,7 +353,7 @@ async def test_the_get_stream_of_an_older_revision_has_no_priming_event_and_no_i
         with trio.fail_after(TIMEOUT):
             async with served.http.stream("GET", served.url, headers=get) as response:
                 params = {"level": "info", "data": "hello"}
-                assert await server.hub.notify_all("notifications/message", params) == 1
+                assert await server._hub.notify_all("notifications/message", params) == 1
                 lines = response.aiter_lines()
                 first = [await lines.__anext__() for _ in range(3)]
     assert first[0] == "event: message"

@@ -24,7 +24,7 @@ from tests.helpers import LATEST, init_params
 from tests.http_helpers import McpHttp, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
-from trio_mcp import ClientTimeoutError, ConnectionClosed, Context, RequestError, Server
+from trio_mcp import ClientTimeoutError, ConnectionClosed, Context, RequestError, Server, Timeouts
 from trio_mcp._exceptions import LocalProtocolError
 from trio_mcp._runtime.session import SessionRuntime
 
@@ -255,7 +255,7 @@ async def test_without_an_event_store_closing_the_stream_cancels_the_tool_and_it
             # Leaving the block closed the stream before its end: the call is cancelled.
             await watch.ended.wait()
             assert watch.cancelled.is_set()
-            runtime = cast(SessionRuntime, next(iter(server.hub)))
+            runtime = cast(SessionRuntime, next(iter(server._hub)))
             assert runtime.peer.waiting == 0  # the server's request is forgotten
             assert runtime.in_flight == 0
             caplog.clear()
@@ -273,7 +273,7 @@ async def test_without_an_event_store_closing_the_stream_cancels_the_tool_and_it
 
 async def test_shutdown_while_the_tool_waits_answers_the_call_once() -> None:
     server = asking_server()
-    server.shutdown_grace = 0.2
+    server.timeouts = Timeouts(shutdown=0.2)
     async with serve(server) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):
@@ -332,7 +332,7 @@ async def test_a_context_kept_beyond_its_call_cannot_ask() -> None:
             assert (await client.call("keep")).result["content"][0]["text"] == "kept"
             with pytest.raises(ConnectionClosed, match="stream of the request"):
                 await kept[0]._request("roots/list", {})
-        runtime = cast(SessionRuntime, next(iter(server.hub)))
+        runtime = cast(SessionRuntime, next(iter(server._hub)))
         assert runtime.peer.waiting == 0
 
 

@@ -28,7 +28,8 @@ from tests.helpers import MODERN, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, ROOT, RedisProcess, Worker, fleet
 from tests.timing import scaled
-from trio_mcp import RedisTaskStore, RemoteProtocolError, TaskRecord
+from trio_mcp import RemoteProtocolError
+from trio_mcp.tasks import RedisTaskStore, TaskRecord
 
 pytestmark = [NEEDS_REDIS_PACKAGE, pytest.mark.slow]  # starts Redis and workers
 
@@ -176,7 +177,7 @@ async def test_redis_unreachable(
 def test_neither_the_import_nor_a_store_loads_redis() -> None:
     loaded = python_json(
         "import json, sys, trio_mcp\n"
-        "server = trio_mcp.Server(task_store=trio_mcp.RedisTaskStore('redis://127.0.0.1:1/0'))\n"
+        "server = trio_mcp.Server(task_store=trio_mcp.tasks.RedisTaskStore('redis://127.0.0.1:1/0'))\n"
         "print(json.dumps('redis' in sys.modules))"
     )
     assert loaded is False

@@ -21,7 +21,7 @@ from tests.stdio_peer import (
     echo_command,
     open_server,
 )
-from trio_mcp._runtime.server import DEFAULT_SHUTDOWN_GRACE
+from trio_mcp._runtime.options import DEFAULT_SHUTDOWN_GRACE
 
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 BATTLE = "wh40k.battle_simulation"

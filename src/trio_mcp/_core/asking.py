@@ -6,8 +6,8 @@ Rule 1: one record per message, shared by both halves: the server builds a reque
         object with `WireFormatError` naming the field (an answer is attacker-controlled input).
 Rule 2: the records are the same in both protocol eras; only the carriage differs (a request on
         the connection, or an entry of `inputRequests` / `inputResponses` under 2026-07-28).
-Rule 3: an elicitation's outcome is one of three records, `Accepted` (with the answer),
-        `Declined` and `Cancelled`, so that a tool handles each case by type.
+Rule 3: an elicitation's outcome is one of three records, `AcceptedElicitation` (with the answer),
+        `DeclinedElicitation` and `CancelledElicitation`, so that a tool handles each case by type.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from .types import AudioContent, ContentBlock, ImageContent, TextContent
 
 __all__ = [
     "ASK_METHODS",
-    "Accepted",
-    "Cancelled",
-    "Declined",
+    "AcceptedElicitation",
+    "CancelledElicitation",
+    "DeclinedElicitation",
     "ElicitOutcome",
     "ElicitRequest",
     "Root",
@@ -52,11 +52,11 @@ ASK_METHODS: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Accepted(Generic[T]):
+class AcceptedElicitation(Generic[T]):
     """The user accepted an elicitation; `data` is the answer (validated by the server).
 
-    A client's elicitation handler returns `Accepted({...})` with the form's values (a dict),
-    or `Accepted(None)` for a URL-mode elicitation, which carries no data.
+    A client's elicitation handler returns `AcceptedElicitation({...})` with the form's values
+    (a dict), or `AcceptedElicitation(None)` for a URL-mode elicitation, which carries no data.
     """
 
     data: T
@@ -70,7 +70,7 @@ class Accepted(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
-class Declined:
+class DeclinedElicitation:
     """The user explicitly declined to answer."""
 
     def to_wire(self) -> dict[str, Any]:
@@ -79,7 +79,7 @@ class Declined:
 
 
 @dataclass(frozen=True, slots=True)
-class Cancelled:
+class CancelledElicitation:
     """The user dismissed the question without choosing (closed the dialog)."""
 
     def to_wire(self) -> dict[str, Any]:
@@ -88,10 +88,12 @@ class Cancelled:
 
 
 #: What `Context.elicit` returns and a client's elicitation handler answers with.
-ElicitOutcome = Accepted[T] | Declined | Cancelled
+ElicitOutcome = AcceptedElicitation[T] | DeclinedElicitation | CancelledElicitation
 
 
-def elicit_outcome_from_wire(result: Any) -> Accepted[dict[str, Any] | None] | Declined | Cancelled:
+def elicit_outcome_from_wire(
+    result: Any,
+) -> AcceptedElicitation[dict[str, Any] | None] | DeclinedElicitation | CancelledElicitation:
     """An `ElicitResult` object as its outcome record; its `content` is not checked further.
 
     Raises:
@@ -102,9 +104,9 @@ def elicit_outcome_from_wire(result: Any) -> Accepted[dict[str, Any] | None] | D
         raise WireFormatError("an elicitation result must be an object")
     action = result.get("action")
     if action == "decline":
-        return Declined()
+        return DeclinedElicitation()
     if action == "cancel":
-        return Cancelled()
+        return CancelledElicitation()
     if action != "accept":
         raise WireFormatError(
             f'an elicitation result needs "action": "accept", "decline" or "cancel", not {action!r}'
@@ -112,7 +114,7 @@ def elicit_outcome_from_wire(result: Any) -> Accepted[dict[str, Any] | None] | D
     content = result.get("content")
     if content is not None and not isinstance(content, Mapping):
         raise WireFormatError('the "content" of an accepted elicitation must be an object')
-    return Accepted(None if content is None else dict(content))
+    return AcceptedElicitation(None if content is None else dict(content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from .types import (
     ResourceContents,
     ResourceLink,
     TextContent,
+    ToolResult,
 )
 
 __all__ = [
@@ -170,32 +171,6 @@ class ToolInfo:
                 )
             )
         return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The result of `tools/call`.
-
-    Attributes:
-        content: The content blocks: `TextContent`, `ImageContent`, `AudioContent`,
-            `EmbeddedResource`, `ResourceLink`, or the raw object of a block type this
-            client does not know.
-        structured: The `structuredContent` object, when the tool returned one.
-        is_error: Whether the tool reported a failure (the reason is in `content`).
-        meta: The result's `_meta`, when present.
-        raw: The result object exactly as the server sent it.
-    """
-
-    content: tuple[ContentBlock | dict[str, Any], ...]
-    structured: dict[str, Any] | None = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def text(self) -> str:
-        """The text blocks joined by newlines ("" when there are none)."""
-        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
 
 
 #: The statuses of a task (SEP-2663); the last three are terminal.

@@ -8,6 +8,7 @@ here: these records are built on the hot path of every call.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -16,16 +17,17 @@ __all__ = [
     "Annotations",
     "AudioContent",
     "CacheHint",
-    "CallToolResult",
     "ContentBlock",
     "EmbeddedResource",
     "Icon",
     "ImageContent",
+    "LegacyCallToolResult",
     "PromptMessage",
     "ResourceContents",
     "ResourceLink",
     "TextContent",
     "ToolAnnotations",
+    "ToolResult",
 ]
 
 
@@ -286,24 +288,70 @@ class PromptMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class CallToolResult:
-    """A complete `tools/call` result, returned by a tool that wants full control."""
+class ToolResult:
+    """A `tools/call` result: what a tool returns to say it all, and what a client receives.
 
-    content: list[ContentBlock] = field(default_factory=list)
-    structured_content: dict[str, Any] | None = None
+    One record for both sides of the same wire object. A tool that wants full control returns
+    `ToolResult([TextContent("...")], structured={...}, is_error=True)`; `Client.call_tool`
+    returns the server's answer as a `ToolResult` (with `raw` set), which a proxying tool may
+    return as it is.
+
+    Attributes:
+        content: The content blocks: `TextContent`, `ImageContent`, `AudioContent`,
+            `EmbeddedResource`, `ResourceLink`, or the raw object of a block type this
+            package does not know (it goes out as it is).
+        structured: The `structuredContent` object, when there is one.
+        is_error: Whether the tool reported a failure (the reason is in `content`).
+        meta: The result's `_meta`, when present.
+        raw: A received result exactly as the server sent it; empty for one a tool made.
+    """
+
+    content: Sequence[ContentBlock | dict[str, Any]] = ()
+    structured: dict[str, Any] | None = None
     is_error: bool = False
     meta: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines ("" when there are none)."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
 
     def to_wire(self) -> dict[str, Any]:
         """The result as the specification's `CallToolResult` object."""
-        wire: dict[str, Any] = {"content": [block.to_wire() for block in self.content]}
-        if self.structured_content is not None:
-            wire["structuredContent"] = self.structured_content
+        blocks = [block if isinstance(block, dict) else block.to_wire() for block in self.content]
+        wire: dict[str, Any] = {"content": blocks}
+        if self.structured is not None:
+            wire["structuredContent"] = self.structured
         if self.is_error:
             wire["isError"] = True
         if self.meta:
             wire["_meta"] = self.meta
         return wire
+
+
+class LegacyCallToolResult(ToolResult):
+    """`trio_mcp.CallToolResult` of earlier versions: a `ToolResult` made the old way.
+
+    It took the structured content as `structured_content`; `trio_mcp.CallToolResult` still
+    gives this class, with a `DeprecationWarning`.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        content: Sequence[ContentBlock | dict[str, Any]] = (),
+        structured_content: dict[str, Any] | None = None,
+        is_error: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        ToolResult.__init__(self, content, structured_content, is_error, meta)
+
+    @property
+    def structured_content(self) -> dict[str, Any] | None:
+        """The `structuredContent` object (`ToolResult.structured`)."""
+        return self.structured
 
 
 @dataclass(frozen=True, slots=True)

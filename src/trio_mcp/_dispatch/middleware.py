@@ -163,7 +163,7 @@ class Chain:
         """
         if not isinstance(middleware, Middleware) and not callable(middleware):
             raise TypeError(
-                f"middleware must be a trio_mcp.Middleware or an async function "
+                f"middleware must be a trio_mcp.middleware.Middleware or an async function "
                 f"(request, call_next), not {middleware!r}"
             )
         self._middleware.append(middleware)

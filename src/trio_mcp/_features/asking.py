@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from .._core.asking import (
     ASK_METHODS,
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     WireFormatError,
     elicit_outcome_from_wire,
 )
@@ -271,16 +271,18 @@ class Ask(Generic[T]):
         return ASK_METHODS[self.method]
 
 
-def read_elicitation(form: ElicitForm) -> Callable[[Any], Accepted[Any] | Declined | Cancelled]:
+def read_elicitation(
+    form: ElicitForm,
+) -> Callable[[Any], AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation]:
     """How to read an `ElicitResult` answering `form` (Rule 4)."""
     from pydantic import ValidationError  # noqa: PLC0415 - loaded by elicit_form already
 
-    def read(wire: Any) -> Accepted[Any] | Declined | Cancelled:
+    def read(wire: Any) -> AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation:
         outcome = elicit_outcome_from_wire(wire)
-        if not isinstance(outcome, Accepted):
+        if not isinstance(outcome, AcceptedElicitation):
             return outcome
         try:
-            return Accepted(form.validate(outcome.data or {}))
+            return AcceptedElicitation(form.validate(outcome.data or {}))
         except ValidationError as exc:
             lines = "; ".join(
                 f"{'.'.join(str(p) for p in error['loc']) or 'content'}: {error['msg']}"

@@ -21,9 +21,9 @@ from typing import Any, Generic, Literal, Protocol, overload
 from typing_extensions import TypeVar
 
 from .._core.asking import (
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     Root,
     SamplingMessage,
     SamplingRequest,
@@ -303,7 +303,7 @@ class Context(Generic[LifespanT]):
         *,
         key: str | None = None,
         timeout: float | None = None,
-    ) -> Ask[Accepted[T] | Declined | Cancelled]: ...
+    ) -> Ask[AcceptedElicitation[T] | DeclinedElicitation | CancelledElicitation]: ...
 
     @overload
     def elicit(
@@ -313,7 +313,7 @@ class Context(Generic[LifespanT]):
         *,
         key: str | None = None,
         timeout: float | None = None,
-    ) -> Ask[Accepted[dict[str, Any]] | Declined | Cancelled]: ...
+    ) -> Ask[AcceptedElicitation[dict[str, Any]] | DeclinedElicitation | CancelledElicitation]: ...
 
     def elicit(
         self,
@@ -327,7 +327,7 @@ class Context(Generic[LifespanT]):
 
         ```python
         outcome = await ctx.elicit("Which side do you back?", Backing)
-        if isinstance(outcome, Accepted):
+        if isinstance(outcome, AcceptedElicitation):
             side = outcome.data.side
         ```
 
@@ -340,11 +340,11 @@ class Context(Generic[LifespanT]):
             key: Under 2026-07-28, the name of this question in `inputRequests` (default:
                 numbered in asking order).
             timeout: Handshake era: seconds to wait for the user (default: the server's
-                `ask_timeout`); then `ClientTimeoutError`.
+                `Timeouts.ask`); then `ClientTimeoutError`.
 
         Returns:
-            An awaitable `Ask`: `Accepted(data)` with `data` validated into `answer`,
-            `Declined()` or `Cancelled()`.
+            An awaitable `Ask`: `AcceptedElicitation(data)` with `data` validated into `answer`,
+            `DeclinedElicitation()` or `CancelledElicitation()`.
 
         Raises:
             TypeError: at once, for an answer type the elicitation schema cannot express.
@@ -370,12 +370,12 @@ class Context(Generic[LifespanT]):
         elicitation_id: str | None = None,
         key: str | None = None,
         timeout: float | None = None,
-    ) -> Ask[Accepted[str] | Declined | Cancelled]:
+    ) -> Ask[AcceptedElicitation[str] | DeclinedElicitation | CancelledElicitation]:
         """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later).
 
         For what must not pass through the client (credentials, payments, OAuth consent).
-        `Accepted` means the user agreed to open it; its `data` is the elicitation id, which
-        `complete_elicitation` names once the interaction at the URL is over.
+        `AcceptedElicitation` means the user agreed to open it; its `data` is the elicitation id,
+        which `complete_elicitation` names once the interaction at the URL is over.
 
         Args:
             message: Why the user should go there.
@@ -394,9 +394,13 @@ class Context(Generic[LifespanT]):
             del params["elicitationId"]
         chosen = elicitation_id
 
-        def read(wire: Any) -> Accepted[str] | Declined | Cancelled:
+        def read(
+            wire: Any,
+        ) -> AcceptedElicitation[str] | DeclinedElicitation | CancelledElicitation:
             outcome = elicit_outcome_from_wire(wire)
-            return Accepted(chosen) if isinstance(outcome, Accepted) else outcome
+            return (
+                AcceptedElicitation(chosen) if isinstance(outcome, AcceptedElicitation) else outcome
+            )
 
         return Ask("elicitation/create", params, key, read, timeout, self, ("elicitation", "url"))
 

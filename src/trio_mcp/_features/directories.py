@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_LISTED", "make_directory"]
 logger = logging.getLogger("trio_mcp")
 
 # 10 MiB: as base64 (4/3 larger) it still fits in one message under the 16 MiB default line
-# limit of stdio (Server(max_line_bytes=...)) with room to spare, on our side and the client's.
+# limit of stdio (Limits(max_line_bytes=...)) with room to spare, on our side and the client's.
 DEFAULT_MAX_FILE_BYTES: Final = 10 * 1024 * 1024
 # 10,000 entries: about 1.5 MB of resources/list (some 150 bytes each), one message well under
 # the line limit, and a walk of a few tens of milliseconds; a bigger tree wants a search tool.

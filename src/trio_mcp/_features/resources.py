@@ -392,7 +392,7 @@ class ResourceRegistry:
         if len(uri) > self.max_uri_length:
             raise RemoteProtocolError(
                 f"Invalid params: the URI is {len(uri):,} characters long; this server reads "
-                f"URIs of at most {self.max_uri_length:,} (Server(max_uri_length=...))",
+                f"URIs of at most {self.max_uri_length:,} (Limits(max_uri_length=...))",
                 INVALID_PARAMS,
                 {"maxUriLength": self.max_uri_length},
             )

@@ -8,7 +8,7 @@ Rule 2: every request that must wait runs in its own task in the connection's nu
         together once per input batch (one write for a pipelining client's burst).
 Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
         failing tool is answered and the loop goes on. Only end of input ends it, and then
-        in-flight requests get `shutdown_grace` seconds to finish before they are cancelled.
+        in-flight requests get `Timeouts.shutdown` seconds to finish before they are cancelled.
 Rule 4: the reader never stops reading. At most `max_in_flight` requests run at once per
         connection; requests past that wait in a queue bounded by the same count and by
         `HELD_BYTES` of frames, and one that finds the queue full is answered at once with
@@ -105,7 +105,7 @@ class _Connection:
         self.server = server
         self._stop_tasks = stop_tasks
         self.runtime = SessionRuntime(server, self.send, auth=auth)
-        self._resolve = server.dispatcher.resolve  # step 1 of every request read here
+        self._resolve = server._dispatcher.resolve  # step 1 of every request read here
         self._send_channel = send
         # A memory channel can take a frame without a trip through the scheduler when it has
         # room; that is most of the time, and it is what lets a batch of calls answered inline
@@ -118,7 +118,8 @@ class _Connection:
             error_response(
                 None,
                 INVALID_REQUEST,
-                f"Invalid Request: message longer than {server.max_line_bytes} bytes; skipped",
+                f"Invalid Request: message longer than {server.limits.max_line_bytes} bytes; "
+                "skipped",
             )
         )
         self._tasks = 0  # requests running (a batch task counts its requests)
@@ -163,7 +164,7 @@ class _Connection:
             # Nothing more can arrive, the client's answers included: calls waiting for one
             # fail now, and may still finish within the grace period.
             self.runtime.close("the client closed the connection")
-            with trio.move_on_after(self.server.shutdown_grace):
+            with trio.move_on_after(self.server.timeouts.shutdown):
                 while self._tasks or self._held:
                     await self._task_done()
             if self._tasks or self._held:
@@ -292,11 +293,11 @@ class _Connection:
     ) -> None:
         # `weight`: how many requests the task runs (a batch runs several); `max_in_flight`
         # counts requests, not tasks. `size`: the bytes of the frame it came in.
-        if self._tasks < self.server.max_in_flight and not self._held:
+        if self._tasks < self.server.limits.max_in_flight and not self._held:
             self._tasks += weight
             nursery.start_soon(self._tracked, fn, arg, weight)
         elif (
-            self._held_requests + weight <= self.server.max_in_flight
+            self._held_requests + weight <= self.server.limits.max_in_flight
             and self._held_bytes + size <= HELD_BYTES
         ):
             self._held.append((fn, arg, weight, size))
@@ -309,7 +310,7 @@ class _Connection:
 
     def _refuse(self, fn: Callable[[Any], Any], arg: Any) -> Any:
         """Answer a request that found the waiting queue full (Rule 4), at once."""
-        limit = self.server.max_in_flight
+        limit = self.server.limits.max_in_flight
 
         def busy(call: ResolvedRequest) -> dict[str, Any]:
             self.runtime.release(call.id)
@@ -328,7 +329,7 @@ class _Connection:
         """Start what waits for a slot, as far as the slots allow (Rule 4)."""
         nursery = self._nursery
         assert nursery is not None
-        while self._held and self._tasks < self.server.max_in_flight:
+        while self._held and self._tasks < self.server.limits.max_in_flight:
             fn, arg, weight, size = self._held.popleft()
             self._held_requests -= weight
             self._held_bytes -= size

@@ -17,6 +17,10 @@ Rule 4: a fleet's workers share notifications through the server's broker (`brok
         run; a registry change stays on its worker (broker Rule 1). A task's new state
         (`notifications/tasks`) goes to this worker's listeners of that task and through the
         broker to the others'; the task runtime signals the worker running a task through it.
+
+What the runtime modules of this package read of a server (the `session.SessionOwner` protocol,
+`_run`'s HTTP backend, the command line) has a leading underscore: it is the package's, not
+the user's.
 """
 
 from __future__ import annotations
@@ -31,15 +35,12 @@ from typing import Any, Final, Literal, TypeVar, overload
 import trio
 
 from .._core.auth import AuthInfo, Principal, principal_from
-from .._core.framing import DEFAULT_MAX_LINE_BYTES
 from .._core.jsonrpc import Request
-from .._core.request_state import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_TTL, StateSeal
+from .._core.request_state import StateSeal
 from .._core.server_session import ServerSession
-from .._core.subscriptions import DEFAULT_MAX_SUBSCRIPTION_BYTES, DEFAULT_MAX_SUBSCRIPTIONS
 from .._core.types import Annotations, CacheHint, Icon, ToolAnnotations
 from .._core.versions import SUPPORTED_VERSIONS
 from .._dispatch import (
-    DEFAULT_ASK_TIMEOUT,
     LIST_METHODS,
     Dispatcher,
     MiddlewareLike,
@@ -57,7 +58,6 @@ from .._features.prompts import (
 )
 from .._features.reflect import check_scopes
 from .._features.resources import (
-    DEFAULT_MAX_URI_LENGTH,
     Resource,
     ResourceMeta,
     ResourceRegistry,
@@ -89,12 +89,13 @@ from .guard import require_trio
 from .hub import SessionHub
 from .invoke import TrioInvoker
 from .listening import Listening
+from .options import SERVER_MOVED, Limits, Timeouts, moved_keywords
 from .session import SessionInfo
 from .tasks import TaskRuntime
 
 logger = logging.getLogger("trio_mcp")
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Lifespan", "Server", "SessionHook", "SessionInfo"]
+__all__ = ["Lifespan", "Server", "SessionHook", "SessionInfo"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MISSING: Final[Any] = object()
@@ -111,18 +112,13 @@ H = TypeVar("H", bound=SessionHook)
 #: What `Server.on_roots_changed` registers.
 RootsHandler = TypeVar("RootsHandler", bound=Callable[[Context], Awaitable[None]])
 
-# 1024 concurrent requests per connection: HTTP/2 servers commonly allow 100-250 concurrent
-# streams per connection (nginx, Go net/http); MCP tools are often long-running I/O waits, so we
-# allow more, while still bounding the tasks and memory one client can pin.
-DEFAULT_MAX_IN_FLIGHT: Final = 1024
-# Seconds that in-flight calls may still run after the input ended (stdio EOF), before they are
-# cancelled. Kubernetes gives a terminating pod 30 s; a subprocess server is usually given less
-# by the client that closed its stdin, so we pick a short bound.
-DEFAULT_SHUTDOWN_GRACE: Final = 10.0
-
 
 class Server:
     """An MCP server: registries of tools, resources and prompts, plus how to serve them.
+
+    `Server("name")` is a complete server; the keywords people set often are plain
+    (`Server("name", page_size=50, lifespan=db_pool)`), the bounds and the waits most leave
+    alone come as records (`Server("name", limits=Limits(max_in_flight=64))`).
 
     Args:
         name: The server's name, sent as `serverInfo.name`.
@@ -131,24 +127,14 @@ class Server:
         page_size: Tools per `tools/list` page; None lists all tools in one page.
         mask_error_details: Hide the type and message of unexpected tool exceptions from
             clients (they are still logged).
-        max_line_bytes: Largest message accepted on line-framed transports.
-        max_in_flight: Requests run at once per connection; as many more may wait for a
-            slot, and a request past those is answered -32000 ("server busy") at once.
-        shutdown_grace: Seconds in-flight calls may take to finish after the input ends; those
-            still running then are answered -32000 ("server shutting down").
         versions: Protocol revisions accepted, newest first.
         list_cache: Caching hints (2026-07-28 `ttlMs`, `cacheScope`) of the list results, by
             method ("tools/list", "resources/list", "resources/templates/list",
             "prompts/list"); a list not named here is sent with a TTL of 0, public.
-        ask_timeout: Seconds a tool waits for the client's answer to one question
-            (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`, handshake era) unless the question
-            sets its own `timeout`; None waits as long as the call runs.
         request_state_key: The HMAC key sealing 2026-07-28 `requestState` (bytes, a hex
             string, or any string of 16+ bytes). Give every worker of a fleet the same key
             (or set `TRIO_MCP_REQUEST_STATE_KEY`) so any of them can continue a call another
             began; default: a random key of this process.
-        request_state_ttl: Seconds a `requestState` stays valid.
-        request_state_max_bytes: The longest `requestState` made or accepted.
         task_store: Where the tasks of `task=` tools are kept (default: in memory, bounded);
             `RedisTaskStore` lets any worker of a fleet answer for a task another runs.
         broker: Carries resource updates, announced list changes and task states to the other
@@ -166,16 +152,31 @@ class Server:
             `async def mw(request, call_next)`); `add_middleware` adds more.
         lifespan: `lifespan(server)`, an async context manager entered once before the server
             serves and exited once it stops (after the requests in flight ended, within
-            `shutdown_grace`): open a database pool there. What it yields is every
+            `Timeouts.shutdown`): open a database pool there. What it yields is every
             `Context.lifespan` (`Context[AppState]` types it). If it raises, the server does
             not start.
-        max_subscriptions: Resources one session may be subscribed to at once
-            (`resources/subscribe`); past it, -32000 naming the bound.
-        max_subscription_bytes: Bytes of subscribed URIs one session may hold at once; past
-            it, -32000 naming the bound. A session's subscriptions end with it.
-        max_uri_length: The longest URI (in characters) a client may read, subscribe to or
-            have matched against the resource templates; a longer one is answered -32602
-            naming this limit, before any template sees it. Default 65,536.
+        limits: How much one client may make the server hold (`Limits`: requests in flight,
+            message size, subscriptions, URI length, `requestState` size).
+        timeouts: How long the server waits (`Timeouts`: a client's answer, the calls still
+            running at shutdown, a `requestState`'s validity).
+        **moved: The keywords `limits` and `timeouts` replaced (`max_in_flight=`,
+            `max_line_bytes=`, `max_subscriptions=`, `max_subscription_bytes=`,
+            `max_uri_length=`, `request_state_max_bytes=`, `ask_timeout=`,
+            `shutdown_grace=`, `request_state_ttl=`): still taken, with a
+            `DeprecationWarning`.
+
+    Attributes:
+        name: The server's name.
+        version: The server's version.
+        instructions: The instructions sent to clients.
+        versions: The protocol revisions accepted.
+        limits: The `Limits` it was made with.
+        timeouts: The `Timeouts` it was made with.
+        broker: Where notifications for the other workers go, and come from.
+
+    Raises:
+        ValueError: for a `list_cache` naming something that is not a list method.
+        TypeError: for a keyword that does not exist.
     """
 
     def __init__(
@@ -186,61 +187,50 @@ class Server:
         instructions: str | None = None,
         page_size: int | None = None,
         mask_error_details: bool = False,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         list_cache: Mapping[str, CacheHint] | None = None,
-        ask_timeout: float | None = DEFAULT_ASK_TIMEOUT,
         request_state_key: bytes | str | None = None,
-        request_state_ttl: float = DEFAULT_STATE_TTL,
-        request_state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
         task_store: TaskStore | None = None,
         broker: Broker | None = None,
         required_scopes: Iterable[str] = (),
         hide_unauthorized: bool = True,
-        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
-        max_subscription_bytes: int = DEFAULT_MAX_SUBSCRIPTION_BYTES,
-        max_uri_length: int = DEFAULT_MAX_URI_LENGTH,
         middleware: Sequence[MiddlewareLike] = (),
         lifespan: Lifespan | None = None,
+        limits: Limits | None = None,
+        timeouts: Timeouts | None = None,
+        **moved: Any,
     ) -> None:
-        if max_in_flight < 1:
-            raise ValueError("max_in_flight must be positive")
-        if max_subscriptions < 0 or max_subscription_bytes < 0:
-            raise ValueError("max_subscriptions and max_subscription_bytes must not be negative")
-        if max_uri_length < 1:
-            raise ValueError("max_uri_length must be positive")
+        records: dict[str, Any] = {"limits": limits or Limits(), "timeouts": timeouts or Timeouts()}
+        records = moved_keywords("Server", moved, SERVER_MOVED, records, stacklevel=2)
+        self.limits: Limits = records["limits"]
+        self.timeouts: Timeouts = records["timeouts"]
         unknown = sorted(set(list_cache or ()) - set(LIST_METHODS))
         if unknown:
             raise ValueError(f"list_cache names {unknown}; the lists are {list(LIST_METHODS)}")
         self.name = name
         self.version = version or __version__
         self.instructions = instructions
-        self.max_line_bytes = max_line_bytes
-        self.max_in_flight = max_in_flight
-        self.shutdown_grace = shutdown_grace
         self.versions = versions
-        self.max_subscriptions = max_subscriptions
-        self.max_subscription_bytes = max_subscription_bytes
-        self.registry = ToolRegistry()
-        #: The handler `on_roots_changed` registered (not public API).
-        self.roots_changed: Callable[[Context], Awaitable[None]] | None = None
-        #: The resources and resource templates (not public API: see `resources`).
-        self.resource_registry = ResourceRegistry(max_uri_length)
-        #: The prompts (not public API: see `prompts`).
-        self.prompt_registry = PromptRegistry()
-        self.dispatcher = Dispatcher(
-            self.registry,
+        self._registry = ToolRegistry()
+        #: The handler `on_roots_changed` registered.
+        self._roots_changed: Callable[[Context], Awaitable[None]] | None = None
+        #: The resources and resource templates (the public view: `resources`).
+        self._resource_registry = ResourceRegistry(self.limits.max_uri_length)
+        #: The prompts (the public view: `prompts`).
+        self._prompt_registry = PromptRegistry()
+        self._dispatcher = Dispatcher(
+            self._registry,
             TrioInvoker(),
             page_size=page_size,
             mask_error_details=mask_error_details,
-            resources=self.resource_registry,
-            prompts=self.prompt_registry,
+            resources=self._resource_registry,
+            prompts=self._prompt_registry,
             state_seal=StateSeal(
-                request_state_key, ttl=request_state_ttl, max_bytes=request_state_max_bytes
+                request_state_key,
+                ttl=self.timeouts.request_state,
+                max_bytes=self.limits.max_request_state_bytes,
             ),
-            ask_timeout=ask_timeout,
+            ask_timeout=self.timeouts.ask,
             hide_unauthorized=hide_unauthorized,
             middleware=middleware,
         )
@@ -254,31 +244,31 @@ class Server:
         self._session_hooks: dict[str, list[SessionHook]] = {"start": [], "end": []}
         given = required_scopes if isinstance(required_scopes, str) else tuple(required_scopes)
         check_scopes(given, "Server(required_scopes=...)")
-        self.required_scopes = tuple(dict.fromkeys(given))
-        self.dispatcher.cache_hints.update(list_cache or {})
-        #: The sessions open now (not public API): where a broadcast to every client goes.
-        self.hub = SessionHub(
-            self.registry,
+        self._required_scopes = tuple(dict.fromkeys(given))
+        self._dispatcher.cache_hints.update(list_cache or {})
+        #: The sessions open now: where a broadcast to every client goes.
+        self._hub = SessionHub(
+            self._registry,
             {
-                "tools": self.registry,
-                "resources": self.resource_registry,
-                "prompts": self.prompt_registry,
+                "tools": self._registry,
+                "resources": self._resource_registry,
+                "prompts": self._prompt_registry,
             },
         )
         #: Called with the URI of each resource update told here, this worker's or another's
-        #: (not public API: `ResponseCache` forgets its reads of that URI).
-        self.update_watchers: list[Callable[[str], None]] = []
-        #: The `subscriptions/listen` streams open now (not public API).
-        self.listening = Listening(self.hub)
-        self.dispatcher.listen = self.listening.listen
-        #: Runs the calls that become tasks, and keeps the tasks (not public API).
-        self.task_runtime = TaskRuntime(task_store)
-        self.dispatcher.tasks = self.task_runtime
+        #: (`ResponseCache` forgets its reads of that URI).
+        self._update_watchers: list[Callable[[str], None]] = []
+        #: The `subscriptions/listen` streams open now.
+        self._listening = Listening(self._hub)
+        self._dispatcher.listen = self._listening.listen
+        #: Runs the calls that become tasks, and keeps the tasks.
+        self._task_runtime = TaskRuntime(task_store)
+        self._dispatcher.tasks = self._task_runtime
         #: Where notifications for the other workers go, and come from (Rule 4).
         self.broker: Broker = broker if broker is not None else InProcessBroker()
         self._relaying = False
-        self.task_runtime.on_status = self._task_status
-        self.task_runtime.signal = self._task_signal
+        self._task_runtime.on_status = self._task_status
+        self._task_runtime.signal = self._task_signal
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -308,17 +298,17 @@ class Server:
         """
         options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
         new = make_tool(fn, options)
-        self.registry.add(new)
+        self._registry.add(new)
         return new
 
     @property
-    def required_scopes(self) -> tuple[str, ...]:
-        """OAuth scopes every request needs over HTTP with token verification (not public API)."""
-        return self.dispatcher.base_scopes
+    def _required_scopes(self) -> tuple[str, ...]:
+        """OAuth scopes every request needs over HTTP with token verification."""
+        return self._dispatcher.base_scopes
 
-    @required_scopes.setter
-    def required_scopes(self, scopes: tuple[str, ...]) -> None:
-        self.dispatcher.base_scopes = scopes
+    @_required_scopes.setter
+    def _required_scopes(self, scopes: tuple[str, ...]) -> None:
+        self._dispatcher.base_scopes = scopes
 
     def add_middleware(self, middleware: MiddlewareLike) -> None:
         """Add a middleware, innermost of those there (see `Middleware`).
@@ -326,7 +316,7 @@ class Server:
         Raises:
             TypeError: for something that is neither a `Middleware` nor a callable.
         """
-        self.dispatcher.add_middleware(middleware)
+        self._dispatcher.add_middleware(middleware)
 
     def on_session_start(self, hook: H) -> H:
         """Register `async hook(session)`, run when a client's session starts.
@@ -343,17 +333,17 @@ class Server:
     def on_session_end(self, hook: H) -> H:
         """Register `async hook(session)`, run once a started session ended (see above).
 
-        Hooks of sessions that end as the server stops get `shutdown_grace` to finish.
+        Hooks of sessions that end as the server stops get `Timeouts.shutdown` to finish.
         """
         self._session_hooks["end"].append(hook)
         return hook
 
-    def session_started(self, info: SessionInfo) -> None:
-        """Run the start hooks for a session that just started (not public API)."""
+    def _session_started(self, info: SessionInfo) -> None:
+        """Run the start hooks for a session that just started."""
         self._run_hooks("start", info)
 
-    def session_ended(self, info: SessionInfo) -> None:
-        """Run the end hooks for a started session that just ended (not public API)."""
+    def _session_ended(self, info: SessionInfo) -> None:
+        """Run the end hooks for a started session that just ended."""
         self._run_hooks("end", info)
 
     def _run_hooks(self, which: str, info: SessionInfo) -> None:
@@ -385,8 +375,8 @@ class Server:
                 self._hooks_done = trio.Event()
 
     @property
-    def has_session_hooks(self) -> bool:
-        """Whether any session hook is registered (not public API)."""
+    def _has_session_hooks(self) -> bool:
+        """Whether any session hook is registered."""
         return bool(self._session_hooks["start"] or self._session_hooks["end"])
 
     @asynccontextmanager
@@ -397,7 +387,7 @@ class Server:
         enter it themselves: call it to serve the server another way (an ASGI app under
         another server, connections of your own). Nested and concurrent uses share one
         lifespan: the first enters it, the last out leaves it, once the session end hooks
-        ran; the hooks and the lifespan's exit get `shutdown_grace` each, even when the block
+        ran; the hooks and the lifespan's exit get `Timeouts.shutdown` each, even when the block
         was cancelled.
 
         Raises:
@@ -406,7 +396,7 @@ class Server:
         if self._running:
             self._running += 1
             try:
-                yield self.dispatcher.lifespan_value
+                yield self._dispatcher.lifespan_value
             finally:
                 self._left()
             return
@@ -416,7 +406,7 @@ class Server:
         try:
             if lifespan is not None:
                 try:
-                    self.dispatcher.lifespan_value = await lifespan.__aenter__()
+                    self._dispatcher.lifespan_value = await lifespan.__aenter__()
                 except Exception as exc:
                     raise LifespanError(
                         f"the lifespan of server {self.name!r} failed to start: "
@@ -426,12 +416,12 @@ class Server:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(self._hook_runner)
                     try:
-                        yield self.dispatcher.lifespan_value
+                        yield self._dispatcher.lifespan_value
                     finally:
                         self._left()
                         with trio.CancelScope(shield=True):
                             await self._stopped.wait()  # the last of those serving it
-                            with trio.move_on_after(self.shutdown_grace):
+                            with trio.move_on_after(self.timeouts.shutdown):
                                 while self._hooks_running:
                                     await self._hooks_done.wait()
                             assert self._hooks is not None
@@ -439,10 +429,10 @@ class Server:
             finally:
                 if lifespan is not None:
                     with trio.CancelScope(shield=True) as scope:
-                        scope.deadline = trio.current_time() + self.shutdown_grace
+                        scope.deadline = trio.current_time() + self.timeouts.shutdown
                         await lifespan.__aexit__(None, None, None)
         finally:
-            self.dispatcher.lifespan_value = None
+            self._dispatcher.lifespan_value = None
             self._running = 0
 
     async def _hook_runner(self, *, task_status: trio.TaskStatus[None]) -> None:
@@ -468,7 +458,7 @@ class Server:
         the session's bounded queue; in stateless mode the handler is not run). Its exceptions
         are logged. Usable as a decorator; one handler per server (a new one replaces it).
         """
-        self.roots_changed = handler
+        self._roots_changed = handler
         return handler
 
     @overload
@@ -528,7 +518,7 @@ class Server:
         options = ToolOptions(name, description, title, annotations, inline, timeout, task, scopes)
 
         def register(fn: F) -> F:
-            self.registry.add(make_tool(fn, options))
+            self._registry.add(make_tool(fn, options))
             return fn
 
         return register
@@ -546,12 +536,12 @@ class Server:
         # Register into a scratch registry first: a clash (within `obj` or with a tool already
         # registered) then raises before this server's registry has changed at all.
         trial = ToolRegistry()
-        for existing in self.registry:
+        for existing in self._registry:
             trial.add(existing)
         for new in tools:
             trial.add(new)
         for new in tools:
-            self.registry.add(new)
+            self._registry.add(new)
         return tools
 
     def add_raw_tool(
@@ -579,13 +569,13 @@ class Server:
         """
         options = ToolOptions(None, description, title, annotations, inline, timeout, task, scopes)
         new = make_raw_tool(name, input_schema, handler, options, output_schema=output_schema)
-        self.registry.add(new)
+        self._registry.add(new)
         return new
 
     @property
     def tools(self) -> list[Tool]:
         """The registered tools, in registration order."""
-        return list(self.registry)
+        return list(self._registry)
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -639,7 +629,7 @@ class Server:
                     f"add_resource(uri, value) takes the URI first, not {target!r}"
                 )
             new = make_resource(value, ResourceMeta(uri=target).over(options))
-        self.resource_registry.add(new)
+        self._resource_registry.add(new)
         return new
 
     def resource(
@@ -744,7 +734,7 @@ class Server:
             uri, root, glob=glob, hidden=hidden, max_bytes=max_bytes, max_listed=max_listed,
             options=options,
         )  # fmt: skip
-        self.resource_registry.add(new)
+        self._resource_registry.add(new)
         return new
 
     def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
@@ -758,23 +748,23 @@ class Server:
         """
         made = [make_resource(fn) for fn in discover_resources(obj)]
         trial = ResourceRegistry()  # a clash raises before this server's registry changed
-        for existing in (*self.resource_registry.static, *self.resource_registry.templates):
+        for existing in (*self._resource_registry.static, *self._resource_registry.templates):
             trial.add(existing)
         for new in made:
             trial.add(new)
         for new in made:
-            self.resource_registry.add(new)
+            self._resource_registry.add(new)
         return made
 
     @property
     def resources(self) -> list[Resource]:
         """The registered resources (not templates), in registration order."""
-        return list(self.resource_registry.static)
+        return list(self._resource_registry.static)
 
     @property
     def resource_templates(self) -> list[ResourceTemplate]:
         """The registered resource templates, in registration order."""
-        return list(self.resource_registry.templates)
+        return list(self._resource_registry.templates)
 
     async def resource_updated(self, uri: str) -> int:
         """Tell the clients subscribed to `uri` that it changed (`notifications/resources/updated`).
@@ -794,9 +784,9 @@ class Server:
         return told
 
     async def _resource_updated_here(self, uri: str) -> int:
-        for watcher in self.update_watchers:
+        for watcher in self._update_watchers:
             watcher(uri)
-        return await self.hub.resource_updated(uri) + self.listening.resource_updated(uri)
+        return await self._hub.resource_updated(uri) + self._listening.resource_updated(uri)
 
     async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
         # A task's new state (tasks Rule 6): here at once, the other workers' through the broker,
@@ -807,7 +797,7 @@ class Server:
         )
 
     async def _task_status_here(self, task: dict[str, Any], principal: Principal | None) -> int:
-        return await self.hub.task_status(task) + self.listening.task_status(task, principal)
+        return await self._hub.task_status(task) + self._listening.task_status(task, principal)
 
     async def _task_signal(self, signal: dict[str, Any]) -> None:
         await self.broker.publish(TASK_SIGNAL, signal)
@@ -840,7 +830,7 @@ class Server:
             name, description, title, icons, meta, inline, timeout, completions, scopes
         )  # fmt: skip
         new = make_prompt(fn, options)
-        self.prompt_registry.add(new)
+        self._prompt_registry.add(new)
         return new
 
     @overload
@@ -903,18 +893,18 @@ class Server:
         """
         made = [make_prompt(fn) for fn in discover_prompts(obj)]
         trial = PromptRegistry()
-        for existing in self.prompt_registry:
+        for existing in self._prompt_registry:
             trial.add(existing)
         for new in made:
             trial.add(new)
         for new in made:
-            self.prompt_registry.add(new)
+            self._prompt_registry.add(new)
         return made
 
     @property
     def prompts(self) -> list[Prompt]:
         """The registered prompts, in registration order."""
-        return list(self.prompt_registry)
+        return list(self._prompt_registry)
 
     # -- living lists -----------------------------------------------------------------------------
 
@@ -924,7 +914,7 @@ class Server:
         Raises:
             KeyError: when no tool has that name.
         """
-        return self.registry.remove(name)
+        return self._registry.remove(name)
 
     def remove_resource(self, uri: str) -> Resource | ResourceTemplate:
         """Unregister a resource (by URI) or a template (by its URI template, as written).
@@ -932,7 +922,7 @@ class Server:
         Raises:
             KeyError: when neither is registered.
         """
-        removed: Resource | ResourceTemplate = self.resource_registry.registry_of(uri).remove(uri)
+        removed: Resource | ResourceTemplate = self._resource_registry.registry_of(uri).remove(uri)
         return removed
 
     def remove_prompt(self, name: str) -> Prompt:
@@ -941,7 +931,7 @@ class Server:
         Raises:
             KeyError: when no prompt has that name.
         """
-        return self.prompt_registry.remove(name)
+        return self._prompt_registry.remove(name)
 
     def set_enabled(self, kind: PrimitiveKind, key: str, enabled: bool) -> bool:
         """Enable or disable a registered tool, resource (or template) or prompt.
@@ -961,10 +951,10 @@ class Server:
             KeyError: when nothing of that kind is registered under `key`.
         """
         if kind == "tool":
-            return self.registry.set_enabled(key, enabled)
+            return self._registry.set_enabled(key, enabled)
         if kind == "prompt":
-            return self.prompt_registry.set_enabled(key, enabled)
-        return self.resource_registry.registry_of(key).set_enabled(key, enabled)
+            return self._prompt_registry.set_enabled(key, enabled)
+        return self._resource_registry.registry_of(key).set_enabled(key, enabled)
 
     async def announce_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> None:
         """Tell every client of every worker that the list `kind` changed (`list_changed`).
@@ -981,9 +971,9 @@ class Server:
         Raises:
             ValueError: for another kind.
         """
-        if kind not in self.hub.kinds:
-            raise ValueError(f"kind must be one of {list(self.hub.kinds)}, not {kind!r}")
-        self.hub.announce(kind)
+        if kind not in self._hub.kinds:
+            raise ValueError(f"kind must be one of {list(self._hub.kinds)}, not {kind!r}")
+        self._hub.announce(kind)
         await self.broker.publish(LIST_CHANGED, {"kind": kind})
 
     async def relay(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -1021,10 +1011,10 @@ class Server:
         """
         deadline = trio.current_time() + FINAL_ANSWER_SECONDS
         with trio.move_on_at(deadline):
-            await self.task_runtime.stop_all()
-        self.listening.close()
+            await self._task_runtime.stop_all()
+        self._listening.close()
         with trio.move_on_at(deadline):
-            await self.listening.wait_closed()
+            await self._listening.wait_closed()
 
     async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
         # What another worker published (broker Rule 4): told here, never published again.
@@ -1035,8 +1025,8 @@ class Server:
                 return
         elif topic == LIST_CHANGED:
             kind = payload.get("kind")
-            if kind in self.hub.kinds:
-                self.hub.announce(kind)
+            if kind in self._hub.kinds:
+                self._hub.announce(kind)
                 return
         elif topic == TASK_STATUS:
             task = payload.get("task")
@@ -1048,7 +1038,7 @@ class Server:
                 await self._task_status_here(task, principal)
                 return
         elif topic == TASK_SIGNAL:
-            await self.task_runtime.signalled(payload)
+            await self._task_runtime.signalled(payload)
             return
         # A newer worker's message, in a rolling upgrade: nothing this one can act on.
         logger.debug("broker: ignoring %r %r from another worker", topic, payload)
@@ -1062,22 +1052,22 @@ class Server:
                 session, in 2026-07-28 on a `subscriptions/listen` stream.
         """
         capabilities: dict[str, Any] = {}
-        if len(self.registry):
+        if len(self._registry):
             capabilities["tools"] = {"listChanged": True} if notifications else {}
-        if len(self.resource_registry):
+        if len(self._resource_registry):
             capabilities["resources"] = (
                 {"subscribe": True, "listChanged": True} if notifications else {}
             )
-        if len(self.prompt_registry):
+        if len(self._prompt_registry):
             capabilities["prompts"] = {"listChanged": True} if notifications else {}
-        if len(self.prompt_registry) or len(self.resource_registry.templates):
+        if len(self._prompt_registry) or len(self._resource_registry.templates):
             capabilities["completions"] = {}
         capabilities["logging"] = {}
-        if any(tool.task is not None for tool in self.registry):
+        if any(tool.task is not None for tool in self._registry):
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
-    def new_session(self) -> ServerSession:
+    def _new_session(self) -> ServerSession:
         """A fresh protocol session for one client connection."""
         return ServerSession(
             server_info={"name": self.name, "version": self.version},
@@ -1086,11 +1076,11 @@ class Server:
             versions=self.versions,
             # 2026-07-28 hears of changes on subscriptions/listen streams: the same announcement.
             discover_capabilities=self.capabilities(),
-            max_subscriptions=self.max_subscriptions,
-            max_subscription_bytes=self.max_subscription_bytes,
+            max_subscriptions=self.limits.max_subscriptions,
+            max_subscription_bytes=self.limits.max_subscription_bytes,
         )
 
-    async def resolve(
+    async def _resolve(
         self, request: Request, auth: AuthInfo | None = None, peer: str | None = None
     ) -> ResolvedRequest:
         """The record of `request` (`_dispatch.resolve`), with the scopes of a task's tool.
@@ -1101,17 +1091,17 @@ class Server:
         call the tool cannot read, answer or cancel its task (none for an unknown task). The
         task's record may live in a remote store, hence the wait.
         """
-        call = self.dispatcher.resolve(request, auth)
+        call = self._dispatcher.resolve(request, auth)
         if not call.matched:  # a long URI, matched off the event loop
-            call = await trio.to_thread.run_sync(self.dispatcher.targets.matched, call)
+            call = await trio.to_thread.run_sync(self._dispatcher.targets.matched, call)
         if peer is not None:
             call = call._replace(peer=peer)
         if call.kind == "task" and call.name is not None:
-            runtime = self.task_runtime
+            runtime = self._task_runtime
             record = await runtime.store.get(call.name, runtime.clock())
             if record is not None:
                 own = frozenset(record.scopes)
-                call = call.replace(scopes=self.dispatcher.targets.scopes(own))
+                call = call.replace(scopes=self._dispatcher.targets.scopes(own))
         return call
 
     # -- serving --------------------------------------------------------------------------------
@@ -1142,7 +1132,7 @@ class Server:
         require_trio("Server.serve_connection")
         # The connection's calls that become tasks run here, and end with the connection.
         async with self.running(), trio.open_nursery() as tasks:
-            with self.task_runtime.lend(tasks):
+            with self._task_runtime.lend(tasks):
                 await serve_frames(
                     self,
                     receive,
@@ -1156,5 +1146,5 @@ class Server:
     async def _stop_hosted_tasks(self, nursery: trio.Nursery) -> None:
         # A connection's end: the tasks it hosts are settled, and their ends told on the
         # session and on every listen stream that follows them before the streams end.
-        if await self.task_runtime.stop_all(nursery):
-            await self.listening.sent_all()
+        if await self._task_runtime.stop_all(nursery):
+            await self._listening.sent_all()

@@ -57,6 +57,7 @@ from .._dispatch import Dispatcher, ResolvedRequest
 from .._exceptions import ClientTimeoutError, LocalProtocolError, RemoteProtocolError
 from .._features.context import Context, NotificationSender, Requester
 from .hub import SessionHub
+from .options import Limits, Timeouts
 from .peer import MessageSender, PeerRuntime
 
 __all__ = [
@@ -107,23 +108,22 @@ class SessionOwner(Protocol):
     A protocol, so that the runtime modules need not import the facade, which imports them.
     """
 
-    dispatcher: Dispatcher
-    hub: SessionHub
-    max_in_flight: int
-    max_line_bytes: int
-    shutdown_grace: float
+    _dispatcher: Dispatcher
+    _hub: SessionHub
+    limits: Limits
+    timeouts: Timeouts
     #: Run (in a task of its own) when the client says its roots changed; None: nothing runs.
-    roots_changed: Callable[[Context], Awaitable[None]] | None
+    _roots_changed: Callable[[Context], Awaitable[None]] | None
 
-    def new_session(self) -> ServerSession:
+    def _new_session(self) -> ServerSession:
         """A fresh protocol session for one client."""
         ...
 
-    def session_started(self, info: Any) -> None:
+    def _session_started(self, info: Any) -> None:
         """Tell the server's session hooks that a session started (its `initialize`)."""
         ...
 
-    def session_ended(self, info: Any) -> None:
+    def _session_ended(self, info: Any) -> None:
         """Tell the server's session hooks that a started session ended."""
         ...
 
@@ -153,8 +153,8 @@ class SessionRuntime:
         auth: AuthInfo | None = None,
     ) -> None:
         self.server = server
-        self.dispatcher = server.dispatcher
-        self.session = server.new_session()
+        self.dispatcher = server._dispatcher
+        self.session = server._new_session()
         #: Names the session in records and logs (`ResolvedRequest.session_id`).
         self.id = f"{_PID}-{next(_SESSION_IDS)}"
         self.auth = auth
@@ -191,13 +191,13 @@ class SessionRuntime:
         self._outbox = outbox
         self.spawn = spawn
         if spawn is not None:
-            hub = self.server.hub
+            hub = self.server._hub
             spawn(lambda: hub.watch_lists(self))
 
     def open(self) -> None:
         """Join the server's hub: the session lasts beyond one request (Rule 3)."""
         self._kept = True
-        self.server.hub.add(self)
+        self.server._hub.add(self)
 
     def end(self) -> None:
         """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3).
@@ -208,11 +208,11 @@ class SessionRuntime:
         self.session.subscriptions.clear()
         if self._started:
             self._started = False
-            self.server.session_ended(self.info())
+            self.server._session_ended(self.info())
         # However it ended (end of input, cancellation, a crash), a request the server sent to
         # the client must not wait for ever; a reason given earlier by `close` is kept.
         self.close("the session ended")
-        self.server.hub.discard(self)
+        self.server._hub.discard(self)
 
     @property
     def can_notify(self) -> bool:
@@ -313,7 +313,7 @@ class SessionRuntime:
         # A kept session starts with its `initialize` answered: the server's hooks hear of it.
         if self._kept and not self._started and "result" in response:
             self._started = True
-            self.server.session_started(self.info())
+            self.server._session_started(self.info())
 
     def info(self) -> SessionInfo:
         """The session as session hooks see it."""
@@ -506,7 +506,7 @@ class SessionRuntime:
             self.session.check_batch()
         except RemoteProtocolError as exc:
             return [error_response(None, exc.code, exc.message)]
-        limit = self.server.max_in_flight
+        limit = self.server.limits.max_in_flight
         if len(messages) > limit:
             return [
                 error_response(
@@ -630,7 +630,7 @@ class SessionRuntime:
 
     def _roots_changed(self) -> None:
         """Run the server's roots handler for this session, in a task of its own."""
-        handler = self.server.roots_changed
+        handler = self.server._roots_changed
         if handler is None:
             logger.debug("notifications/roots/list_changed: the server registered no handler")
         elif self.spawn is None:

@@ -42,9 +42,9 @@ from urllib.parse import urlsplit
 import trio
 
 from .._core.asking import (
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     ElicitRequest,
     Root,
     SamplingMessage,
@@ -426,13 +426,15 @@ class TerminalElicitor:
         out = self._out or sys.stderr
         print(text, file=out, flush=True)
 
-    async def __call__(self, request: ElicitRequest) -> Accepted[Any] | Declined | Cancelled:
+    async def __call__(
+        self, request: ElicitRequest
+    ) -> AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation:
         """Ask the user (Rule 1), one elicitation at a time (Rule 3)."""
         who = self.server_name
         if not self._interactive:
             self._say(f"trio-mcp: {who} asks: {request.message}")
             self._say("trio-mcp: declined: there is no terminal to ask on")
-            return Declined()
+            return DeclinedElicitation()
         async with self._lock:
             if self._reader is None:
                 self._reader = _LineReader(sys.stdin.fileno() if self._fd is None else self._fd)
@@ -441,12 +443,12 @@ class TerminalElicitor:
                 return await interruptible(lambda: ask(who, request))
             except _Decline:
                 self._say("(declined)")
-                return Declined()
+                return DeclinedElicitation()
             except (_Cancel, Interrupted):
                 self._say("\n(cancelled)")
-                return Cancelled()
+                return CancelledElicitation()
 
-    async def _form(self, who: str, request: ElicitRequest) -> Accepted[dict[str, Any]]:
+    async def _form(self, who: str, request: ElicitRequest) -> AcceptedElicitation[dict[str, Any]]:
         self._say(f"\n{who} asks: {request.message}")
         self._say(f"(Enter keeps the [default]; {DECLINE} declines; Ctrl-D or Ctrl-C cancels)")
         answers: dict[str, Any] = {}
@@ -464,9 +466,9 @@ class TerminalElicitor:
                 if value is not NOTHING:
                     answers[field.name] = value
                 break
-        return Accepted(answers)
+        return AcceptedElicitation(answers)
 
-    async def _url(self, who: str, request: ElicitRequest) -> Accepted[None]:
+    async def _url(self, who: str, request: ElicitRequest) -> AcceptedElicitation[None]:
         self._say(f"\n{who} asks you to continue in your browser: {request.message}")
         self._say(f"  {request.url}")
         self._say(
@@ -474,7 +476,7 @@ class TerminalElicitor:
             f"{DECLINE} declines; Ctrl-D or Ctrl-C cancels)"
         )
         await self._ask("> ")
-        return Accepted(None)
+        return AcceptedElicitation(None)
 
     async def _ask(self, prompt: str) -> str:
         out = self._out or sys.stderr

@@ -50,6 +50,7 @@ from .._core.client_records import PromptInfo, ResourceTemplateInfo, TaskInfo, T
 from .._core.jsonrpc import METHOD_NOT_FOUND
 from .._exceptions import AuthorizationError, RequestError, TrioMCPError
 from .._runtime.client import Client
+from .._runtime.options import Asking
 from ..oauth.rules import OAuth, TokenStorage
 from ._answers import CommandSampler, TerminalElicitor, roots_from_paths
 from ._arguments import check_names, parse_arguments, split_pairs, template_variables, unknown_name
@@ -260,12 +261,14 @@ async def _open(
         echo_stderr=getattr(args, "show_stderr", False),
         log_handler=print_log,
         client_info={"name": "trio-mcp-cli", "version": "1"},
-        elicitation_handler=elicitor,
-        # Without a command, sampling is not declared: a tool then knows not to ask (and may
-        # fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
-        sampling_handler=CommandSampler(command) if command is not None else None,
-        roots=roots_from_paths(roots) if roots else None,
-        on_elicitation_complete=print_completion,
+        asking=Asking(
+            elicitation=elicitor,
+            # Without a command, sampling is not declared: a tool then knows not to ask (and
+            # may fall back) in both eras, where a refusal would fail a 2026-07-28 call outright.
+            sampling=CommandSampler(command) if command is not None else None,
+            roots=roots_from_paths(roots) if roots else None,
+            on_elicitation_complete=print_completion,
+        ),
         tasks=True,
         auth=auth,
     ) as client:

@@ -162,8 +162,8 @@ def _serve(server: Server, args: argparse.Namespace, options: HttpOptions | None
     try:
         _use_redis(server, args)
         if args.auth_scopes:
-            server.required_scopes = tuple(dict.fromkeys([*server.required_scopes,
-                                                          *args.auth_scopes]))  # fmt: skip
+            server._required_scopes = tuple(dict.fromkeys([*server._required_scopes,
+                                                           *args.auth_scopes]))  # fmt: skip
         if options is not None and args.worker_fds is not None:
             listen_fd, link_fd = (int(fd) for fd in args.worker_fds.split(","))
             _workers.run_worker(
@@ -232,7 +232,7 @@ def _use_redis(server: Server, args: argparse.Namespace) -> None:
     if args.task_store is not None:
         from .._runtime.redis_tasks import RedisTaskStore  # noqa: PLC0415 - loads only when used
 
-        server.task_runtime.store = RedisTaskStore(args.task_store)
+        server._task_runtime.store = RedisTaskStore(args.task_store)
     if args.broker is not None:
         from .._runtime.redis_broker import RedisBroker  # noqa: PLC0415 - loads only when used
 

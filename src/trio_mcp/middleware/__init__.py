@@ -49,6 +49,7 @@ connection's reader through them.
 
 from .._dispatch.middleware import CallNext, Middleware, NotifyNext
 from .._dispatch.resolve import ResolvedRequest
+from .._exports import publish
 from ._caching import CacheStats, ResponseCache
 from ._limits import ResultSizeLimit
 from ._logging import RequestLogging
@@ -103,3 +104,5 @@ __all__ = [
     "by_target",
     "trace_context_meta",
 ]
+
+publish(__name__, globals(), __all__)

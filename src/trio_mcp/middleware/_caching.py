@@ -145,7 +145,7 @@ class ResponseCache(Middleware):
         self._by_uri: dict[str, set[tuple[Any, ...]]] = {}
         self._bytes = 0
         self._hits = self._misses = self._evictions = 0
-        server.update_watchers.append(self.forget_uri)
+        server._update_watchers.append(self.forget_uri)
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ class ResponseCache(Middleware):
         if key is None:
             return await call_next(request)
         kind = _KIND_OF[request.method]
-        count = self.server.hub.count(kind)
+        count = self.server._hub.count(kind)
         now = self.clock()
         entry = self._entries.get(key)
         if entry is not None:
@@ -192,7 +192,7 @@ class ResponseCache(Middleware):
         if request.method == "resources/read":
             hint: CacheHint | None = getattr(request.target, "cache", None)
             return hint
-        return self.server.dispatcher.cache_hints.get(request.method)
+        return self.server._dispatcher.cache_hints.get(request.method)
 
     def _key(self, request: ResolvedRequest, hint: CacheHint | None) -> tuple[Any, ...] | None:
         """The request's key, or None when it is not to be cached."""
@@ -206,7 +206,7 @@ class ResponseCache(Middleware):
         private = hint is not None and hint.scope == "private"
         auth = request.auth
         if method != "resources/read" and auth is not None:
-            private = private or self.server.dispatcher.hide_unauthorized  # cut to the token
+            private = private or self.server._dispatcher.hide_unauthorized  # cut to the token
         who: tuple[Any, ...] | None = None
         if private:
             if not self.private or auth is None:

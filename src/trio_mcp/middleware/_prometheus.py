@@ -45,7 +45,8 @@ class PrometheusMiddleware(Middleware):
     """Records every request in Prometheus metrics, and renders them for a scrape.
 
     ```python
-    from trio_mcp import HttpOptions, Server, run
+    from trio_mcp import Server, run
+    from trio_mcp.http import HttpOptions
     from trio_mcp.middleware import PrometheusMiddleware
 
     metrics = PrometheusMiddleware()

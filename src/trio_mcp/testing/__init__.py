@@ -22,6 +22,9 @@ Everything here runs under trio: from asyncio, `TrioRequiredError` says how to s
 """
 
 from .._exceptions import SchemaViolationError
+from .._exports import publish
 from ._connect import connect
 
 __all__ = ["SchemaViolationError", "connect"]
+
+publish(__name__, globals(), __all__)

@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from .._connect import Tap, open_in_process
-from .._core.answering import ELICITATION_MODES
 from .._core.versions import LATEST_HANDSHAKE_VERSION
-from .._runtime.client import (
-    DEFAULT_MAX_INPUT_ROUNDS,
-    Client,
-    ElicitationCompleteHandler,
-    ElicitationHandler,
+from .._runtime.client import Client, open_session
+from .._runtime.guard import require_trio
+from .._runtime.options import (
+    CLIENT_MOVED,
+    Asking,
     LogHandler,
     RequestMetaHook,
-    Roots,
-    SamplingHandler,
-    open_session,
+    SessionOptions,
+    moved_keywords,
 )
-from .._runtime.guard import require_trio
 from .._runtime.server import Server
 
 __all__ = ["connect"]
@@ -43,14 +41,10 @@ async def connect(
     client_info: Mapping[str, str] | None = None,
     log_handler: LogHandler | None = None,
     validate_output: bool = True,
-    elicitation_handler: ElicitationHandler | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    roots: Roots | None = None,
-    elicitation_modes: Collection[str] = ELICITATION_MODES,
-    on_elicitation_complete: ElicitationCompleteHandler | None = None,
-    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    asking: Asking | None = None,
     tasks: bool = False,
     request_meta: RequestMetaHook | None = None,
+    **moved: Any,
 ) -> AsyncIterator[Client]:
     """Serve `server` in this process and yield a connected, initialized `Client`.
 
@@ -72,15 +66,12 @@ async def connect(
         client_info: `{"name": ..., "version": ...}` sent to the server.
         log_handler: Receives each `LogMessage` the server sends.
         validate_output: Check structured results against the tools' output schemas.
-        elicitation_handler: Answers the server's elicitations (as in `open_client`).
-        sampling_handler: Answers the server's sampling requests.
-        roots: The roots the client exposes.
-        elicitation_modes: The elicitation modes to declare.
-        on_elicitation_complete: Hears of URL-mode elicitations completed.
-        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
+        asking: How the client answers what the server asks (`Asking`, as in `open_client`).
         tasks: Declare the tasks extension (as in `open_client`): the server may run calls of
             its `task=` tools as tasks, which `call_tool` follows to their end.
         request_meta: Adds entries to each request's `_meta` (as in `open_client`).
+        **moved: The keywords `asking` replaced (as in `open_client`): still taken, with a
+            `DeprecationWarning`.
 
     Yields:
         The connected client.
@@ -90,24 +81,24 @@ async def connect(
         TrioRequiredError: when called where no trio run is active (e.g. from an asyncio test).
         ImportError: when `check_schema` is on and jsonschema is not installed.
         ValueError: for a protocol revision this package does not speak.
+        TypeError: for a keyword that does not exist.
     """
     require_trio("trio_mcp.testing.connect")
+    # The body runs as the `async with` enters: the warning points through `__aenter__` at it.
+    asking = moved_keywords(
+        "connect", moved, CLIENT_MOVED, {"asking": asking or Asking()}, stacklevel=3
+    )["asking"]
     tap: Tap | None = _schema_tap(protocol_version) if check_schema else None
-    session = functools.partial(
-        open_session,
+    options = SessionOptions(
         client_info=client_info,
         protocol_version=protocol_version,
         log_handler=log_handler,
         validate_output=validate_output,
-        elicitation_handler=elicitation_handler,
-        sampling_handler=sampling_handler,
-        roots=roots,
-        elicitation_modes=elicitation_modes,
-        on_elicitation_complete=on_elicitation_complete,
-        max_input_rounds=max_input_rounds,
+        asking=asking,
         tasks=tasks,
         request_meta=request_meta,
     )
+    session = functools.partial(open_session, options=options)
     async with open_in_process(server, session, tap=tap) as client:
         yield client
 

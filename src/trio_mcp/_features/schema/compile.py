@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
 from ..._core.param_headers import KEYWORD as HEADER_KEYWORD
-from ..._core.types import CONTENT_BLOCK_TYPES, CallToolResult
+from ..._core.types import CONTENT_BLOCK_TYPES, ToolResult
 from ..signature import ParamSpec, Signature
 from .clean import inline_refs, strip_titles
 from .errors import ArgumentsInvalid, ResultInvalid, explain, non_finite_path
@@ -142,7 +142,7 @@ def _auto_mode(value: Any) -> ResultMode:
 
 
 def _is_content(value: Any) -> bool:
-    if isinstance(value, (CallToolResult, *CONTENT_BLOCK_TYPES)):
+    if isinstance(value, (ToolResult, *CONTENT_BLOCK_TYPES)):
         return True
     return (
         isinstance(value, list | tuple)
@@ -152,7 +152,7 @@ def _is_content(value: Any) -> bool:
 
 
 def _content_result(value: Any) -> dict[str, Any]:
-    if isinstance(value, CallToolResult):
+    if isinstance(value, ToolResult):
         return value.to_wire()
     if isinstance(value, CONTENT_BLOCK_TYPES):
         return {"content": [value.to_wire()]}
@@ -268,7 +268,7 @@ def _result_mode(annotation: Any) -> ResultMode | None:
             for m in (get_args(a) if get_origin(a) in (Union, types.UnionType) else (a,))
         ]
     if all(
-        isinstance(c, type) and issubclass(c, (CallToolResult, *CONTENT_BLOCK_TYPES))
+        isinstance(c, type) and issubclass(c, (ToolResult, *CONTENT_BLOCK_TYPES))
         for c in candidates
     ):
         return "content"

@@ -13,16 +13,18 @@ A feature adds its handlers of the server's requests and notifications to the co
 tables; the connection knows none of them.
 """
 
-from .api import MAX_PAGES, Client, open_session
-from .asking import (
+from ..options import (
     DEFAULT_MAX_INPUT_ROUNDS,
     ElicitationCompleteHandler,
     ElicitationHandler,
+    LogHandler,
+    RequestMetaHook,
     Roots,
     RootsProvider,
     SamplingHandler,
 )
-from .connection import LogHandler, ProgressHandler, RequestMetaHook, ServerRequestHandler
+from .api import MAX_PAGES, Client, open_session
+from .connection import ProgressHandler, ServerRequestHandler
 from .subscriptions import ListChangedHandler, ListKind, UpdateHandler
 from .tasks import TaskStatusHandler
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 import trio
 
-from ..._core.answering import ELICITATION_MODES
 from ..._core.client_records import (
     Completion,
     PromptInfo,
@@ -54,21 +53,13 @@ from ..._core.client_session import ClientSession
 from ..._core.jsonrpc import dumps
 from ..._core.param_headers import InvalidHeaderAnnotation, header_params
 from ..._core.subscriptions import SubscriptionFilter
-from ..._core.versions import HEADER_MISMATCH, LATEST_HANDSHAKE_VERSION
+from ..._core.versions import HEADER_MISMATCH
 from ..._exceptions import RemoteProtocolError, RequestError, ToolCallError, reraise_lone
 from ..._version import __version__
 from ..link import Link
-from .asking import (
-    DEFAULT_MAX_INPUT_ROUNDS,
-    Answers,
-    Asking,
-    ElicitationCompleteHandler,
-    ElicitationHandler,
-    Roots,
-    SamplingHandler,
-    Send,
-)
-from .connection import LogHandler, ProgressHandler, RequestMetaHook, ServerConnection
+from ..options import Roots, SessionOptions
+from .asking import Answers, Questions, Send
+from .connection import ProgressHandler, ServerConnection
 from .listen import Listening
 from .subscriptions import ListChangedHandler, ListKind, Subscriptions, UpdateHandler
 from .tasks import TASKS_EXTENSION, Tasks, TaskStatusHandler, is_task
@@ -103,55 +94,39 @@ class Client:
         instructions: The server's advice on how to use it, when given.
     """
 
-    def __init__(
-        self,
-        link: Link,
-        *,
-        client_info: Mapping[str, Any] | None = None,
-        protocol_version: str = LATEST_HANDSHAKE_VERSION,
-        log_handler: LogHandler | None = None,
-        validate_output: bool = True,
-        elicitation_handler: ElicitationHandler | None = None,
-        sampling_handler: SamplingHandler | None = None,
-        roots: Roots | None = None,
-        elicitation_modes: Collection[str] = ELICITATION_MODES,
-        on_elicitation_complete: ElicitationCompleteHandler | None = None,
-        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-        tasks: bool = False,
-        request_meta: RequestMetaHook | None = None,
-    ) -> None:
+    def __init__(self, link: Link, options: SessionOptions | None = None) -> None:
         # ClientSession refuses a revision this package does not speak (ValueError), Answers
         # unknown elicitation modes and roots that are not file:// URIs.
-        if max_input_rounds < 0:
-            raise ValueError(f"max_input_rounds must be 0 or more, not {max_input_rounds}")
+        options = options or SessionOptions()
+        asking = options.asking
         answers = Answers(
-            elicitation=elicitation_handler,
-            sampling=sampling_handler,
-            roots=roots,
-            elicitation_modes=elicitation_modes,
-            on_elicitation_complete=on_elicitation_complete,
+            elicitation=asking.elicitation,
+            sampling=asking.sampling,
+            roots=asking.roots,
+            elicitation_modes=asking.elicitation_modes,
+            on_elicitation_complete=asking.on_elicitation_complete,
         )
         self._session = ClientSession(
-            protocol_version,
-            dict(client_info or {"name": "trio-mcp", "version": __version__}),
+            options.protocol_version,
+            dict(options.client_info or {"name": "trio-mcp", "version": __version__}),
             answerable=answers.answerable,
-            extensions={TASKS_EXTENSION: {}} if tasks else None,
+            extensions={TASKS_EXTENSION: {}} if options.tasks else None,
         )
         self._link = link
         self._connection = ServerConnection(
-            link, self._session, log_handler=log_handler, request_meta=request_meta
+            link, self._session, log_handler=options.log_handler, request_meta=options.request_meta
         )
         # The features, each on the connection (its handlers and notices are theirs).
-        self._asking = Asking(self._connection, answers, max_input_rounds)
+        self._asking = Questions(self._connection, answers, asking.max_input_rounds)
         self._listening = Listening(self._connection, self._wanted)
         self._subscriptions = Subscriptions(self._connection, self._listening)
         self._tasks = Tasks(
             self._connection,
             self._listening,
             functools.partial(self._asking.answer_round, "tools/call"),
-            enabled=tasks,
+            enabled=options.tasks,
         )
-        self._validate_output = validate_output
+        self._validate_output = options.validate_output
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
 
@@ -272,7 +247,7 @@ class Client:
 
         Under 2026-07-28 a tool that needs input (an elicitation, a sample, the roots) answers
         `input_required`; the call then answers each input request with the handlers given to
-        `open_client` and is sent again, for at most `max_input_rounds` rounds.
+        `open_client` and is sent again, for at most `Asking.max_input_rounds` rounds.
 
         Returns:
             The result; `is_error` tells whether the tool reported a failure.
@@ -284,7 +259,7 @@ class Client:
                 `list_tools` and one retry).
             RemoteProtocolError: when the result is malformed or breaks its output schema;
                 under 2026-07-28, when the server asks for input this client did not declare,
-                or still asks after `max_input_rounds` rounds.
+                or still asks after `Asking.max_input_rounds` rounds.
             RequestError: when the task running the call failed (its JSON-RPC error).
             TaskCancelledError: when the task running the call was cancelled elsewhere.
             ConnectionClosed: when the connection ends before the answer.
@@ -761,57 +736,17 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def open_session(
-    link: Link,
-    *,
-    client_info: Mapping[str, Any] | None = None,
-    protocol_version: str = LATEST_HANDSHAKE_VERSION,
-    log_handler: LogHandler | None = None,
-    validate_output: bool = True,
-    elicitation_handler: ElicitationHandler | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    roots: Roots | None = None,
-    elicitation_modes: Collection[str] = ELICITATION_MODES,
-    on_elicitation_complete: ElicitationCompleteHandler | None = None,
-    max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-    tasks: bool = False,
-    request_meta: RequestMetaHook | None = None,
-) -> AsyncIterator[Client]:
+async def open_session(link: Link, options: SessionOptions | None = None) -> AsyncIterator[Client]:
     """Run a `Client` over `link` for the `async with` block, after the handshake.
 
     Args:
         link: The transport.
-        client_info: `{"name": ..., "version": ...}` sent to the server.
-        protocol_version: The revision to ask for (the server may answer with another).
-        log_handler: Receives the server's log notifications.
-        validate_output: Check structured results against the tools' output schemas.
-        elicitation_handler: Answers the server's elicitations (see `open_client`).
-        sampling_handler: Answers the server's sampling requests.
-        roots: The roots the client exposes (a list of `Root`, or a function giving one).
-        elicitation_modes: The elicitation modes to declare ("form", "url").
-        on_elicitation_complete: Called with the id of a URL-mode elicitation completed.
-        max_input_rounds: Rounds of input requests one call answers (2026-07-28).
-        tasks: Declare the tasks extension and follow the tasks calls become.
-        request_meta: Adds entries to each request's `_meta` (see `open_client`).
+        options: What the session is opened with (see `open_client`).
 
     Yields:
         The connected client.
     """
-    client = Client(
-        link,
-        client_info=client_info,
-        protocol_version=protocol_version,
-        log_handler=log_handler,
-        validate_output=validate_output,
-        elicitation_handler=elicitation_handler,
-        sampling_handler=sampling_handler,
-        roots=roots,
-        elicitation_modes=elicitation_modes,
-        on_elicitation_complete=on_elicitation_complete,
-        max_input_rounds=max_input_rounds,
-        tasks=tasks,
-        request_meta=request_meta,
-    )
+    client = Client(link, options)
     connection = client._connection
     try:
         async with trio.open_nursery() as nursery:

@@ -18,7 +18,7 @@ Rule 3: roots are a list or a function that returns one, each a `file://` URI (s
 Rule 4: `notifications/elicitation/complete` names a URL-mode elicitation this client was asked;
         one it was not asked, or that completed already, is ignored (spec 2025-11-25,
         elicitation). The ids asked are remembered, at most `MAX_URL_ELICITATIONS` of them.
-Rule 5: `Asking` serves both carriages on the client's connection: it handles the server's
+Rule 5: `Questions` serves both carriages on the client's connection: it handles the server's
         requests (a question that cannot be answered gets its JSON-RPC error, what a handler
         raises goes through the connection's error boundary), and, under 2026-07-28, the
         `inputRequests` of an `input_required` result of `tools/call`, `prompts/get` or
@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 import trio
 
@@ -50,9 +50,9 @@ from ..._core.answering import (
 )
 from ..._core.asking import (
     ASK_METHODS,
-    Accepted,
-    Cancelled,
-    Declined,
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
     ElicitRequest,
     Root,
     SamplingRequest,
@@ -61,39 +61,31 @@ from ..._core.asking import (
 )
 from ..._core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from ..._exceptions import LocalProtocolError, RemoteProtocolError, RequestError
+from ..options import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    ElicitationCompleteHandler,
+    ElicitationHandler,
+    Roots,
+    RootsProvider,
+    SamplingHandler,
+)
 from .connection import ServerConnection
 
 __all__ = [
     "DEFAULT_MAX_INPUT_ROUNDS",
     "Answers",
-    "Asking",
     "ElicitationCompleteHandler",
     "ElicitationHandler",
+    "Questions",
     "Roots",
     "RootsProvider",
     "SamplingHandler",
     "Unanswerable",
 ]
 
-#: Answers an elicitation: `Accepted({...})` with the form's values (`Accepted(None)` in URL
-#: mode, once the user agreed to go there), `Declined()` or `Cancelled()`.
-ElicitationHandler: TypeAlias = Callable[
-    [ElicitRequest], Awaitable[Accepted[Any] | Declined | Cancelled]
-]
-#: Answers a sampling request with one message from the client's model.
-SamplingHandler: TypeAlias = Callable[[SamplingRequest], Awaitable[SamplingResult]]
-#: Gives the roots when the server asks (may be async).
-RootsProvider: TypeAlias = Callable[[], Awaitable[Sequence[Root]] | Sequence[Root]]
-#: The client's roots: a list, or a function that gives them.
-Roots: TypeAlias = Sequence[Root] | RootsProvider
-#: Called with the `elicitationId` of a URL-mode elicitation the server says is complete.
-ElicitationCompleteHandler: TypeAlias = Callable[[str], Awaitable[None] | None]
-
 # URL-mode elicitation ids remembered for their completion notice (Rule 4): enough for any
 # user, few enough that a server asking without end cannot grow the client's memory.
 MAX_URL_ELICITATIONS: Final = 1024
-#: Rounds of input requests (2026-07-28) one call answers before giving up on the server.
-DEFAULT_MAX_INPUT_ROUNDS: Final = 10
 #: Sends the request being answered with these params, returning its `result` (Rule 5).
 Send = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -220,26 +212,27 @@ class Answers:
         accepted = False
         try:
             outcome = await self._elicitation(request)
-            accepted = isinstance(outcome, Accepted)
+            accepted = isinstance(outcome, AcceptedElicitation)
         finally:
             if url_id is not None and not accepted:
                 self._url_ids.pop(url_id, None)  # no interaction will complete
-        if isinstance(outcome, Declined | Cancelled):
+        if isinstance(outcome, DeclinedElicitation | CancelledElicitation):
             return outcome.to_wire()
-        if not isinstance(outcome, Accepted):
+        if not isinstance(outcome, AcceptedElicitation):
             raise TypeError(
-                "the elicitation handler must return Accepted, Declined or Cancelled, not "
+                "the elicitation handler must return AcceptedElicitation, DeclinedElicitation "
+                "or CancelledElicitation, not "
                 f"{type(outcome).__name__}"
             )
         if request.mode == "url":
-            return Accepted(None).to_wire()
+            return AcceptedElicitation(None).to_wire()
         content = with_defaults(request.requested_schema, outcome.data)
         if content is not None and not isinstance(content, Mapping):
             raise TypeError(
                 "an accepted form elicitation must carry a dict of the answers, not "
                 f"{type(content).__name__}"
             )
-        return Accepted(None if content is None else dict(content)).to_wire()
+        return AcceptedElicitation(None if content is None else dict(content)).to_wire()
 
     async def _sample(self, request: SamplingRequest) -> dict[str, Any]:
         assert self._sampling is not None
@@ -272,7 +265,7 @@ class Answers:
         return True
 
 
-class Asking:
+class Questions:
     """What the server asks, answered on one client's connection (Rule 5).
 
     Args:

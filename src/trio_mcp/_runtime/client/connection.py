@@ -70,6 +70,7 @@ from ..._exceptions import (
     TrioMCPError,
 )
 from ..link import Link
+from ..options import LogHandler, RequestMetaHook
 from ..peer import PeerRuntime
 
 __all__ = [
@@ -103,15 +104,11 @@ _LOG_LEVELS: Final = {
 }
 
 ProgressHandler = Callable[[Progress], Awaitable[None] | None]
-LogHandler = Callable[[LogMessage], Awaitable[None] | None]
 #: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
 #: `RequestError` to answer with that error.
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 #: Takes one kind of notification's params, on the reader (Rule 7).
 NoticeHandler = Callable[[dict[str, Any]], None]
-#: Called with the method of each request the client sends; what it returns is added to the
-#: request's `_meta` (e.g. `trio_mcp.middleware.trace_context_meta`: the caller's trace context).
-RequestMetaHook = Callable[[str], Mapping[str, Any]]
 
 
 async def call_handler(handler: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:

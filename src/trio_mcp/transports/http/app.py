@@ -55,9 +55,8 @@ from .options import DEFAULT_ALLOWED_ORIGINS, HttpOptions
 from .sessions import HttpBackend, HttpSession, SessionTable
 from .streamable import StreamableHttp
 
-# HttpOptions and DEFAULT_ALLOWED_ORIGINS live in `options` and are named here too: this is
-# where the facade (`trio_mcp.HttpOptions`, loaded lazily with the application) and the CLI
-# import them from.
+# HttpOptions and DEFAULT_ALLOWED_ORIGINS live in `options` and are named here too, where the
+# CLI imports them from (the public `trio_mcp.http` takes `HttpOptions` from `options`).
 __all__ = [
     "DEFAULT_ALLOWED_ORIGINS",
     "HttpBackend",

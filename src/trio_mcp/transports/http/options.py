@@ -148,7 +148,7 @@ class HttpOptions:
     # 1,000 sessions: each costs a few KiB when idle; the bound keeps a flood of initialize
     # requests from growing memory without end.
     max_sessions: int = 1000
-    # As the stdio transport's max_in_flight (see _runtime/server.py, DEFAULT_MAX_IN_FLIGHT).
+    # As the stdio transport's max_in_flight (see _runtime/options.py, DEFAULT_MAX_IN_FLIGHT).
     max_in_flight_per_session: int = 1024
     # The same bound as one session's: without sessions the whole server is, for bounding, one
     # session that many clients share. Under HTTP/1.1 each request in flight also holds a
