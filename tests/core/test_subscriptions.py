@@ -97,7 +97,7 @@ def test_task_ids_are_asked_granted_with_the_extension_and_carried_alone() -> No
     assert "taskIds" in raised.value.message
 
 
-# -- a session's resources/subscribe set (Rule 4) -----------------------------------------------
+# -- a session's resources/subscribe set, bounded -----------------------------------------------
 
 
 def test_a_sessions_subscriptions_are_bounded_in_count() -> None:

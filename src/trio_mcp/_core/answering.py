@@ -1,18 +1,12 @@
 """What a client answers when the server asks it something, sans-IO.
 
-Rule 1: a client declares a capability exactly when it can answer it: `Answerable` says what
-        it has handlers for, and `capabilities(version)` spells that as the revision in use
-        knows it (elicitation modes per the revision table; roots with `listChanged` in the
-        handshake era, where `notifications/roots/list_changed` exists). What was declared,
-        not what the handlers could do, decides what a request may ask (`declared_modes`).
-Rule 2: an accepted form answer is completed with the schema's defaults for the fields it
-        leaves out (SEP-1034: a form starts filled with its defaults, and a field the user
-        left alone keeps its default), so a handler may return only what the user changed.
-Rule 3: an `input_required` result (spec 2026-07-28, multi round-trip requests) is read
-        strictly, as a `InputRound`: every entry of `inputRequests` must be a request the
-        server may ask; `requestState` is kept as the exact string received and echoed as it
-        is (`retry_params`), and left out of the retry when the server sent none. A result
-        that is neither complete nor input-required is not ours to interpret.
+The client's half of elicitation, sampling and roots that needs no I/O: the capabilities it
+declares for a revision, an accepted form completed with its defaults, and a 2026-07-28
+`input_required` result read and turned into the retry's params.
+
+A client declares a capability exactly when it can answer it, and what was declared, not what
+its handlers could do, decides what a request may ask (`declared_modes`). A `requestState` is
+echoed exactly as it was received.
 """
 
 from __future__ import annotations
@@ -46,7 +40,11 @@ _ROUND_FIELDS: Final = ("inputResponses", "requestState")
 
 @dataclass(frozen=True, slots=True)
 class Answerable:
-    """What a client can answer (Rule 1).
+    """What a client can answer: it declares exactly these capabilities.
+
+    `capabilities(version)` spells them as the revision in use knows them: elicitation modes
+    per the revision table, roots with `listChanged` in the handshake era (where
+    `notifications/roots/list_changed` exists).
 
     Attributes:
         elicitation_modes: The elicitation modes its handler takes ("form", "url"); empty
@@ -86,7 +84,10 @@ def declared_modes(capabilities: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def with_defaults(schema: Mapping[str, Any] | None, content: Any) -> Any:
-    """An accepted form answer with the schema's defaults for the fields it leaves out (Rule 2).
+    """An accepted form answer with the schema's defaults for the fields it leaves out.
+
+    SEP-1034: a form starts filled with its defaults, and a field the user left alone keeps
+    its default, so a handler may return only what the user changed.
 
     Anything but a mapping (None, or what a handler got wrong) comes back as it is when the
     schema has no defaults; None becomes an object when there are defaults to put in it.
@@ -108,7 +109,11 @@ def with_defaults(schema: Mapping[str, Any] | None, content: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class InputRound:
-    """One `input_required` result: what the server asks, and the state to echo (Rule 3).
+    """One `input_required` result: what the server asks, and the state to echo.
+
+    Read strictly (spec 2026-07-28, multi round-trip requests): every entry of
+    `inputRequests` must be a request the server may ask. A result that is neither complete
+    nor input-required is not ours to interpret.
 
     Attributes:
         requests: Key -> (method, params) of each entry of `inputRequests`, in order.

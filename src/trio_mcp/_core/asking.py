@@ -1,13 +1,14 @@
 """What the server asks the client, and what the client answers: elicitation, sampling, roots.
 
-Rule 1: one record per message, shared by both halves: the server builds a request record and
-        reads the answer record; a client's handler receives the request record and returns the
-        answer record. Each has `to_wire()` and a `from_wire()` that refuses a malformed
-        object with `WireFormatError` naming the field (an answer is attacker-controlled input).
-Rule 2: the records are the same in both protocol eras; only the carriage differs (a request on
-        the connection, or an entry of `inputRequests` / `inputResponses` under 2026-07-28).
-Rule 3: an elicitation's outcome is one of three records, `AcceptedElicitation` (with the answer),
-        `DeclinedElicitation` and `CancelledElicitation`, so that a tool handles each case by type.
+One record per message, shared by both halves: the server builds a request record and reads
+the answer record; a client's handler receives the request record and returns the answer
+record. The records are the same in both protocol eras; only the carriage differs (a request on
+the connection, or an entry of `inputRequests` / `inputResponses` under 2026-07-28).
+
+An answer is attacker-controlled input: every `from_wire()` refuses a malformed object with a
+`WireFormatError` naming the field. An elicitation's outcome is one of three records
+(`AcceptedElicitation`, `DeclinedElicitation`, `CancelledElicitation`), so that a tool handles
+each case by its type.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
 """Who a request is from, as a verified bearer token says (`AuthInfo`), and what it may do.
 
+The records every layer reads once a token is verified: `AuthInfo`, the principal it stands
+for, and the scope checks. Verifying is `trio_mcp.auth`'s job; this module only holds the
+outcome.
+
 Rule 1: an `AuthInfo` is what a token verifier concluded, never the token: it holds no
         credential, so it may be logged, shown to tools (`Context.auth`) and kept. The spec
         forbids a server to pass the client's token on to other services (token passthrough);
         a tool that must call one gets a token of its own for it.
 Rule 2: the HTTP transport verifies a request's token before the request reaches a session and
-        hands the result on with it, into the request's resolved record
-        (`ResolvedRequest.auth`), which everything after reads: the lists, a tool's `Context`,
-        the tasks and streams it makes. Over stdio and in memory there is none: None, and
-        scopes are not enforced (no token).
-Rule 3: scopes are compared as sets of strings (RFC 6749, 3.3: space-delimited, case-sensitive).
-Rule 4: what a token grants access to belongs to its principal: the issuer, subject and client
+        hands the result on in the request's resolved record (`ResolvedRequest.auth`), which
+        everything after reads: the lists, a tool's `Context`, the tasks and streams it makes.
+        Over stdio and in memory there is none: None, and scopes are not enforced.
+Rule 3: what a token grants access to belongs to its principal: the issuer, subject and client
         of the verified token (`principal_of`), the same for every token of that user and
         client (a refreshed one too), from any session or worker. HTTP sessions, tasks and
         `requestState` are bound to it; without a token there is no principal and no binding.
@@ -66,12 +68,12 @@ class AuthInfo:
         return not missing_scopes(needed, self.scopes)
 
 
-#: Who a token is (Rule 4): its issuer, subject and client id, each None when it names none.
+#: Who a token is (Rule 3): its issuer, subject and client id, each None when it names none.
 Principal = tuple[str | None, str | None, str | None]
 
 
 def principal_of(info: AuthInfo | None) -> Principal | None:
-    """The principal a verified token stands for (Rule 4); None without a token.
+    """The principal a verified token stands for (Rule 3); None without a token.
 
     A token that names no issuer, subject or client stands for itself: its principal carries
     the token's digest (`token_id`) as the subject, so what it made answers that token only (a
@@ -114,6 +116,9 @@ def parse_scopes(value: Any) -> frozenset[str]:
 
 
 def missing_scopes(needed: Iterable[str], granted: Iterable[str]) -> tuple[str, ...]:
-    """The scopes of `needed` that `granted` lacks, in `needed`'s order."""
+    """The scopes of `needed` that `granted` lacks, in `needed`'s order.
+
+    Scopes compare as plain strings (RFC 6749, 3.3: space-delimited, case-sensitive).
+    """
     have = set(granted)
     return tuple(dict.fromkeys(scope for scope in needed if scope not in have))

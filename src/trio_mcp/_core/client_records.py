@@ -1,21 +1,17 @@
 """What a client reads off the wire: the public records of a client and their decoding, sans-IO.
 
-Rule 1: pure data. Nothing here imports trio or does I/O; the client runtime
-        (`_runtime/client`) sends and receives, then hands the answers to these decoders. So a
-        record can be imported, built and tested without loading the runtime.
-Rule 2: decoding is lenient where the specification lets a server say less (a missing or
-        mistyped optional field becomes None, an unknown content block stays its raw object,
-        `raw` keeps what the server sent), and strict where a wrong guess would mislead the
-        caller: a result or tool that is not an object of the right shape raises
-        `RemoteProtocolError`.
-Rule 3: a `tools/call` result whose `resultType` is not "complete" is refused, never taken for
-        an empty success. (Under 2026-07-28 the runtime answers "input_required" results before
-        they reach these decoders, and follows a "task" to its end; what comes here is the final
-        result, or a kind this client does not know.)
-Rule 4: a task (the tasks extension, SEP-2663) is read as a `TaskInfo`, from a `CreateTaskResult`
-        or a `tasks/get` answer: its id and a status the extension names are required, durations
-        are integer milliseconds on the wire and seconds here, and what a settled task carries
-        (the tool's result, the JSON-RPC error) is kept as sent, for the runtime to decode.
+The records a client's calls return (`ToolInfo`, `ToolResult`, `ResourceResult`, `TaskInfo`...)
+and the decoders that make them from a server's results. The client runtime (`_runtime/client`)
+sends and receives, then hands the answers to these decoders; nothing here imports trio or does
+I/O, so a record can be imported, built and tested without loading the runtime.
+
+Decoding is lenient where the specification lets a server say less (a missing or mistyped
+optional field becomes None, an unknown content block stays its raw object, `raw` keeps what the
+server sent), and strict where a wrong guess would mislead the caller: a result or tool that is
+not an object of the right shape raises `RemoteProtocolError`, and so does a result whose
+`resultType` is not "complete", which is never taken for an empty success. (Under 2026-07-28
+the runtime answers "input_required" results before they reach these decoders, and follows a
+"task" to its end; what comes here is the final result, or a kind this client does not know.)
 """
 
 from __future__ import annotations
@@ -221,10 +217,12 @@ def _seconds(value: Any) -> float | None:
 
 
 def task_info(wire: Any, method: str = "tasks/get") -> TaskInfo:
-    """A `CreateTaskResult` or a `tasks/get` result as a `TaskInfo` (Rule 4).
+    """A `CreateTaskResult` or a `tasks/get` result as a `TaskInfo` (the tasks extension, SEP-2663).
 
-    A settled task may come without its result or error (a `CreateTaskResult` has neither):
-    `tasks/get` inlines them.
+    Its id and a status the extension names are required; durations are integer milliseconds
+    on the wire and seconds here. What a settled task carries (the tool's result, the JSON-RPC
+    error) is kept as sent, for the runtime to decode; it may come without either (a
+    `CreateTaskResult` has neither): `tasks/get` inlines them.
 
     Raises:
         RemoteProtocolError: for an object without a string `taskId` or a known `status`, a
@@ -329,7 +327,7 @@ def tool_result(result: Any) -> ToolResult:
     """The `result` of a `tools/call` as a `ToolResult`.
 
     Raises:
-        RemoteProtocolError: the result is malformed, or not a complete one (Rule 3).
+        RemoteProtocolError: the result is malformed, or not a complete one.
     """
     if not isinstance(result, dict) or not isinstance(result.get("content", []), list):
         raise RemoteProtocolError(f"malformed tools/call result: {str(result)[:200]}")
@@ -530,7 +528,7 @@ class Completion:
 
 
 def _checked(result: Any, method: str, field_name: str) -> dict[str, Any]:
-    # Strict (Rule 2) and never taking an interim answer for a final one (Rule 3).
+    # Strict, and never taking an interim answer for a final one.
     if not isinstance(result, dict) or not isinstance(result.get(field_name), list):
         raise RemoteProtocolError(f"malformed {method} result: {str(result)[:200]}")
     kind = result.get("resultType", "complete")

@@ -1,23 +1,16 @@
 """The client side of one MCP session, sans-IO: which revision, what to send, what was learned.
 
-Rule 1: the start is decided here, the I/O is the runtime's. A client that wants 2026-07-28
-        probes with `server/discover`; the answer (`discovered`) or the error (`discover_failed`)
-        says whether that revision is in use or the handshake of `initialize` follows
-        (`initialize_params`, `initialized`). spec 2026-07-28, versioning: an
-        UnsupportedProtocolVersionError (-32022) lists the server's revisions; a list that
-        names ours gets one retry, a list with handshake-era revisions means initialize, and a
-        list with neither is the caller's error to raise.
-Rule 2: under a per-request revision every request carries the revision, the client's
-        capabilities and info, and the log level it wants in `_meta` (`request_meta`): the
-        server keeps no session state to hold them.
-Rule 3: what the server said of itself (info, capabilities, instructions) is kept as received,
-        with malformed parts replaced by empty values rather than trusted.
-Rule 4: the client's capabilities are those given, with what it can answer (`Answerable`)
-        spelt for the revision each message speaks: `initialize` declares them for the
-        revision it asks for, and each 2026-07-28 request for that revision. `declared` is
-        what the server was last told, which is what it may ask for. The `extensions` it
-        declares (the tasks extension) are added for per-request revisions only: the
-        handshake's schema has no such field, and a request opts in on its own there.
+The start of a session is decided here and its I/O is the runtime's (`_runtime/client`). A
+client that wants 2026-07-28 probes with `server/discover`; the answer (`discovered`) or the
+error (`discover_failed`) says whether that revision is in use or the handshake of `initialize`
+follows (`initialize_params`, `initialized`). Spec 2026-07-28, versioning: an
+UnsupportedProtocolVersionError (-32022) lists the server's revisions; a list that names ours
+gets one retry, a list with handshake-era revisions means initialize, and a list with neither is
+the caller's error to raise.
+
+Under a per-request revision every request carries the revision, the client's capabilities and
+info, and the log level it wants in `_meta` (`request_meta`): the server keeps no session state
+to hold them.
 """
 
 from __future__ import annotations
@@ -61,8 +54,8 @@ class ClientSession:
             handshake; a handshake-era revision starts with `initialize` at once.
         client_info: `{"name", "version", ...}` sent to the server.
         capabilities: The client's capabilities object, besides those of `answerable`.
-        answerable: What the client answers when the server asks (Rule 4).
-        extensions: The extensions declared, by identifier (Rule 4).
+        answerable: What the client answers when the server asks (`capabilities_for`).
+        extensions: The extensions declared, by identifier (`capabilities_for`).
 
     Raises:
         ValueError: for a revision this package does not speak.
@@ -86,11 +79,11 @@ class ClientSession:
         self.capabilities = capabilities or {}
         self.answerable = answerable or Answerable()
         self.extensions = extensions or {}
-        #: The capabilities the server was last told of (Rule 4).
+        #: The capabilities the server was last told of: what it may ask for.
         self.declared: dict[str, Any] = {}
         #: The revision in use; the wanted one until the start has settled it.
         self.protocol_version = wanted_version
-        #: Whether requests carry the per-request `_meta` (Rule 2).
+        #: Whether requests carry the per-request `_meta`.
         self.per_request = False
         self.log_level: str = DEFAULT_MODERN_LOG_LEVEL
         self.server_info: dict[str, Any] = {}
@@ -98,7 +91,7 @@ class ClientSession:
         self.instructions: str | None = None
         self._retried = False
 
-    # -- the start (Rule 1) -------------------------------------------------------------------
+    # -- the start ----------------------------------------------------------------------------
 
     @property
     def probes(self) -> bool:
@@ -154,7 +147,14 @@ class ClientSession:
         }
 
     def capabilities_for(self, version: str) -> dict[str, Any]:
-        """The capabilities object to declare under `version`; remembered as `declared`."""
+        """The capabilities object to declare under `version`; remembered as `declared`.
+
+        Those given, with what the client can answer (`Answerable`) spelt for `version`:
+        `initialize` declares them for the revision it asks for, each 2026-07-28 request for
+        that revision. The `extensions` (the tasks extension) are added for per-request
+        revisions only: the handshake's schema has no such field, and a request opts in on its
+        own there.
+        """
         declared = {**self.capabilities, **self.answerable.capabilities(version)}
         if self.extensions and revision(version).per_request:
             declared["extensions"] = {**declared.get("extensions", {}), **self.extensions}
@@ -179,6 +179,7 @@ class ClientSession:
         self._adopt(version, result.get("serverInfo"), result)
 
     def _adopt(self, version: str, info: Any, result: dict[str, Any]) -> None:
+        # What the server said of itself, as received; malformed parts become empty values.
         self.protocol_version = version
         self.server_info = info if isinstance(info, dict) else {}
         capabilities = result.get("capabilities")
@@ -186,7 +187,7 @@ class ClientSession:
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
 
-    # -- requests (Rule 2) --------------------------------------------------------------------
+    # -- requests -----------------------------------------------------------------------------
 
     def request_meta(self, meta: dict[str, Any]) -> dict[str, Any]:
         """`meta` with the per-request fields added when the revision in use wants them."""
@@ -201,7 +202,7 @@ class ClientSession:
         }
 
     def set_log_level(self, level: str) -> None:
-        """The level to ask for in each request from now on (Rule 2).
+        """The level to ask for in each request from now on (in its `_meta`, per-request revisions).
 
         Raises:
             ValueError: for a level the specification does not name.

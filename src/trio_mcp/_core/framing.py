@@ -1,4 +1,7 @@
-r"""Newline-delimited JSON framing, sans-IO.
+r"""Newline-delimited JSON framing, sans-IO: byte chunks in, one frame per line out.
+
+The stdio transports feed what they read to a `LineBuffer` and get back the lines it completes,
+each one JSON-RPC message for `_core/jsonrpc` to parse.
 
 Rule 1: a frame is the bytes between two b"\n" (a trailing b"\r" is dropped; blank lines are
         skipped). Frames are never split or merged, whatever chunk sizes arrive.

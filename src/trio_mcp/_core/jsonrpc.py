@@ -1,5 +1,8 @@
 """JSON-RPC 2.0 on the wire: the one module that encodes and decodes JSON.
 
+Every frame read is `parse`d here into one message, and every message sent is `dumps`ed here;
+the message records (`Request`, `Response`...) and the error codes live here too.
+
 Rule 1: output is one line of valid JSON (UTF-8, no NaN/Infinity: they become null).
 Rule 2: input is parsed strictly (NaN/Infinity rejected) and classified into exactly one of
         Request, Notification, Response, ErrorResponse, or an InvalidMessage that still knows
@@ -9,11 +12,9 @@ Rule 3: ids are `int` or `str` and are echoed with their exact type; bool, float
         not ids.
 Rule 4: a response is never answered, malformed or not (JSON-RPC 2.0: a response gets no
         response, and an answer would land in the peer's own id space, where a request of its
-        own may wait on that id). A message without a method (or with a null one) that has an
-        `id`, a `result` or an `error` is a response; a malformed one (both `result` and
-        `error`, neither, a bad `jsonrpc`, id or error object) is an InvalidMessage marked
-        `response`, which the receiver logs and drops, failing at once the request of its own
-        that the id names, if one waits.
+        own may wait on that id). A malformed one is an InvalidMessage marked `response`, which
+        the receiver logs and drops, failing at once the request of its own that the id names,
+        if one waits.
 
 The codec is pydantic-core's Rust JSON (already a dependency through pydantic); the benchmark in
 `benchmarks/` compares it with the standard library's `json`.
@@ -254,7 +255,9 @@ def _bad_params(method: str, has_id: bool, echo_id: RequestId | None) -> Invalid
 
 
 def _classify_response(obj: dict[str, Any], echo_id: RequestId | None) -> Message | InvalidMessage:
-    # A response from the peer (Rule 4): well formed, or an InvalidMessage never answered.
+    # A response from the peer (Rule 4): well formed, or an InvalidMessage never answered. Any
+    # message without a method (or with a null one) that has an `id`, a `result` or an `error`
+    # comes here; malformed: both `result` and `error`, neither, a bad `jsonrpc`, id or error.
     raw_id = obj.get("id")
     has_result, has_error = "result" in obj, "error" in obj
     if obj.get("jsonrpc") != "2.0":

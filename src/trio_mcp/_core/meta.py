@@ -1,11 +1,7 @@
 """The `_meta` keys of MCP messages and the predicates on ids and tokens, defined once.
 
-Rule 1: a request id is an `int` or a `str`, never a `bool` (which Python counts as an int), a
-        float or null (JSON-RPC 2.0 allows numbers, MCP's schema narrows them to integers).
-        The same holds for a progress token.
-Rule 2: the per-request keys of 2026-07-28 live under the `io.modelcontextprotocol/` prefix
-        (spec 2026-07-28, basic: General fields); both the server and the client read them
-        from here.
+Both the server and the client read the keys from here. The per-request keys of 2026-07-28
+live under the `io.modelcontextprotocol/` prefix (spec 2026-07-28, basic: General fields).
 """
 
 from __future__ import annotations
@@ -41,7 +37,11 @@ TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 
 def progress_token(params: dict[str, Any] | None) -> int | str | None:
-    """The progress token a request's `_meta` carries, or None when it asks for no progress."""
+    """The progress token a request's `_meta` carries, or None when it asks for no progress.
+
+    A token is what a request id may be (`_core/jsonrpc` Rule 3): an `int` or a `str`, never a
+    `bool`, a float or null.
+    """
     meta = params.get("_meta") if params else None
     token = meta.get(PROGRESS_TOKEN) if isinstance(meta, dict) else None
     return token if is_request_id(token) else None

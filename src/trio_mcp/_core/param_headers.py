@@ -2,23 +2,18 @@
 
 A tool's `inputSchema` may mark a property with `"x-mcp-header": "Region"`; over Streamable HTTP
 a client then sends the argument's value as `Mcp-Param-Region`, and the server checks that the
-header matches the body, so that intermediaries can route on the header alone.
+header matches the body, so that intermediaries can route on the header alone. This module
+finds the marked parameters, spells an argument as header text and compares the two; encoding
+for the wire (the base64 sentinel) is the HTTP transport's business.
 
-Rule 1: an annotation is valid only where the spec allows it: a non-empty RFC 9110 token,
-        unique (case-insensitively) in the schema, on a property whose `type` is exactly
-        "integer", "string" or "boolean" (not a list of types, as the official SDK reads it
-        too), reached from the root through `properties` keys alone (never through `items`,
-        `anyOf`, `$ref`...). Only schema positions are searched: the keyword inside a value
-        (`default`, `examples`) or inside a keyword JSON Schema does not define (a vendor
-        extension) is no annotation. One invalid annotation makes the whole tool definition
-        invalid: a server refuses to register it, a client leaves it out of `tools/list`.
-Rule 2: a header carries the argument's text: a string as it is, an integer (or a float with no
-        fraction) in decimal, a boolean as `true` / `false`. An absent or null argument has no
-        header, and neither has a value of another kind (a list, a fraction), which the tool's
-        argument validation refuses in its own words. Encoding for the wire (the base64
-        sentinel) is the HTTP transport's business, not this module's.
-Rule 3: numbers compare exactly as numbers (`42`, `42.0` and `4.2e1` are the same value, with
-        no rounding through floats); nothing else does.
+An annotation is valid only where the spec allows it: a non-empty RFC 9110 token, unique
+(case-insensitively) in the schema, on a property whose `type` is exactly "integer", "string" or
+"boolean" (not a list of types, as the official SDK reads it too), reached from the root through
+`properties` keys alone (never through `items`, `anyOf`, `$ref`...). Only schema positions are
+searched: the keyword inside a value (`default`, `examples`) or inside a keyword JSON Schema
+does not define (a vendor extension) is no annotation. One invalid annotation makes the whole
+tool definition invalid: a server refuses to register it, a client leaves it out of
+`tools/list`.
 """
 
 from __future__ import annotations
@@ -46,7 +41,7 @@ KEYWORD: Final = "x-mcp-header"
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PRIMITIVE: Final = frozenset({"integer", "string", "boolean"})
 # The JSON Schema keywords (2020-12, and drafts before it) whose values hold schemas: a map
-# from names to schemas, one schema, or a list of schemas. Nothing else is searched (Rule 1).
+# from names to schemas, one schema, or a list of schemas. Nothing else is searched.
 _SCHEMA_MAPS: Final = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 )
@@ -69,7 +64,7 @@ _SCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "ite
 
 
 class InvalidHeaderAnnotation(ValueError):  # noqa: N818 - reads as the fact it reports
-    """An `x-mcp-header` annotation that breaks a rule of the spec (see Rule 1)."""
+    """An `x-mcp-header` annotation where the spec allows none (see the module docstring)."""
 
 
 def header_params(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
@@ -79,7 +74,7 @@ def header_params(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]
     case-insensitive); the path is the chain of property names from the schema's root.
 
     Raises:
-        InvalidHeaderAnnotation: naming the first annotation that breaks Rule 1.
+        InvalidHeaderAnnotation: naming the first annotation that is not valid.
     """
     found: dict[str, tuple[str, ...]] = {}
     for where, node in _annotated(input_schema, ()):
@@ -156,7 +151,13 @@ def argument_at(arguments: Any, path: tuple[str, ...]) -> Any:
 
 
 def header_text(value: Any) -> str | None:
-    """What a header carries for an argument (Rule 2); None when it has no header form."""
+    """What a header carries for an argument; None when it has no header form.
+
+    A string as it is, an integer (or a float with no fraction) in decimal, a boolean as
+    `true` / `false`. An absent or null argument has no header, and neither has a value of
+    another kind (a list, a fraction), which the tool's argument validation refuses in its own
+    words.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | str):
@@ -171,7 +172,11 @@ _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+
 
 
 def matches(header: str, value: Any) -> bool:
-    """Whether a received header value (already decoded) matches the body's argument."""
+    """Whether a received header value (already decoded) matches the body's argument.
+
+    Numbers compare exactly as numbers (`42`, `42.0` and `4.2e1` are the same value, with no
+    rounding through floats); anything else compares as its header text.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return header == header_text(value)
     if _NUMBER.fullmatch(header) is None:

@@ -3,7 +3,8 @@
 MCP is symmetric: the client sends requests to the server, and the server sends requests to the
 client (`sampling/createMessage`, `elicitation/create`, `roots/list`, `ping`). Both ends of a
 connection therefore keep the same two tables, and this module is that pair of tables, with no
-I/O and no event loop (h11's habit): a runtime feeds it what arrived and sends what it returns.
+I/O and no event loop (h11's habit): the engine over it (`_runtime/peer`) feeds it what arrived
+and sends what it returns.
 
 Rule 1: ids are per sender. The requests the peer sent us (*inbound*, in flight from
         `begin_inbound` to `end_inbound`) and the requests we sent (*outbound*, pending from
@@ -20,7 +21,7 @@ Rule 4: an outbound id is forgotten exactly once: by its answer, by `cancel_outb
         cancellation, a second answer) is reported as None for the caller to log and drop: spec
         2025-11-25, basic/utilities/cancellation: "The sender of the cancellation notification
         SHOULD ignore any response to the request that arrives afterward". A malformed answer
-        (`jsonrpc` Rule 4) to a pending request forgets it too (`receive_malformed`): its
+        (`_core/jsonrpc` Rule 4) to a pending request forgets it too (`receive_malformed`): its
         waiter fails at once, rather than waiting for an answer that already came.
 Rule 5: an incoming `notifications/cancelled` never raises: unknown or finished ids, malformed
         params and ids of the wrong type are ignored (same page, Error Handling). A valid one

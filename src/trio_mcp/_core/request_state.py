@@ -1,19 +1,21 @@
 """`requestState` of 2026-07-28 input-required results: sealed by the server, opened on retry.
 
+A call that asks the client for input ends its round with a sealed state; the retry brings it
+back, and `StateSeal` opens it to continue the call. Sans-IO: the caller passes the time.
+
 Rule 1: the state is attacker-controlled input (spec 2026-07-28, MRTR, Server Requirements).
         It is `payload.mac`, both URL-safe base64 without padding, the MAC an HMAC-SHA256 over
         a domain prefix and the payload with the server's key. Nothing in it is parsed before
         the MAC is verified, and nothing longer than `max_bytes` is even split.
 Rule 2: the payload binds the state to the request it continues (the method and a digest of
         its salient parameters: tool or prompt name and arguments, or the resource URI, and
-        the principal of the request's verified token: `_core/auth` Rule 4) and carries an
+        the principal of the request's verified token: `_core/auth` Rule 3) and carries an
         expiry; a state presented on another request, by another user, or late, is refused.
         Without a token the digest is what it was before principals were bound. The
         answers of earlier rounds ride in it, so any worker holding the same key continues a
         call another worker began: the server keeps nothing in memory between rounds.
 Rule 3: every refusal is -32602 Invalid params with a message that says what to do (call again
         without `requestState`), never which check failed first beyond that.
-Sans-IO: the caller passes the time.
 """
 
 from __future__ import annotations

@@ -1,19 +1,20 @@
 """The server side of one MCP session, sans-IO: lifecycle, protocol versions, in-flight ids.
 
-Rule 1: versions live here and nowhere else. Two eras are spoken side by side:
-        - handshake era (2024-11-05 .. 2025-11-25): `initialize` fixes one version for the
-          connection; only `ping` (and `initialize`) may come before it;
-        - modern era (2026-07-28): no handshake; each request names its version, capabilities
-          and log level in `params._meta`, and the session only checks and reads them. That
-          revision has no `initialize`, `ping` or `logging/setLevel`: a request naming it gets
-          -32601 for them, as for any method the revision does not define.
-        Every request is therefore resolved to a `RequestScope` that carries *its* version, so
-        the code above never asks "which version is this connection?".
-Rule 2: a request id is in flight from `begin()` to `end()`; a second request with the same id
-        while the first is in flight is rejected (-32600), never run. The ids live in the
-        session's `Peer` (its inbound table), beside the requests the server sends the client.
-Rule 3: nothing here performs I/O or knows about tools; it raises `RemoteProtocolError` with the
-        code to answer and lets the dispatcher write it.
+Each request that arrives is checked here and resolved to a `RequestScope` that carries *its*
+revision, so the code above never asks "which version is this connection?". Two eras are spoken
+side by side (`_core/versions`):
+
+- handshake era (2024-11-05 .. 2025-11-25): `initialize` fixes one version for the connection;
+  only `ping` (and `initialize`) may come before it;
+- per-request era (2026-07-28): no handshake; each request names its version, capabilities and
+  log level in `params._meta`, and the session only checks and reads them. That revision has no
+  `initialize`, `ping` or `logging/setLevel`: a request naming it gets -32601 for them, as for
+  any method the revision does not define.
+
+A request id is in flight from `begin()` to `end()`, in the session's `Peer` (its inbound table,
+`_core/peer` Rule 2): a second request with the same id meanwhile is rejected (-32600), never
+run. Nothing here performs I/O or knows about tools: a refusal is a `RemoteProtocolError` with
+the code to answer, which the dispatcher writes.
 """
 
 from __future__ import annotations

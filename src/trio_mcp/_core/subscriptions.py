@@ -1,24 +1,18 @@
 """Resource subscriptions, sans-IO: what a listen asks and is granted, what a session holds.
 
-Rules 1 to 3 are the 2026-07-28 `subscriptions/listen` request's; Rule 4 is the handshake
-era's `resources/subscribe`.
+Two designs: the 2026-07-28 `subscriptions/listen` request opens a stream whose filter
+(`SubscriptionFilter`) says which notifications it carries; a handshake-era session subscribes
+to URIs one by one with `resources/subscribe` (`SessionSubscriptions`).
 
-Rule 1: a filter is read strictly (spec 2026-07-28, Subscriptions): `params.notifications` is an
-        object whose fields are all optional; the three list fields are booleans,
-        `resourceSubscriptions` and `taskIds` (the tasks extension, SEP-2663) are lists of
-        strings. Anything else is -32602.
-Rule 2: the server grants only what it announces (`granted`): a list kind whose capability has
-        `listChanged`, resource URIs when the resources capability has `subscribe`, task ids
-        when it announces the tasks extension. The acknowledgement names what was granted, and
-        nothing else is ever sent on the stream: `notifications/tasks` only for the task ids
-        granted.
-Rule 3: every message of a stream carries the id of the request that opened it in
-        `params._meta` under `SUBSCRIPTION_ID` (`tagged`).
-Rule 4: what one handshake-era session subscribes to is bounded (`SessionSubscriptions`): at
-        most `max_count` URIs and `max_bytes` bytes of them (UTF-8) at once. A subscription
-        past either is refused with a JSON-RPC error naming the bound, and nothing changes;
-        subscribing again to a URI held already always succeeds. The set lives and dies with
-        its session: the runtime empties it when the session ends, however it ends.
+A listen stream carries only what was granted, and the server grants only what it announces
+(`granted`): a list kind whose capability has `listChanged`, resource URIs when the resources
+capability has `subscribe`, task ids when it announces the tasks extension. Every message of a
+stream carries the id of the request that opened it (`tagged`).
+
+What one handshake-era session subscribes to is bounded: at most `max_count` URIs and
+`max_bytes` bytes of them (UTF-8) at once. A subscription past either is refused with a JSON-RPC
+error naming the bound, and nothing changes. The set lives and dies with its session: the
+runtime empties it when the session ends, however it ends.
 """
 
 from __future__ import annotations
@@ -43,11 +37,11 @@ __all__ = [
     "tagged",
 ]
 
-#: URIs one session may be subscribed to at once (Rule 4): as `MAX_FOLLOWED_TASKS` and the
+#: URIs one session may be subscribed to at once: as `MAX_FOLLOWED_TASKS` and the
 #: requests in flight per connection (1,024), far more than a client shows a person or a model
 #: reads, while a client that subscribes in a loop is stopped long before memory matters.
 DEFAULT_MAX_SUBSCRIPTIONS: Final = 1024
-#: Bytes of subscribed URIs one session may hold (Rule 4): 1 MiB, the bound of one session's
+#: Bytes of subscribed URIs one session may hold: 1 MiB, the bound of one session's
 #: unsent notifications (`HttpOptions.max_unsent_bytes`, a listen stream's queue), so 1,000
 #: sessions hold at most 1 GiB. 1,024 URIs of a typical length (under 1 KiB) fit; 3,000 of 16
 #: KiB each (48 MiB) do not.
@@ -89,7 +83,11 @@ class SubscriptionFilter:
 
     @classmethod
     def parse(cls, params: Mapping[str, Any] | None) -> SubscriptionFilter:
-        """The filter a request's params ask for (Rule 1).
+        """The filter a request's params ask for, read strictly (spec 2026-07-28, Subscriptions).
+
+        `params.notifications` is an object whose fields are all optional; the three list
+        fields are booleans, `resourceSubscriptions` and `taskIds` (the tasks extension,
+        SEP-2663) are lists of strings.
 
         Raises:
             RemoteProtocolError: -32602 naming what is malformed.
@@ -118,7 +116,7 @@ class SubscriptionFilter:
         return not (self.lists or self.uris or self.task_ids)
 
     def granted(self, capabilities: Mapping[str, Any]) -> SubscriptionFilter:
-        """The part of this filter a server with these capabilities honours (Rule 2)."""
+        """The part of this filter a server with these capabilities honours."""
 
         def announces(kind: str, flag: str) -> bool:
             capability = capabilities.get(kind)
@@ -154,7 +152,7 @@ class SubscriptionFilter:
 
 
 def tagged(params: Mapping[str, Any] | None, subscription_id: RequestId) -> dict[str, Any]:
-    """`params` with the stream's id in `_meta` (Rule 3); other `_meta` keys are kept."""
+    """`params` with the stream's id in `_meta`; other `_meta` keys are kept."""
     out = dict(params or {})
     meta = out.get("_meta")
     out["_meta"] = {**(meta if isinstance(meta, dict) else {}), SUBSCRIPTION_ID: subscription_id}
@@ -162,7 +160,7 @@ def tagged(params: Mapping[str, Any] | None, subscription_id: RequestId) -> dict
 
 
 class SessionSubscriptions:
-    """The URIs one session subscribed to (`resources/subscribe`), bounded (Rule 4).
+    """The URIs one session subscribed to (`resources/subscribe`), bounded.
 
     Args:
         max_count: URIs held at once.

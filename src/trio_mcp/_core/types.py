@@ -1,6 +1,6 @@
 """MCP payload shapes that users touch: content blocks, tool results, resource and prompt parts.
 
-Rule: these are frozen, slotted records with a `to_wire()` that returns the exact JSON object the
+Each is a frozen, slotted record with a `to_wire()` that returns the exact JSON object the
 specification names (camelCase keys, optional fields left out when unset). Pydantic is not used
 here: these records are built on the hot path of every call.
 """

@@ -1,13 +1,13 @@
 """What each MCP revision has: one table that every version test in the package asks.
 
-Rule 1: no other module compares revision strings. A question about a revision ("does it know
-        `structuredContent`?", "does it have a handshake?") is a field of its `Revision` here;
-        a new revision is one new row, and a new difference one new field.
-Rule 2: revisions are of two eras. The handshake era (2024-11-05 .. 2025-11-25) fixes one
-        revision per connection through `initialize`; the per-request era (2026-07-28) names the
-        revision, the client's capabilities and its log level in each request's `_meta`.
-Rule 3: facts come from the specification texts of each revision (changelogs and schemas);
-        the field's comment names where.
+No other module compares revision strings. A question about a revision ("does it know
+`structuredContent`?", "does it have a handshake?") is a field of its `Revision` here; a new
+revision is one new row, and a new difference one new field. Facts come from the specification
+texts of each revision (changelogs and schemas), and each field's comment names where.
+
+Revisions are of two eras. The handshake era (2024-11-05 .. 2025-11-25) fixes one revision per
+connection through `initialize`; the per-request era (2026-07-28) names the revision, the
+client's capabilities and its log level in each request's `_meta`.
 """
 
 from __future__ import annotations

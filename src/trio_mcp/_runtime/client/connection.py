@@ -241,7 +241,7 @@ class ServerConnection:
 
     async def start(self) -> None:
         """Settle the revision with the server: `server/discover`, else `initialize`."""
-        # The decisions are the session's (_core/client_session, Rule 1); here only the I/O.
+        # The decisions are the session's (`_core/client_session`); here only the I/O.
         # Over HTTP the revision travels in the MCP-Protocol-Version header too, which is how a
         # server that speaks both eras tells a modern request from one missing its session.
         session = self.session
