@@ -1,4 +1,4 @@
-"""Plain types compiled straight to pydantic-core (`_schema` Rule 4) behave as through pydantic.
+"""Plain types on the pydantic-free road (`_features/schema` Rule 3) behave as through pydantic.
 
 Every plain form is compiled both ways, and the two must agree to the letter: the same input and
 output schemas (key order included, since that is what goes on the wire), the same coerced

@@ -228,7 +228,7 @@ def _reference_match(template: UriTemplate, uri: str) -> dict[str, str | list[st
 _OPERATOR = st.sampled_from(["", "+", "#", ".", "/", ";"])
 # Literal characters without "%" or hex digits: the old matcher could cut a %XX triplet in two
 # to let a literal "4" or "1" match inside it, which the new one never does (a triplet is one
-# unit, Rule 6); apart from that, the two must agree.
+# unit, `_features/uri_template` Rule 2); apart from that, the two must agree.
 _LITERAL = st.text(alphabet="xyz./;=,-é", min_size=1, max_size=3)
 _PIECES = ["x", "y", "x", "y", "%41", "é", ".", "/", ";", "=", ",", "-", "#", "%2F", "%", "%4"]
 _URI_PIECE = st.sampled_from([*_PIECES, "4", ";v1="])

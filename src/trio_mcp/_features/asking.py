@@ -1,27 +1,23 @@
 """Asking the client from inside a call: the same tool code in both protocol eras.
 
-Rule 1: a question is an `Ask`: a method, its params, the capability it needs, the key it is
-        filed under, and how to read the answer. `await ask` asks it alone; `Context.gather`
-        asks several in one round. The `Context` decides how it travels, not the tool.
-Rule 2: handshake era (up to 2025-11-25): each ask is a real request to the client on the
-        connection (or the call's own SSE stream), awaited with a timeout.
-Rule 3: 2026-07-28 (multi round-trip requests): the call runs from the start on every round.
-        An ask whose key has an answer (from this round's `inputResponses`, or earlier rounds'
-        carried in the sealed `requestState`) returns it at once; the first one without ends
-        the attempt (`InputRequired`, a BaseException so that a tool's `except Exception` does
-        not swallow it), and the server answers `input_required` with every ask still open in
-        that round and the answers so far sealed into a new `requestState`. Keys are the
-        caller's (`key=`) or numbered in asking order ("elicitation-1", "sampling-2"...): a
-        tool must ask in the same order on every run, and do nothing it cannot repeat before
-        its last question (ask first, or make the step idempotent).
-Rule 4: an answer is attacker-controlled: it is read with the records' `from_wire` and an
-        elicitation's content is validated against the answer type; a malformed one raises
-        `AnswerInvalidError` (-32602), never reaches the tool as data.
-Rule 5: a form elicitation's answer type is a pydantic model, a dataclass or a TypedDict of
-        the flat fields the spec allows (string, with the formats email, uri, date and
-        date-time; number; integer; boolean; single- and multi-select enums, titled through
-        `Choices`); defaults become the schema's `default` (SEP-1034). Any other shape fails
-        with `TypeError` naming the field, the first time the type is used.
+A question is an `Ask`: a method, its params, the capability it needs, the key it is filed
+under, and how to read the answer. `await ask` asks it alone; `Context.gather` asks several in
+one round. The `Context` decides how it travels, not the tool: up to 2025-11-25 each ask is a
+real request to the client on the connection (or the call's own SSE stream), awaited with a
+timeout; under 2026-07-28 it is an entry of an `input_required` result (`AskBook`).
+
+2026-07-28 (multi round-trip requests): the call runs from the start on every round. An ask
+whose key has an answer (from this round's `inputResponses`, or earlier rounds' carried in the
+sealed `requestState`) returns it at once; the first one without ends the attempt
+(`InputRequired`, a BaseException so that a tool's `except Exception` does not swallow it), and
+the server answers `input_required` with every ask still open in that round and the answers so
+far sealed into a new `requestState`. Keys are the caller's (`key=`) or numbered in asking order
+("elicitation-1", "sampling-2"...): a tool must ask in the same order on every run, and do
+nothing it cannot repeat before its last question (ask first, or make the step idempotent).
+
+An answer is attacker-controlled: it is read with the records' `from_wire` and an elicitation's
+content is validated against the answer type; a malformed one raises `AnswerInvalidError`
+(-32602) and never reaches the tool as data.
 """
 
 from __future__ import annotations
@@ -62,7 +58,7 @@ _MISSING: Final = object()
 
 
 class AnswerInvalidError(RemoteProtocolError):
-    """The client's answer to an ask is malformed (Rule 4): -32602 under 2026-07-28."""
+    """The client's answer to an ask is malformed: -32602 under 2026-07-28."""
 
     def __init__(self, key: str, why: str) -> None:
         super().__init__(
@@ -72,7 +68,7 @@ class AnswerInvalidError(RemoteProtocolError):
 
 
 class InputRequired(BaseException):
-    """Ends a 2026-07-28 attempt at its first unanswered ask (Rule 3)."""
+    """Ends a 2026-07-28 attempt at its first unanswered ask; no `except Exception` stops it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +134,12 @@ _KEYS: Final = {
 
 
 def elicit_form(answer: Any) -> ElicitForm:
-    """The compiled form of an answer type, or of a raw JSON Schema dict (Rule 5).
+    """The compiled form of an answer type, or of a raw JSON Schema dict.
+
+    An answer type is a pydantic model, a dataclass or a TypedDict of the flat fields the spec
+    allows (string, with the formats email, uri, date and date-time; number; integer; boolean;
+    single- and multi-select enums, titled through `Choices`); defaults become the schema's
+    `default` (SEP-1034). Any other shape fails the first time the type is used.
 
     A raw schema (a dict) is sent as given and its answers come back as dicts, checked only
     for being an object; a type's answers are validated into the type.
@@ -274,7 +275,7 @@ class Ask(Generic[T]):
 def read_elicitation(
     form: ElicitForm,
 ) -> Callable[[Any], AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation]:
-    """How to read an `ElicitResult` answering `form` (Rule 4)."""
+    """How to read an `ElicitResult` answering `form`: its accepted content validated."""
     from pydantic import ValidationError  # noqa: PLC0415 - loaded by elicit_form already
 
     def read(wire: Any) -> AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation:
@@ -294,7 +295,7 @@ def read_elicitation(
 
 
 class AskBook:
-    """One 2026-07-28 attempt's answers and open questions (Rule 3).
+    """One 2026-07-28 attempt's answers and open questions.
 
     Args:
         answers: Answers by key: earlier rounds' (from the state), then this round's.

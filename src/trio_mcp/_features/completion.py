@@ -1,16 +1,9 @@
 """Completion of prompt arguments and template variables (`completion/complete`).
 
-Rule 1: an argument whose annotation is a `Literal` or an `Enum` completes for free: its
-        allowed values, as strings, in declaration order, those that start with what was typed
-        (ignoring case). Nothing runs for it: it is answered at once.
-Rule 2: any other argument completes only through a completer declared for it (`Param(complete=
-        fn)` or `completions={"name": fn}` on the decorator): `fn(value)` or `fn(value,
-        arguments)`, sync or async, returning an iterable of values. `arguments` holds what the
-        client already chose for the others (`context.arguments`). A completer filters as it
-        likes; what it returns is taken in its order.
-Rule 3: at most 100 values go out (the spec's limit), with `total` (how many there were) and
-        `hasMore` (whether some were left out). An argument with nothing to complete with gets
-        an empty list, never an error.
+Which arguments complete, and how: an argument whose annotation is a `Literal` or an `Enum`
+completes for free, from its allowed values, answered at once; any other completes only through
+a completer declared for it (`Param(complete=fn)` or `completions={"name": fn}` on the
+decorator). An argument with nothing to complete with gets an empty list, never an error.
 """
 
 from __future__ import annotations
@@ -42,10 +35,16 @@ MAX_VALUES: Final = 100
 class Completer:
     """How one argument of one prompt or template completes.
 
+    Fixed choices complete with those that start with what was typed (ignoring case), in
+    declaration order; nothing runs for them. A completer is `fn(value)` or `fn(value,
+    arguments)`, sync or async, returning an iterable of values; `arguments` holds what the
+    client already chose for the others (`context.arguments`). It filters as it likes, and what
+    it returns is taken in its order.
+
     Attributes:
         name: Names the argument and its owner (for logs and thread limiters).
-        choices: The fixed values of a `Literal` or `Enum` argument (Rule 1), or None.
-        fn: The declared completer (Rule 2) as `fn(value=..., arguments=...)`, or None.
+        choices: The fixed values of a `Literal` or `Enum` argument, as strings, or None.
+        fn: The declared completer as `fn(value=..., arguments=...)`, or None.
         is_async: Whether `fn` must be awaited (run on the event loop, not in a thread).
     """
 
@@ -71,7 +70,11 @@ class Completer:
 
 
 def completion_result(values: Iterable[Any]) -> dict[str, Any]:
-    """The `CompleteResult` object for `values` (Rule 3)."""
+    """The `CompleteResult` object for `values`.
+
+    At most `MAX_VALUES` go out, with `total` (how many there were) and `hasMore` (whether
+    some were left out).
+    """
     found = [str(v.value) if isinstance(v, enum.Enum) else str(v) for v in values]
     return {
         "completion": {
@@ -123,7 +126,7 @@ def completers_for(
     *,
     where: str,
 ) -> dict[str, Completer]:
-    """One `Completer` per argument that can complete (Rules 1 and 2).
+    """One `Completer` per argument that can complete: fixed choices, or a declared completer.
 
     Args:
         owner: Names the prompt or template in completer names.

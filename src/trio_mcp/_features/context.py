@@ -1,15 +1,11 @@
 """`Context`: what a running tool may ask of its request (progress, logs, peer facts).
 
-Rule 1: a tool asks for a context by annotating one parameter as `Context`; that parameter is
-        injected and never appears in the tool's schema.
-Rule 2: a context never does I/O itself. It hands notifications to the `send` callable the
-        runtime gave it, and requests to the client (sampling, elicitation, roots) to its
-        `Requester`, so this module stays free of trio and sockets.
-Rule 3: progress is sent only when the request carried `_meta.progressToken`, and log messages
-        only at or above the level the client asked for; otherwise both are quiet no-ops.
-Rule 4: a call that became a task (`_features/tasks`) has no request stream any more: its
-        questions go to the task's requester, its progress becomes the task's status message,
-        and its log messages are dropped.
+A tool asks for one by annotating a parameter as `Context`; that parameter is injected and never
+appears in the tool's schema. A context does no I/O itself: it hands notifications to the `send`
+callable the runtime gave it, and requests to the client (sampling, elicitation, roots) to its
+`Requester` or, under 2026-07-28, to the attempt's `AskBook`. A call that became a task
+(`_features/tasks`) has no request stream any more: the task runtime switches its context over
+(`_run_as_task`).
 """
 
 from __future__ import annotations
@@ -62,7 +58,7 @@ TaskDetacher = Callable[[], Awaitable[bool]]
 
 
 async def _dropped(method: str, params: dict[str, Any]) -> None:
-    """Where a task's notifications go: it has no request stream (Rule 4)."""
+    """Where a task's notifications go: it has no request stream."""
 
 
 class Requester(Protocol):
@@ -137,7 +133,7 @@ class Context(Generic[LifespanT]):
         self._lifespan = lifespan
         #: Set by the task runtime for a call that may become a task.
         self._detacher: TaskDetacher | None = None
-        #: Set once the call is a task: where progress messages go (Rule 4).
+        #: Set once the call is a task: where progress messages go.
         self._status: Callable[[str], Awaitable[None]] | None = None
         #: Set once the call is a task: asks several questions at once.
         self._ask_many: AskMany | None = None
@@ -166,9 +162,10 @@ class Context(Generic[LifespanT]):
     def _run_as_task(
         self, requester: Requester, status: Callable[[str], Awaitable[None]], many: AskMany
     ) -> None:
-        """The task runtime's switch (Rule 4).
+        """The task runtime's switch: the call is a task from now on.
 
-        Questions go to `requester` (several at once to `many`), progress to `status`.
+        Questions go to `requester` (several at once to `many`), progress becomes the task's
+        status message (`status`), and log messages are dropped.
         """
         self._book = None
         self._requester = requester
@@ -568,7 +565,7 @@ class Context(Generic[LifespanT]):
 
 
 def _read(ask: Ask[T], wire: Any) -> T:
-    """The record `ask` makes of the client's wire answer (Rule 4 of `asking`)."""
+    """The record `ask` makes of the client's wire answer, checked (see `_features/asking`)."""
     try:
         return ask.read(wire)
     except WireFormatError as exc:

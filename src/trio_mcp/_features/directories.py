@@ -1,19 +1,14 @@
 """A folder served as resources: the template `Server.add_directory` registers, its reads, its list.
 
-Rule 1: a read never leaves the root. The URI's path (already normalised by the template's value
-        rules: no empty, "." or ".." segment left, no backslash nor NUL) is joined to the root
-        and resolved, symlinks included; what resolves outside the root, is not a regular file,
-        has a hidden name on either side of a symlink (unless `hidden=True`) or is left out by
-        the globs is "not found" (the revision's resource-not-found error), exactly like a name
-        that does not exist: a client learns nothing of what lies outside. The file is then
-        opened a folder at a time, following no symlink, so one swapped in since fails the read.
-Rule 2: a file larger than `max_bytes` is refused (-32603 naming the limit) and never read whole.
-Rule 3: a file is text (UTF-8) when its MIME type, guessed from its name, is a text type, or is
-        unknown and its bytes decode as UTF-8 with no NUL; otherwise it is a blob of that type
-        (application/octet-stream when unknown).
-Rule 4: `resources/list` lists what a read would serve, walking the root each time it is asked
-        (the dispatcher runs the walk in a worker thread): regular files in sorted order, not
-        descending into symlinked folders, at most `max_listed` of them.
+A read never leaves the root. The URI's path (already normalised by the template's value rules:
+no empty, "." or ".." segment left, no backslash nor NUL) is joined to the root and resolved,
+symlinks included; what resolves outside the root, is not a regular file, has a hidden name on
+either side of a symlink (unless `hidden=True`) or is left out by the globs is "not found" (the
+revision's resource-not-found error), exactly like a name that does not exist: a client learns
+nothing of what lies outside. The file is then opened a folder at a time, following no symlink,
+so one swapped in since fails the read.
+
+A file larger than `max_bytes` is refused (-32603 naming the limit) and never read whole.
 """
 
 from __future__ import annotations
@@ -71,7 +66,7 @@ class _Folder:
         """Where the file `parts` names is under the root, symlinks resolved, and its status.
 
         Raises:
-            ResourceNotFoundError: when it names nothing a read may serve (Rule 1).
+            ResourceNotFoundError: when it names nothing a read may serve (module docstring).
         """
         if not parts or (not self.deep and len(parts) > 1):
             raise ResourceNotFoundError("not a file of this directory")
@@ -97,7 +92,12 @@ class _Folder:
         return not self.globs or any(_glob_match(glob, parts) for glob in self.globs)
 
     def read(self, parts: Sequence[str]) -> ResourceContents:
-        """The contents of the file `parts` names (Rules 1-3)."""
+        """The contents of the file `parts` names, as text or as a blob.
+
+        Text (UTF-8) when its MIME type, guessed from its name, is a text type, or is unknown
+        and its bytes decode as UTF-8 with no NUL; otherwise a blob of that type
+        (application/octet-stream when unknown).
+        """
         inside, _ = self.find(parts)
         # Opened again one folder at a time, never following a symlink: a symlink put in place
         # of one of them since `find` makes the read fail, not escape.
@@ -130,7 +130,11 @@ class _Folder:
         return ResourceContents(blob=data, mime_type=mime)
 
     def listing(self) -> list[dict[str, Any]]:
-        """The `resources/list` entries of the files a read would serve (Rule 4)."""
+        """The `resources/list` entries of the files a read would serve.
+
+        The root is walked each time (the dispatcher runs the walk in a worker thread): regular
+        files in sorted order, not descending into symlinked folders, at most `max_listed`.
+        """
         entries: list[dict[str, Any]] = []
         for parts, size in self._walk():
             if len(entries) == self.max_listed:

@@ -1,14 +1,8 @@
 """Prompts: the `@prompt` marker, the prompt record, its arguments and its messages.
 
-Rule 1: `@prompt(name)` only tags the function (as `@tool` does). The prompt's arguments are
-        the function's parameters: name, description (from `Param` or the docstring), required
-        unless defaulted. Prompt arguments travel as strings; each is coerced to its annotation
-        (`int`, `Literal`, `Enum`, dates...) and a failure is one line per argument, as for
-        tools.
-Rule 2: what the function returns becomes messages by its type: a `str` is one user message; a
-        content block is one user message holding it; a `PromptMessage`, a `(role, content)`
-        pair or a `{"role", "content"}` dict is one message; a list or tuple of any of these is
-        those messages in order. Anything else is the function's error, reported as such.
+`@prompt(name)` only tags the function (as `@tool` does). The prompt's arguments are the
+function's parameters: name, description (from `Param` or the docstring), required unless
+defaulted. What the function returns becomes the wire's messages (`messages_of`).
 """
 
 from __future__ import annotations
@@ -188,7 +182,10 @@ class Prompt:
         return wire
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Coerce the string arguments to the function's annotations (Rule 1).
+        """Coerce the string arguments to the function's annotations.
+
+        Prompt arguments travel as strings; each is coerced to its annotation (`int`,
+        `Literal`, `Enum`, dates...), and a failure is one line per argument, as for tools.
 
         Raises:
             ArgumentsInvalid: one line per problem.
@@ -197,7 +194,12 @@ class Prompt:
 
 
 def messages_of(value: Any) -> list[dict[str, Any]]:
-    """Turn what a prompt function returned into the wire's `messages` (Rule 2).
+    """Turn what a prompt function returned into the wire's `messages`.
+
+    By its type: a `str` is one user message; a content block is one user message holding it;
+    a `PromptMessage`, a `(role, content)` pair or a `{"role", "content"}` dict is one message;
+    a list or tuple of any of these is those messages in order. Anything else is the
+    function's error, reported as such.
 
     Raises:
         TypeError: for a value that is no message, naming what was found.

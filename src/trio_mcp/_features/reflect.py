@@ -1,11 +1,9 @@
 """Attribute-style markers on functions, and finding the marked ones by reflection.
 
-Rule 1: a marker (`@resource`, `@prompt`) only attaches a metadata record to the function under
-        an attribute of its own and returns the function unchanged; static and class methods
-        are tagged on the function inside them.
-Rule 2: discovery looks at a module (its tagged functions), a class (its tagged static and
-        class methods; an instance method is a `ToolDefinitionError`, since nothing could bind
-        it) or an instance (its tagged methods, bound), in definition order, base classes first.
+What `@tool`, `@resource` and `@prompt` share: a marker only attaches a metadata record to the
+function under an attribute of its own and returns the function unchanged (`tag`), and
+`Server.add_tools(obj)` and its siblings find the marked functions of a module, class or
+instance (`discover`).
 """
 
 from __future__ import annotations
@@ -28,7 +26,9 @@ M = TypeVar("M")
 
 
 def tag(fn: F, attr: str, meta: Any, decorator: str) -> F:
-    """Attach `meta` to `fn` under `attr` (Rule 1) and return `fn`.
+    """Attach `meta` to `fn` under `attr` and return `fn` unchanged.
+
+    Static and class methods are tagged on the function inside them.
 
     Raises:
         ToolDefinitionError: when `fn` takes no attributes (a builtin, say).
@@ -72,7 +72,11 @@ def marker(obj: Any, attr: str, kind: type[M]) -> M | None:
 
 
 def discover(obj: Any, attr: str, kind: type[Any], adder: str) -> list[Callable[..., Any]]:
-    """The functions of a module, class or instance that carry a `kind` marker (Rule 2).
+    """The functions of a module, class or instance that carry a `kind` marker.
+
+    A module gives its tagged functions, a class its tagged static and class methods (an
+    instance method is an error: nothing could bind it), an instance its tagged methods,
+    bound; in definition order, base classes first.
 
     Args:
         obj: Where to look.

@@ -1,15 +1,12 @@
 """A registry of primitives of one kind (tools, resources, resource templates, prompts).
 
-Rule 1: order is registration order, and listing pages through it in that order with opaque
-        cursors of the registry's own kind ("tools:20"); a cursor of another kind, or one that
-        does not decode, is a -32602 error, never a silent first page.
-Rule 2: keys are unique within a registry (a name; a URI for resources, a URI template for
-        templates); a second registration under a taken key is a `ToolDefinitionError` naming
-        both the holder and the newcomer.
-Rule 3: every change (add, remove, enable, disable) bumps `changes`, the counter that tells a
-        runtime that a `notifications/<kind>/list_changed` is due.
-Rule 4: a disabled item stays registered but is invisible: not listed, not found by `get`,
-        until it is enabled again.
+What the server's lists page through and its requests look names up in. Keys are unique within
+a registry (a name; a URI for resources, a URI template for templates). Order is registration
+order, and a list pages through it in that order with opaque cursors of the registry's own kind
+("tools:20"); a cursor of another kind, or one that does not decode, is a -32602 error, never a
+silent first page. Every change (add, remove, enable, disable) bumps `changes`, the counter that
+tells the runtime a `notifications/<kind>/list_changed` is due; a disabled item stays registered
+but is neither listed nor found by `get` until it is enabled again.
 """
 
 from __future__ import annotations
@@ -62,7 +59,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._disabled: set[str] = set()
         self._order: list[T] | None = None
-        #: Bumped by every add and remove (Rule 3).
+        #: Bumped by every change: add, remove, enable, disable.
         self.changes = 0
         #: Called after every change (the hub's wake-up), if set.
         self.on_change: Callable[[], None] | None = None
@@ -71,7 +68,7 @@ class Registry(Generic[T]):
         """Register `new`.
 
         Raises:
-            ToolDefinitionError: when the name is taken.
+            ToolDefinitionError: when the key is taken, naming both the holder and `new`.
         """
         key = self._key(new)
         existing = self._items.get(key)
@@ -92,7 +89,7 @@ class Registry(Generic[T]):
         return item
 
     def set_enabled(self, key: str, enabled: bool) -> bool:
-        """Enable or disable the item under `key` (Rule 4; KeyError if there is none).
+        """Enable or disable the item under `key` (KeyError if there is none).
 
         Returns:
             Whether that changed anything (enabling an enabled item does not).
@@ -147,7 +144,7 @@ class Registry(Generic[T]):
 def page_of(
     kind: str, items: list[Any], cursor: str | None, page_size: int | None
 ) -> tuple[list[Any], str | None]:
-    """One page of `items` and the cursor of the next (Rule 1); cursors name `kind`.
+    """One page of `items` and the cursor of the next; cursors name `kind`.
 
     Raises:
         RemoteProtocolError: -32602 for a cursor of another kind, one that does not decode, or

@@ -1,25 +1,17 @@
 """Resources and resource templates: the `@resource` marker, their records and registries.
 
-Rule 1: `@resource(uri)` only tags the function (as `@tool` does). A URI with `{variables}`
-        makes a template: the function's parameters are its variables, typed and validated
-        like tool arguments; template and signature must name the same variables, or
-        registration fails with a `ToolDefinitionError` saying which differ. A plain URI makes
-        a resource whose function takes no arguments (a `Context` at most).
-Rule 2: what a read returns becomes contents by its type: `str` is text (text/plain), `bytes` a
-        base64 blob (application/octet-stream), `ResourceContents` (or a list of them) goes as
-        it is, anything else (a model, dataclass, TypedDict, dict, list, number) is JSON text
-        (application/json). A `mime_type` given at registration names the type instead.
-Rule 3: a static value or a file (`Server.add_resource(uri, value)`) is read when asked, never
-        at registration: a file's bytes come off the disk at each read (in a worker thread),
-        with its MIME type guessed from its name.
-Rule 4: a URI is resolved against the resources first (exact URI), then the templates in
-        registration order: the first template that matches wins. A URI longer than
-        `max_uri_length` is refused (-32602) before any template sees it.
-Rule 5: a template's matched values pass the template's value rules (`uri_template` Rule 5)
-        before they are validated and before the function runs: decoded, a `{name}` holding
-        "/", a backslash or NUL, or being "." or "..", is refused (-32602, one line per problem),
-        and a `{+path}` comes normalised, kept under its root. Variables named in `verbatim`
-        are passed as they are decoded.
+`@resource(uri)` only tags the function (as `@tool` does). A URI with `{variables}` makes a
+template: the function's parameters are its variables, typed and validated like tool
+arguments. A plain URI makes a resource whose function takes no arguments (a `Context` at most).
+A static value or a file can be a resource too (`Server.add_resource(uri, value)`).
+
+A URI is resolved against the resources first (exact URI), then the templates in registration
+order: the first template that matches wins. A URI longer than `max_uri_length` is refused
+(-32602) before any template sees it. A template's matched values pass the template's value
+rules (`_features/uri_template` Rule 1) before they are validated and before the function runs:
+decoded, a `{name}` holding "/", a backslash or NUL, or being "." or "..", is refused (-32602,
+one line per problem), and a `{+path}` comes normalised, kept under its root. Variables named
+in `verbatim` are passed as they are decoded.
 """
 
 from __future__ import annotations
@@ -239,7 +231,7 @@ class Resource(_Described):
         return cached
 
     def contents(self, value: Any, uri: str | None = None) -> list[dict[str, Any]]:
-        """The `contents` of a read that produced `value` (Rule 2)."""
+        """The `contents` of a read that produced `value` (`contents_of`)."""
         return contents_of(value, uri or self.uri, self.mime_type)
 
 
@@ -250,7 +242,7 @@ class ResourceTemplate(_Described):
     template: UriTemplate = field(default_factory=lambda: UriTemplate("x:"))
     compiled: CompiledTool | None = None
     completers: Mapping[str, Completer] = field(default_factory=dict)
-    #: Variables passed as they are decoded, without the value rules (Rule 5).
+    #: Variables passed as they are decoded, without the value rules.
     verbatim: frozenset[str] = frozenset()
     #: For a template that serves a known set of URIs (a directory): lists them, as
     #: `resources/list` entries; it may block (it runs in a worker thread).
@@ -273,7 +265,7 @@ class ResourceTemplate(_Described):
         """The function's keyword arguments for `uri`, or None when it does not match.
 
         Raises:
-            ArgumentsInvalid: when a variable's value breaks the value rules (Rule 5) or fails
+            ArgumentsInvalid: when a variable's value breaks the value rules or fails
                 validation (one line each).
         """
         values = self.template.match(uri)
@@ -284,7 +276,7 @@ class ResourceTemplate(_Described):
     def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The function's keyword arguments for the template's matched `values`.
 
-        The value rules come first (Rule 5): an unsafe value is refused before any conversion.
+        The value rules come first: an unsafe value is refused before any conversion.
 
         Raises:
             ArgumentsInvalid: when a variable's value breaks the value rules or fails
@@ -299,7 +291,7 @@ class ResourceTemplate(_Described):
         return self.compiled.validate(values)
 
     def contents(self, value: Any, uri: str) -> list[dict[str, Any]]:
-        """The `contents` of a read of `uri` that produced `value` (Rule 2)."""
+        """The `contents` of a read of `uri` that produced `value` (`contents_of`)."""
         return contents_of(value, uri, self.mime_type)
 
 
@@ -316,7 +308,13 @@ def _ordered(wire: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
 
 
 def contents_of(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
-    """Turn what a read produced into the wire's `contents` list (Rule 2)."""
+    """Turn what a read produced into the wire's `contents` list, by its type.
+
+    `str` is text (text/plain), `bytes` a base64 blob (application/octet-stream),
+    `ResourceContents` (or a list of them) goes as it is, anything else (a model, dataclass,
+    TypedDict, dict, list, number) is JSON text (application/json). A `mime_type` given at
+    registration names the type instead.
+    """
     if isinstance(value, ResourceContents):
         return [value.to_wire(uri, mime_type)]
     if isinstance(value, EmbeddedResource):
@@ -384,7 +382,7 @@ class ResourceRegistry:
         raise KeyError(key)
 
     def check_length(self, uri: str) -> None:
-        """Refuse a URI longer than `max_uri_length` (Rule 4).
+        """Refuse a URI longer than `max_uri_length`, before any template sees it.
 
         Raises:
             RemoteProtocolError: -32602 naming the limit.
@@ -400,7 +398,7 @@ class ResourceRegistry:
     def match(
         self, uri: str
     ) -> tuple[Resource | ResourceTemplate, Mapping[str, str | list[str]]] | None:
-        """What serves `uri` and the template's matched values (Rule 4); None if nothing.
+        """What serves `uri` and the template's matched values; None if nothing.
 
         The values are not validated yet (`ResourceTemplate.validate`); a resource has none.
 
@@ -418,12 +416,12 @@ class ResourceRegistry:
         return None
 
     def resolve(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, Any]] | None:
-        """What serves `uri` and the arguments to call it with (Rule 4); None if nothing.
+        """What serves `uri` and the arguments to call it with; None if nothing.
 
         Raises:
             RemoteProtocolError: -32602 for a URI longer than `max_uri_length`.
             ArgumentsInvalid: when a template matches but a variable breaks the value rules
-                or fails validation (Rule 5).
+                or fails validation.
         """
         found = self.match(uri)
         if found is None:
@@ -454,10 +452,13 @@ def make_resource(
 
     `target` is a function (its `@resource` metadata, overridden by `options`), a
     `pathlib.Path` (a file read at each read) or any other value (static contents); the last
-    two need `options.uri`.
+    two need `options.uri`. A static value or a file is read when asked, never here: a file's
+    bytes come off the disk at each read (in a worker thread), its MIME type guessed from its
+    name.
 
     Raises:
-        ToolDefinitionError: when it cannot be a resource (see the module rules).
+        ToolDefinitionError: when it cannot be a resource, saying why (no URI, a template
+            whose function does not take its variables, bad options...).
     """
     is_function = callable(target) and not isinstance(target, type)
     if is_function:

@@ -1,15 +1,11 @@
 """From a Python function to a description of its parameters, by `inspect` alone.
 
-Rule 1: every parameter a client fills is keyword-addressable and annotated; anything else
-        (`*args`, `**kwargs`, positional-only, unannotated) is a `ToolDefinitionError` naming the
-        function and the parameter, raised at registration.
-Rule 2: a parameter annotated `Context` is injected by the runtime and never described.
-Rule 3: descriptions come, in order of precedence, from `Param(...)`, from pydantic
-        `Field(description=...)`, and from the docstring's Args/Parameters section
-        (Google, NumPy or reST style).
-Rule 4: a tool's description is its whole docstring, less the sections that restate the
-        signature (Args, Returns, Raises, Yields and their kin, `:param x:` fields): text after
-        the summary is usually guidance for the model, and is kept.
+What a tool, resource template or prompt takes, read once at registration: each parameter's
+name, annotation, default and description, and the function's description from its docstring.
+Every parameter a client fills is keyword-addressable and annotated; anything else (`*args`,
+`**kwargs`, positional-only, unannotated) is a `ToolDefinitionError` naming the function and the
+parameter, raised at registration. A parameter annotated `Context` is injected by the runtime
+and never described.
 """
 
 from __future__ import annotations
@@ -107,7 +103,7 @@ def _is_context(annotation: Any) -> bool:
 
 def _field_description(annotation: Any) -> str | None:
     # A `Field(...)` can only exist once pydantic is loaded; loading it just to look for one
-    # would cost every server a third of its start-up (see _schema's Rule 4).
+    # would cost every server a third of its start-up (`_features/schema` Rule 3).
     fields = sys.modules.get("pydantic.fields")
     if fields is None or get_origin(annotation) is not Annotated:
         return None
@@ -121,7 +117,7 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
     """Inspect `fn` into a `Signature`.
 
     Raises:
-        ToolDefinitionError: for a parameter a client could not fill (see the module rules).
+        ToolDefinitionError: for a parameter a client could not fill (see the module docstring).
     """
     name = _qualname(fn)
     try:
@@ -165,6 +161,8 @@ def describe_function(fn: Callable[..., Any]) -> Signature:
             context_param = p.name
             continue
         stripped, marker = _strip_params(annotation)
+        # In order of precedence: `Param(...)`, pydantic `Field(description=...)`, the
+        # docstring's Args/Parameters section (Google, NumPy or reST style).
         description = (
             (marker.description if marker else None)
             or _field_description(annotation)
@@ -237,10 +235,11 @@ def parse_docstring(doc: str | None) -> Docstring:
     """Read a Google, NumPy or reST docstring: its summary, description and parameters.
 
     The description is the whole docstring without the sections that restate the signature
-    (`_SIGNATURE_SECTIONS`, and the matching reST fields `:param x:`, `:returns:`, ...).
-    A paragraph of plain prose is joined into one line (docstrings are wrapped for the
-    source, not for the reader); a paragraph laid out by hand (list items, deeper indented
-    lines, doctests, tables) keeps its lines.
+    (`_SIGNATURE_SECTIONS`, and the matching reST fields `:param x:`, `:returns:`, ...): text
+    after the summary is usually guidance for the model, and is kept. A paragraph of plain
+    prose is joined into one line (docstrings are wrapped for the source, not for the reader);
+    a paragraph laid out by hand (list items, deeper indented lines, doctests, tables) keeps
+    its lines.
     """
     if not doc:
         return Docstring(None, None, {})

@@ -1,41 +1,39 @@
 """Tools that may run as tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663), sans-IO.
 
+What a task is and where it is kept: a tool's `TaskSupport`, the task's record (`TaskRecord`,
+what `tasks/get` shows), the stores that keep records (`TaskStore`, `MemoryTaskStore`) and what
+the dispatcher asks of the runtime that runs them (`TaskEngine`, `_runtime/tasks`). A call of a
+task-capable tool starts like any call (its first questions are asked as usual); it becomes a
+task when its `after` delay passes, or when the tool says so (`Context.become_task`). From then
+on the `tools/call` is answered with a `CreateTaskResult` and the work goes on, owned by the
+server; its questions surface as `input_required` with `inputRequests`.
+
 Rule 1: a tool declares that it *may* become a task (`TaskSupport`); the server alone decides,
         per call, and only for a client that declared the extension for that request (in the
         handshake's or the request's `_meta` client capabilities, `declares_tasks`). A tool that
         declares nothing never becomes a task; a `required` one refuses other clients (-32021).
-Rule 2: a call of a task-capable tool starts like any call (its first questions are asked as
-        usual: input-required rounds under 2026-07-28); it becomes a task when its `after`
-        delay passes, or when the tool says so (`Context.become_task`). From then on the
-        `tools/call` is answered with a `CreateTaskResult` and the work goes on, owned by the
-        server; its questions surface as `input_required` with `inputRequests`.
-Rule 3: a task's record (`TaskRecord`) is what `tasks/get` shows: the states are `working`,
-        `input_required`, `completed` (the tool's result, an error result included),
-        `cancelled` and `failed` (a protocol error, inlined as a JSON-RPC error object); the
-        last three are terminal and never change again. Durations are integer milliseconds on
-        the wire (`ttlMs`, `pollIntervalMs`), times ISO 8601 UTC; no `requestState`, ever.
-Rule 4: a store keeps records by id (`TaskStore`); ids are unguessable (128 random bits). The
-        in-memory store is bounded: a finished task is kept `ttl` seconds after it settled, then
-        dropped, and when the store is full the oldest finished task makes room; if every slot
-        holds live work, no new task is made (the call simply runs to its end). A task whose
-        worker stopped without settling it (the process serving it ended) becomes `failed`.
-Rule 5: a store may be shared by the workers of a fleet, so a record names its worker
-        (`owner`) and holds that worker's lease (`lease_until`, wall-clock seconds), which the
-        worker renews while the task runs. A live task whose lease has passed is a dead
-        worker's: whoever reads it next settles it `failed`. A settled record is final: a store
-        refuses to write a live record over it (`save` answers False), which is how a worker
-        learns that another settled its task (`tasks/cancel` there, or a lease it let lapse).
-Rule 6: a shared store may also carry answers to the worker running a task (`TaskMailbox`):
-        each task has a bounded mailbox; `post_answers` adds one batch (False, adding nothing,
-        when it is full) and `take_answers` takes every batch waiting, so each is taken once.
-        A mailbox outlives no task: it expires with the task's record.
-Rule 7: a task made for a request with a verified token belongs to the token's principal
-        (`_core/auth` Rule 4: issuer, subject, client), kept in its record (`principal`). For
-        any other principal it does not exist: `tasks/get`, `tasks/update`, `tasks/cancel` and
-        a listen stream's `taskIds` fare exactly as with an unknown id, so a leaked task id is
-        no credential. The same principal may use it from any session or worker, with a
-        refreshed token too. A task made without a token (stdio, memory, an open HTTP
-        server) belongs to no one, as does a record written before records named one.
+Rule 2: a settled task is final: `completed`, `cancelled` and `failed` never change again, and a
+        store refuses to write a live record over a settled one (`save` answers False), which
+        is how a worker learns that another settled its task (`tasks/cancel` there, or a lease
+        it let lapse). A store may be shared by the workers of a fleet, so a record names its
+        worker (`owner`) and holds that worker's lease (`lease_until`, wall-clock seconds),
+        which the worker renews while the task runs; a live task whose lease has passed is a
+        dead worker's, and whoever reads it next settles it `failed`.
+Rule 3: ids are unguessable (128 random bits), and stores are bounded. The in-memory store keeps
+        a finished task `ttl` seconds after it settled; when it is full the oldest finished
+        task makes room, and if every slot holds live work no new task is made (the call simply
+        runs to its end).
+Rule 4: a shared store may carry answers to the worker running a task (`TaskMailbox`): each task
+        has a bounded mailbox; `post_answers` adds one batch (False, adding nothing, when it is
+        full) and `take_answers` takes every batch waiting, so each is taken once. A mailbox
+        outlives no task: it expires with the task's record.
+Rule 5: a task made for a request with a verified token belongs to the token's principal
+        (`_core/auth` Rule 3), kept in its record (`principal`). For any other principal it
+        does not exist: `tasks/get`, `tasks/update`, `tasks/cancel` and a listen stream's
+        `taskIds` fare exactly as with an unknown id, so a leaked task id is no credential. The
+        same principal may use it from any session or worker, with a refreshed token too. A
+        task made without a token (stdio, memory, an open HTTP server) belongs to no one, as
+        does a record written before records named one.
 """
 
 from __future__ import annotations
@@ -85,12 +83,12 @@ DEFAULT_TASK_TTL: Final = 3600.0
 DEFAULT_POLL_INTERVAL: Final = 1.0
 #: Tasks one store keeps at once: 10,000 records of a few KB each stay within tens of MB.
 DEFAULT_MAX_TASKS: Final = 10_000
-#: Seconds a worker's claim on a running task lasts unless renewed (Rule 5); the worker renews
+#: Seconds a worker's claim on a running task lasts unless renewed (Rule 2); the worker renews
 #: it every third of that. A task whose worker died is `failed` at most this long after: long
 #: enough for a busy worker and clocks a few seconds apart, short next to a task's minutes.
 DEFAULT_LEASE: Final = 15.0
 
-#: Batches of answers one task's mailbox holds untaken (Rule 6): far more than a client sends
+#: Batches of answers one task's mailbox holds untaken (Rule 4): far more than a client sends
 #: between two looks of the worker, few enough that a runaway client cannot fill the store.
 DEFAULT_MAILBOX: Final = 64
 
@@ -172,7 +170,7 @@ def _has_tasks(capabilities: Any) -> bool:
 
 
 def new_task_id() -> str:
-    """An unguessable task id: 128 random bits, URL-safe (Rule 4)."""
+    """An unguessable task id: 128 random bits, URL-safe (Rule 3)."""
     return secrets.token_urlsafe(16)
 
 
@@ -184,7 +182,14 @@ def _iso(when: float) -> str:
 
 @dataclass(slots=True, eq=False)
 class TaskRecord:
-    """One task as a store keeps it (Rule 3); times are wall-clock seconds (`time.time()`)."""
+    """One task as a store keeps it; times are wall-clock seconds (`time.time()`).
+
+    Its states are `working`, `input_required`, `completed` (the tool's result, an error result
+    included), `cancelled` and `failed` (a protocol error, inlined as a JSON-RPC error object);
+    the last three are terminal (Rule 2). On the wire (`detailed_wire`) durations are integer
+    milliseconds (`ttlMs`, `pollIntervalMs`) and times ISO 8601 UTC; a task carries no
+    `requestState`, ever.
+    """
 
     task_id: str
     created_at: float
@@ -199,11 +204,11 @@ class TaskRecord:
     error: dict[str, Any] | None = None
     #: Questions waiting for the client, by the key `tasks/update` answers them under.
     input_requests: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The worker running the task (Rule 5), None for a record that names none.
+    #: The worker running the task (Rule 2), None for a record that names none.
     owner: str | None = None
     #: Until when the owner's claim holds, unless renewed (0: the record has no lease).
     lease_until: float = 0.0
-    #: Whose task it is (Rule 7): the principal of the token of the call that made it; None
+    #: Whose task it is (Rule 5): the principal of the token of the call that made it; None
     #: for a task made without a token, which anyone may use.
     principal: Principal | None = None
     #: The OAuth scopes of the tool it runs: reading, answering or cancelling the task over
@@ -215,7 +220,7 @@ class TaskRecord:
             self.updated_at = self.created_at
 
     def visible_to(self, principal: Principal | None) -> bool:
-        """Whether a request of `principal` may see and use the task (Rule 7)."""
+        """Whether a request of `principal` may see and use the task (Rule 5)."""
         return self.principal is None or self.principal == principal
 
     @property
@@ -228,11 +233,11 @@ class TaskRecord:
         return self.terminal and now >= self.updated_at + self.ttl
 
     def lease_lapsed(self, now: float) -> bool:
-        """Whether a live task's worker failed to renew its lease in time (Rule 5)."""
+        """Whether a live task's worker failed to renew its lease in time (Rule 2)."""
         return not self.terminal and 0 < self.lease_until <= now
 
     def settle_lapsed(self, now: float) -> None:
-        """Settle a task whose lease ran out `failed`, saying its worker stopped (Rule 5)."""
+        """Settle a task whose lease ran out `failed`, saying its worker stopped (Rule 2)."""
         self.status = "failed"
         self.error = {
             "code": INTERNAL_ERROR,
@@ -325,16 +330,16 @@ class TaskRecord:
 
 
 class TaskStore(Protocol):
-    """Where task records live: in memory by default; a shared store serves a fleet (Rules 4, 5).
+    """Where task records live: in memory by default; a shared store serves a fleet (Rules 2, 3).
 
     A store hands out records and takes them back; the worker running a task writes its
     record (`save` after each change) until it settles, and a settled record is never written
-    over (Rule 5), so a store needs no transactions beyond that one check.
+    over (Rule 2), so a store needs no transactions beyond that one check.
     """
 
     @property
     def lease(self) -> float:
-        """Seconds a worker's claim on a running task lasts unless renewed (Rule 5)."""
+        """Seconds a worker's claim on a running task lasts unless renewed (Rule 2)."""
         ...
 
     async def add(self, record: TaskRecord, now: float) -> bool:
@@ -352,7 +357,7 @@ class TaskStore(Protocol):
 
 @runtime_checkable
 class TaskMailbox(Protocol):
-    """A store that carries answers to the worker running a task (Rule 6)."""
+    """A store that carries answers to the worker running a task (Rule 4)."""
 
     async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
         """Leave one batch of answers (`inputResponses`) for the task; False when full."""
@@ -364,11 +369,11 @@ class TaskMailbox(Protocol):
 
 
 class MemoryTaskStore:
-    """A bounded in-memory `TaskStore` (Rule 4), for the servers of one process.
+    """A bounded in-memory `TaskStore` (Rule 3), for the servers of one process.
 
     Args:
         max_tasks: Records kept at once.
-        lease: Seconds a worker's claim on a running task lasts unless renewed (Rule 5).
+        lease: Seconds a worker's claim on a running task lasts unless renewed (Rule 2).
     """
 
     def __init__(self, max_tasks: int = DEFAULT_MAX_TASKS, *, lease: float = DEFAULT_LEASE) -> None:
@@ -405,7 +410,7 @@ class MemoryTaskStore:
         return record
 
     async def save(self, record: TaskRecord) -> bool:
-        """Keep `record` (unless it was dropped); False over another, settled record (Rule 5).
+        """Keep `record` (unless it was dropped); False over another, settled record (Rule 2).
 
         Usually nothing to write: the store holds the record object itself.
         """
@@ -418,7 +423,7 @@ class MemoryTaskStore:
         return True
 
     async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
-        """Leave answers for the task (Rule 6); False when its mailbox is full (or it is gone)."""
+        """Leave answers for the task (Rule 4); False when its mailbox is full (or it is gone)."""
         if await self.get(task_id, now) is None:
             return False
         mail = self._mail.setdefault(task_id, [])
@@ -428,7 +433,7 @@ class MemoryTaskStore:
         return True
 
     async def take_answers(self, task_id: str) -> list[dict[str, Any]]:
-        """Take the answers waiting for the task (Rule 6)."""
+        """Take the answers waiting for the task (Rule 4)."""
         return self._mail.pop(task_id, [])
 
     def _drop_expired(self, now: float) -> None:
@@ -454,7 +459,7 @@ CallBody = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class TaskEngine(Protocol):
-    """What the dispatcher asks of the runtime that runs tasks (Rule 2)."""
+    """What the dispatcher asks of the runtime that runs tasks (`_runtime/tasks`)."""
 
     async def run(
         self,
@@ -470,13 +475,13 @@ class TaskEngine(Protocol):
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told; the task belongs to `principal` (Rule 7), and `scopes` (the tool's)
+        states is told; the task belongs to `principal` (Rule 5), and `scopes` (the tool's)
         are kept in its record; `tool` (its name) is for messages.
         """
         ...
 
     async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
-        """The task's record, or None for an unknown id or another principal's task (Rule 7)."""
+        """The task's record, or None for an unknown id or another principal's task (Rule 5)."""
         ...
 
     async def update(
@@ -488,7 +493,7 @@ class TaskEngine(Protocol):
     ) -> bool:
         """Deliver answers to the task's questions (unknown keys are ignored); False: no task.
 
-        Another principal's task is no task (Rule 7).
+        Another principal's task is no task (Rule 5).
         """
         ...
 

@@ -1,10 +1,9 @@
 """Tool records, the `@tool` marker, discovery by reflection, and the registry.
 
-Rule 1: `@tool` only attaches a `ToolMeta` to the function (like a C# attribute) and returns the
-        function unchanged: a decorated function is still an ordinary, callable function.
-Rule 2: everything that can be wrong with a tool is found at registration and raised as a
-        `ToolDefinitionError` naming the function, the parameter and the fix.
-Rule 3: the registry keeps registration order; `tools/list` pages through it in that order.
+`@tool` only attaches a `ToolMeta` to the function (like a C# attribute) and returns it
+unchanged: a decorated function is still an ordinary, callable function. Everything that can be
+wrong with a tool is found when it is registered (`make_tool`) and raised as a
+`ToolDefinitionError` naming the function, the parameter and the fix, never at its first call.
 """
 
 from __future__ import annotations
@@ -395,7 +394,7 @@ def discover_tools(obj: Any) -> list[Callable[..., Any]]:
 
 
 class ToolRegistry(Registry[Tool]):
-    """Tools by name, in registration order (Rule 3); see `Registry`."""
+    """Tools by name, in registration order (the order `tools/list` pages in); see `Registry`."""
 
     def __init__(self) -> None:
         super().__init__("tools", _holder)

@@ -1,28 +1,20 @@
 """RFC 6570 URI templates, both ways: expanding values into a URI, and matching a URI back.
 
-Rule 1: a template is parsed once, at registration; a malformed one (an unclosed brace, an
-        unknown operator, a variable that is no Python identifier or comes twice) is a
-        `ToolDefinitionError` that quotes the template and says what to change.
-Rule 2: matching is expansion run backwards, for the forms MCP servers use: `{var}`,
-        `{+path}`, `{#frag}`, `{.ext}`, `{/seg}`, `{;param}`, `{?query,params}` and
-        `{&more}`, with several variables per expression, the explode modifier (`{/seg*}`:
-        a list) and prefixes (`{var:3}`). Path-like expressions must match in full and in
-        order; query expressions (`?`, `&`) come last, and their parameters may come in any
-        order and may be left out (the variable is then absent, and the function's default
-        applies). A query parameter the template does not name makes the URI not match.
-Rule 3: matched values are percent-decoded (`%2F` is a "/" inside a `{var}`); an exploded
-        variable is a list of decoded items. Values are strings: typing them is the job of
-        whoever owns the variables (a resource template's function signature).
-Rule 4: matching is lenient where expansion would have been strict: a simple `{var}` takes any
-        characters but the URI delimiters `/`, `?` and `#` (so `units/Space Marines` matches
-        although an expander would have written `Space%20Marines`).
-Rule 5: `safe` (what a resource template applies before its function runs) refuses, once
+What a resource template is made of: a template is parsed once, at registration, and a read's
+URI is matched against it (`match`), its values checked (`safe`) before any function sees them.
+Matching is expansion run backwards, for the forms MCP servers use (`{var}`, `{+path}`,
+`{#frag}`, `{.ext}`, `{/seg}`, `{;param}`, `{?query,params}`, `{&more}`, several variables per
+expression, explode and prefix modifiers), and lenient where expansion would have been strict:
+a simple `{var}` takes any characters but the URI delimiters `/`, `?` and `#` (so
+`units/Space Marines` matches although an expander would have written `Space%20Marines`).
+
+Rule 1: `safe` (what a resource template applies before its function runs) refuses, once
         decoded, a value that holds "/", a backslash or NUL, or is "." or "..", in every
         expression but the path forms: `{+path}`, `{#path}` and the segments of `{/path*}`,
         whose values are normalised instead (empty and "." segments dropped, ".." taking the
         segment before it away; a ".." with none before it, a backslash or a NUL refused), so
         that `root / value` stays under `root`.
-Rule 6: matching takes time and memory linear in the URI, whatever the template: no backtracking
+Rule 2: matching takes time and memory linear in the URI, whatever the template: no backtracking
         (see "matching the path" below). A `%XX` triplet and a character are one unit each, so a
         value never ends inside one, and `{var:3}` counts `%20` as one.
 """
@@ -53,7 +45,7 @@ class _Operator:
     named: bool  # values written as name=value
     if_empty: str  # after the name when the value is empty ("" or "=")
     reserved: bool  # reserved characters pass unencoded
-    # The characters a matched value never holds (Rule 4): the delimiters around it.
+    # The characters a matched value never holds: the delimiters around it.
     stops: str
 
 
@@ -68,7 +60,7 @@ _OPERATORS: Final = {
     "&": _Operator("&", "&", True, "=", False, "&#"),
 }
 _QUERY_OPERATORS: Final = frozenset({"?", "&"})
-# Operators whose values are paths, normalised rather than refused for a "/" (Rule 5); "/" only
+# Operators whose values are paths, normalised rather than refused for a "/" (Rule 1); "/" only
 # when exploded (`{/path*}`: a list of segments).
 _PATH_OPERATORS: Final = frozenset({"+", "#"})
 # Operators RFC 6570 reserves for future use.
@@ -76,7 +68,7 @@ _RESERVED_OPERATORS: Final = frozenset("=,!@|")
 
 
 class UnsafeValue(ValueError):  # noqa: N818 - an outcome, not a fault of ours
-    """A matched value that no function may be given (Rule 5): the variable, and what is wrong."""
+    """A matched value that no function may be given (Rule 1): the variable, and what is wrong."""
 
     def __init__(self, name: str, value: str, problem: str, *, path: bool) -> None:
         super().__init__(f"{name}: {value!r} {problem}")
@@ -109,13 +101,15 @@ class Expression:
 
 
 class UriTemplate:
-    """A parsed RFC 6570 URI template (see the module rules).
+    """A parsed RFC 6570 URI template, parsed once (at registration, for a resource's).
 
     Args:
         text: The template, e.g. `"wh40k://units/{faction}/{unit_id}"`.
 
     Raises:
-        ToolDefinitionError: for a malformed template (Rule 1).
+        ToolDefinitionError: for a malformed template (an unclosed brace, an unknown operator,
+            a variable that is no Python identifier or comes twice), quoting it and saying what
+            to change.
     """
 
     __slots__ = ("_fixed_query", "_kinds", "_path", "_query", "parts", "text", "variables")
@@ -136,7 +130,7 @@ class UriTemplate:
         self.variables: tuple[Variable, ...] = tuple(
             v for part in self.parts if isinstance(part, Expression) for v in part.variables
         )
-        # Each variable's operator, for the value rules (Rule 5).
+        # Each variable's operator, for the value rules (Rule 1).
         self._kinds = {
             v.name: part.operator
             for part in self.parts
@@ -171,10 +165,15 @@ class UriTemplate:
     # -- matching --------------------------------------------------------------------------------
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables that expand to `uri`, or None when it does not match (Rule 2).
+        """The variables that expand to `uri`, or None when it does not match.
 
-        Variables the URI leaves out (query parameters) are absent from the result. Time and
-        memory are linear in the length of `uri` (Rule 6).
+        Path-like expressions must match in full and in order; query expressions (`?`, `&`)
+        come last, and their parameters may come in any order and may be left out (the
+        variable is then absent from the result, and the function's default applies). A query
+        parameter the template does not name makes the URI not match. Values are
+        percent-decoded strings (`%2F` is a "/" inside a `{var}`), an exploded variable's a
+        list of them: typing them is the job of whoever owns the variables. Time and memory are
+        linear in the length of `uri` (Rule 2).
         """
         path, question, query = uri.partition("?")
         if (question and self._query is None) or (not question and self._fixed_query):
@@ -189,7 +188,7 @@ class UriTemplate:
     def safe(
         self, values: dict[str, str | list[str]], verbatim: frozenset[str] = frozenset()
     ) -> dict[str, str | list[str]]:
-        """`values` (of `match`) checked and normalised by Rule 5; those named in `verbatim` pass.
+        """`values` (of `match`) checked and normalised by Rule 1; those named in `verbatim` pass.
 
         Raises:
             UnsafeValue: for the first value refused.
@@ -361,11 +360,11 @@ def _show(expression: Expression) -> str:
     return expression.operator + names
 
 
-# -- value rules (Rule 5) ------------------------------------------------------------------------
+# -- value rules (Rule 1) ------------------------------------------------------------------------
 
 
 def _plain(name: str, value: str, operator: str) -> None:
-    """Refuse a value that could name another thing than one item: see Rule 5."""
+    """Refuse a value that could name another thing than one item: see Rule 1."""
     if "/" in value or "\\" in value:
         what = "holds '/'" if "/" in value else "holds '\\'"
     elif "\0" in value:
@@ -379,7 +378,7 @@ def _plain(name: str, value: str, operator: str) -> None:
 
 
 def _path(name: str, value: str) -> str:
-    """A path value normalised: no empty, "." or ".." segment left; see Rule 5."""
+    """A path value normalised: no empty, "." or ".." segment left; see Rule 1."""
     if "\\" in value or "\0" in value:
         what = "'\\'" if "\\" in value else "NUL"
         problem = f"holds {what} once decoded, which no path value may"
@@ -395,7 +394,7 @@ def _path(name: str, value: str) -> str:
     return "/".join(kept)
 
 
-# -- matching the path, in linear time (Rule 6) ---------------------------------------------------
+# -- matching the path, in linear time (Rule 2) ---------------------------------------------------
 #
 # The path is matched as its UTF-8 bytes, positions 0 to n. A `%XX` triplet and a character's
 # UTF-8 bytes are one unit each: a value starts and ends between units only (`{var:3}` counts
@@ -681,7 +680,7 @@ class _Bits:
     """Sets of positions of one path's bytes (see above), made and combined by C code.
 
     `operations` counts the operations on ints as long as the path: a match does a number of
-    them that depends on the template only, not on the path (Rule 6; the tests check it).
+    them that depends on the template only, not on the path (Rule 2; the tests check it).
     """
 
     __slots__ = (

@@ -9,11 +9,11 @@ Rule 1: a record is one Redis string, `<key_prefix><task id>`, holding `TaskReco
         in memory; a live one `lease + ttl` seconds after its last write, which its worker's
         lease renewals repeat, so the record of a task nobody asks about after its whole fleet
         stopped does not stay for ever.
-Rule 2: a settled record is final (tasks Rule 5): `save` is one Lua script that writes over a
-        live record or none (a record lost with Redis comes back at its worker's next write)
-        and never over a settled one, and answers whether it wrote. A worker's saves of one
-        record go one at a time, each writing the record as it is when its turn comes, so a
-        lease renewal cannot land after, and undo, a change saved later.
+Rule 2: a settled record is final (`_features/tasks` Rule 2): `save` is one Lua script that writes
+        over a live record or none (a record lost with Redis comes back at its worker's next write)
+        and never over a settled one, and answers whether it wrote. A worker's saves of one record
+        go one at a time, each writing the record as it is when its turn comes, so a lease renewal
+        cannot land after, and undo, a change saved later.
 Rule 3: the bound is per worker: a store counts the live tasks it added and has not seen
         settle, and at `max_tasks` refuses a new one (the call runs to its end); before
         refusing, it reads its tasks back once, to forget those settled elsewhere. Settled
@@ -24,7 +24,7 @@ Rule 4: Redis unreachable: each command waits at most `timeout` seconds, and a w
         (nothing is known to have settled; the record is written again at its next change or
         lease renewal); `get` raises an internal error (-32603) saying the task store cannot be
         reached, rather than calling the task unknown.
-Rule 5: a task's mailbox (tasks Rule 6) is a Redis list beside its record,
+Rule 5: a task's mailbox (`_features/tasks` Rule 4) is a Redis list beside its record,
         `<key_prefix>mail:<task id>`, each item one batch of answers as JSON. Posting is one Lua
         script that refuses a full list (`mailbox` batches) and renews its expiry (four leases:
         a live worker with questions open takes its mail every second or so); taking is one
@@ -101,7 +101,7 @@ class _UnreachableError(Exception):
 
 
 class RedisTaskStore:
-    """A `TaskStore` in Redis, shared by the workers of a fleet (tasks Rules 4, 5; Rules 1-4 here).
+    """A `TaskStore` in Redis, for a fleet's workers (`_features/tasks` Rules 2, 3; Rules 1-4 here).
 
     Give each worker's `Server` one on the same Redis and prefix:
     `Server(..., task_store=RedisTaskStore("redis://redis.internal:6379/0"))`. It needs the

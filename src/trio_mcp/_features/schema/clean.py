@@ -1,9 +1,8 @@
 """Schema clean-up: what pydantic generates, made into what clients cope with best.
 
-Rule 1: pydantic's `title` keywords are noise to a model and are removed; a property *named*
-        "title" is kept (keywords whose value maps names to schemas are walked as such).
-Rule 2: local `$ref`s are inlined (many clients do not resolve them); only references inside a
-        cycle (recursive types) stay, with their definitions under `$defs`.
+Schemas go out without pydantic's `title` keywords (noise to a model; a property *named* "title"
+is kept) and with local `$ref`s inlined (many clients do not resolve them): only references
+inside a cycle (recursive types) stay, with their definitions under `$defs`.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ _NAME_MAPS = frozenset(
 
 
 def strip_titles(node: Any, in_name_map: bool = False) -> Any:
-    """`node` without `title` keywords (Rule 1)."""
+    """`node` without `title` keywords (a property named "title" is kept)."""
     if isinstance(node, dict):
         return {
             k: strip_titles(v, in_name_map=(k in _NAME_MAPS and not in_name_map))

@@ -1,9 +1,9 @@
 """From a `Signature` to the input schema, validator, output schema and result serializer.
 
-Rule 1: built once, at registration. A call costs one pydantic-core validation of the arguments
-        dict and, for structured results, one serialization: nothing is rebuilt per call.
-Rule 2: `X | None = None` parameters are shown as a plain optional `X`; inputs are closed objects.
-Rule 3: pydantic proper is imported only for types the plain road (`plain`) does not take.
+`compile_signature` is called once, at registration (`_features/schema` Rule 1), and takes the
+plain road where it can (Rule 3 there): pydantic proper is imported only for the types `plain`
+does not take. Schemas are JSON Schema 2020-12, inputs closed objects, and `X | None = None`
+parameters are shown as a plain optional `X`.
 """
 
 from __future__ import annotations
@@ -285,8 +285,8 @@ def compile_signature(qualname: str, sig: Signature, *, plain: bool = True) -> C
     Args:
         qualname: The function's name, for error messages.
         sig: What `describe_function` read from it.
-        plain: Compile plain types straight to pydantic-core (Rule 4); False sends every type
-            through pydantic (the tests compare the two).
+        plain: Compile plain types straight to pydantic-core (`_features/schema` Rule 3);
+            False sends every type through pydantic (the tests compare the two).
 
     Raises:
         ToolDefinitionError: when a parameter or the return type has no JSON Schema.

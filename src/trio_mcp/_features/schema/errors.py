@@ -1,7 +1,7 @@
-"""Validation messages written for a model to act on (the schema package's Rule 3).
+"""Validation messages written for a model to act on (`_features/schema` Rule 2).
 
-Rule: one line per problem: the field's path in the arguments, what was expected, what arrived
-(a short JSON rendering with its JSON type). No pydantic URLs, no model or class names: pydantic's
+One line per problem: the field's path in the arguments, what was expected, what arrived (a
+short JSON rendering with its JSON type). No pydantic URLs, no model or class names: pydantic's
 `loc` also names union members and validators, which are dropped by walking the data itself.
 """
 

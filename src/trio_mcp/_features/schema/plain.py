@@ -1,9 +1,9 @@
-"""Plain parameter and result types compiled straight to pydantic-core (the package's Rule 4).
+"""Plain types compiled straight to pydantic-core, without pydantic (`_features/schema` Rule 3).
 
-Rule: for str, int, float, bool, `Literal` of one of str/int/bool, lists and str-keyed dicts of
-these, and `X | None`, build exactly the core schema and the JSON Schema (keys sorted) that
-pydantic itself would build, without importing pydantic. Anything else returns None and goes
-through pydantic. tests/features/test_schema_plain.py compares the two roads.
+For str, int, float, bool, `Literal` of one of str/int/bool, lists and str-keyed dicts of these,
+and `X | None`, build exactly the core schema and the JSON Schema (keys sorted) that pydantic
+itself would build, without importing pydantic. Anything else returns None and goes through
+pydantic. tests/features/test_schema_plain.py compares the two roads.
 """
 
 from __future__ import annotations

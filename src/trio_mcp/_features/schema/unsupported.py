@@ -1,15 +1,15 @@
 """Definition errors for parameter and return types that have no JSON form.
 
-Rule 1: pydantic's own message is written for people configuring pydantic
-        (`arbitrary_types_allowed`, `__get_pydantic_core_schema__`, "if you got this error by
-        calling handler(...)"), none of which helps a tool author: arguments arrive as JSON and
-        results leave as JSON, so a type without a JSON form cannot be either.
-        The error says instead which function and parameter, which type, why it cannot cross
-        the wire, and what to write instead.
-Rule 2: the type at fault is found by trying the parts of the annotation (type arguments, the
-        fields of a dataclass, TypedDict or NamedTuple) one by one, the innermost failing one
-        named: `list[Job]` whose `Job.lock` is a `Lock` names the lock. This runs only once a
-        registration has failed, so its cost never reaches a server that starts cleanly.
+pydantic's own message is written for people configuring pydantic (`arbitrary_types_allowed`,
+`__get_pydantic_core_schema__`, "if you got this error by calling handler(...)"), none of which
+helps a tool author: arguments arrive as JSON and results leave as JSON, so a type without a
+JSON form cannot be either. The error made here says instead which function and parameter,
+which type, why it cannot cross the wire, and what to write instead.
+
+The type at fault is found by trying the parts of the annotation (type arguments, the fields of
+a dataclass, TypedDict or NamedTuple) one by one, the innermost failing one named: `list[Job]`
+whose `Job.lock` is a `Lock` names the lock. This runs only once a registration has failed, so
+its cost never reaches a server that starts cleanly.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def _explain(subject: str, annotation: Any, exc: Exception, mode: _Mode) -> Tool
 def parameters_error(
     qualname: str, params: tuple[ParamSpec, ...], exc: Exception
 ) -> ToolDefinitionError:
-    """The error for a function whose parameters pydantic could not describe (Rule 1).
+    """The error for a function whose parameters pydantic could not describe.
 
     Args:
         qualname: The function, for the message.
@@ -168,5 +168,5 @@ def parameters_error(
 
 
 def return_error(qualname: str, annotation: Any, exc: Exception) -> ToolDefinitionError:
-    """The error for a return annotation pydantic could not describe (Rule 1)."""
+    """The error for a return annotation pydantic could not describe."""
     return _explain(f"return type of {qualname}", annotation, exc, "serialization")
