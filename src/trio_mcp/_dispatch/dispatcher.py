@@ -1,5 +1,9 @@
 """The method table, the middleware chain, and the one place where exceptions become wire messages.
 
+Every request a server routes is answered here: its route's handler is run (through the
+middleware chain when it has one) and what it returns or raises becomes the request's result or
+JSON-RPC error.
+
 Rule 1: validate, then invoke. Arguments are validated at resolution (`resolve`), before the
         function runs; an exception raised *by the function* is never reported as bad
         arguments, and bad arguments never reach it.
@@ -49,7 +53,8 @@ resource-not-found error with `data.uri`, and arguments or template variables th
 validation or the value rules (a decoded `{name}` holding "/", say) are -32602, one line per
 problem, as is a URI longer than the server's `max_uri_length` (checked before anything else,
 `data.maxUriLength`). Slow steps of ours run in a worker thread, through the invoker: matching
-a URI longer than `LONG_URI` against the templates, walking a directory for `resources/list`.
+a URI longer than `resolve.LONG_URI` against the templates, walking a directory for
+`resources/list`.
 """
 
 from __future__ import annotations

@@ -3,12 +3,13 @@
 A request is resolved in two steps, because HTTP must answer 403 before a session sees the
 body:
 
-1. `resolve_target` (no session needed): the method's route, the tool, resource (with its
-   matched and validated template variables), prompt or completer it names, its validated
-   arguments, the OAuth scopes it needs and whether it can be answered without waiting. It
-   never raises: what is wrong with the request (an unknown tool, arguments that are no
-   object) is kept in the record and raised where the revision's order of checks says
-   (after the session has checked the request's version).
+1. `Dispatcher.resolve` (no session needed) asks the method's route, whose resolver (`Targets`
+   here, for the methods that name something) finds the tool, resource (with its matched and
+   validated template variables), prompt or completer it names, its validated arguments, the
+   OAuth scopes it needs and whether it can be answered without waiting. It never raises: what
+   is wrong with the request (an unknown tool, arguments that are no object) is kept in the
+   record and raised where the revision's order of checks says (after the session has checked
+   the request's version).
 2. The session binds it (`ResolvedRequest.bound`): the revision it speaks, its client's facts,
    and the session it belongs to.
 
