@@ -6,33 +6,35 @@ from trio_mcp.middleware import Rate, RateLimiter
 server = Server("api", middleware=[RateLimiter(Rate(10, burst=20))])  # per client
 ```
 
-Rule 1: the bucket. Each key (a client, a session, a target: `key`) has a bucket of at most
-        `burst` tokens, refilled at `requests / per` tokens a second and full at first. A
-        request takes one token; one that finds less than one is refused and told how long
-        until there is one, and takes nothing. A bucket that would be full again is the same as
-        none, so it is forgotten: evicted from memory, expired in Redis. Each rule (the method
-        or family `methods` names, or the default) has buckets of its own.
-Rule 2: the key. `by_client` (the default) is the verified token's principal; without a token,
-        the client's address over Streamable HTTP (`ResolvedRequest.peer`; an IPv6 one by its
-        /64), since a session id is no identity there: `initialize` is free, so a client can
-        mint one per request, and every 2026-07-28 request has one of its own. Behind a
-        reverse proxy that address is the proxy's, one bucket for every client without a
-        token. Over stdio and in memory, the session (one connection, one client).
-        `by_session` and `by_target` (the tool's or prompt's name, the resource's URI: one
-        bucket shared by every client) are the others; a key function of one's own returns a
-        string, or None to leave the request unlimited.
-Rule 3: the answer. A refused `tools/call` is a tool error result (`isError`) saying the limit
-        and when to retry: a model reads it and can wait, or do something else meanwhile,
-        where a JSON-RPC error is taken by most clients for a failed request, and only some
-        show it to the model (the spec: clients SHOULD give tool execution errors to the model,
-        MAY give protocol errors). `tool_errors=False` makes it the JSON-RPC error that every
-        other refused request gets: -32000 (`SERVER_UNAVAILABLE`: cannot take it now), with
-        `data` `{"retryAfterSeconds": ..., "limit": {"requests", "perSeconds", "burst"}}`.
-Rule 4: what is limited. Every request the middleware chain sees (see `Middleware`: not
-        `initialize`, nor what the protocol layer refuses first), except the families and
-        methods of `exempt` (by default `DEFAULT_EXEMPT`: pings, discovery, the lists and task
-        polling), unless `methods` names them. Each 2026-07-28 input round is a request and
-        takes a token. Notifications are not limited (there is no answer to refuse them with).
+The bucket: each key (a client, a session, a target: `key`) has a bucket of at most `burst`
+tokens, refilled at `requests / per` tokens a second and full at first. A request takes one
+token; one that finds less than one is refused and told how long until there is one, and takes
+nothing. A bucket that would be full again is the same as none, so it is forgotten: evicted from
+memory, expired in Redis. Each rule (the method or family `methods` names, or the default) has
+buckets of its own.
+
+The key: `by_client` (the default) is the verified token's principal; without a token, the
+client's address over Streamable HTTP (`ResolvedRequest.peer`; an IPv6 one by its /64), since a
+session id is no identity there: `initialize` is free, so a client can mint one per request, and
+every 2026-07-28 request has one of its own. Behind a reverse proxy that address is the proxy's,
+one bucket for every client without a token. Over stdio and in memory, the session (one
+connection, one client). `by_session` and `by_target` (the tool's or prompt's name, the
+resource's URI: one bucket shared by every client) are the others; a key function of one's own
+returns a string, or None to leave the request unlimited.
+
+The answer: a refused `tools/call` is a tool error result (`isError`) saying the limit and when
+to retry: a model reads it and can wait, or do something else meanwhile, where a JSON-RPC error
+is taken by most clients for a failed request, and only some show it to the model (the spec:
+clients SHOULD give tool execution errors to the model, MAY give protocol errors).
+`tool_errors=False` makes it the JSON-RPC error that every other refused request gets: -32000
+(`SERVER_UNAVAILABLE`: cannot take it now), with `data` `{"retryAfterSeconds": ..., "limit":
+{"requests", "perSeconds", "burst"}}`.
+
+What is limited: every request the middleware chain sees (see `Middleware`: not `initialize`,
+nor what the protocol layer refuses first), except the families and methods of `exempt` (by
+default `DEFAULT_EXEMPT`: pings, discovery, the lists and task polling), unless `methods` names
+them. Each 2026-07-28 input round is a request and takes a token. Notifications are not limited
+(there is no answer to refuse them with).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ __all__ = [
     "by_target",
 ]
 
-#: Families and methods not limited unless `methods` names them (Rule 4): a ping is how a
+#: Families and methods not limited unless `methods` names them: a ping is how a
 #: client learns the server is alive, and refused it would take the server for dead;
 #: `server/discover` and `logging/setLevel` are the protocol's housekeeping; the lists are a
 #: client's discovery (cached by clients, cheap to answer, and a client refused them cannot
@@ -166,7 +168,7 @@ class Bucket(NamedTuple):
 
 
 def take(bucket: Bucket | None, now: float, rate: Rate) -> tuple[Bucket, RateDecision]:
-    """Take one token at `now` (Rule 1): the bucket's new state and the decision.
+    """Take one token at `now`: the bucket's new state and the decision (module docstring).
 
     Args:
         bucket: Its state, or None for a bucket never seen (or forgotten): full.
@@ -188,7 +190,7 @@ def take(bucket: Bucket | None, now: float, rate: Rate) -> tuple[Bucket, RateDec
 
 
 def full_at(bucket: Bucket, rate: Rate) -> float:
-    """When the bucket would be full again, and so forgettable (Rule 1)."""
+    """When the bucket would be full again, and so forgettable."""
     return bucket.at + (rate.capacity - bucket.tokens) / rate.per_second
 
 
@@ -196,7 +198,7 @@ class RateStore(Protocol):
     """Where a `RateLimiter` keeps its buckets: `MemoryRateStore`, `RedisRateStore`."""
 
     async def take(self, key: str, rate: Rate) -> RateDecision:
-        """Take one token from `key`'s bucket under `rate` (Rule 1)."""
+        """Take one token from `key`'s bucket under `rate`."""
         ...
 
 
@@ -254,7 +256,7 @@ KeyFunction = Callable[[ResolvedRequest], "str | None"]
 
 
 def by_client(request: ResolvedRequest) -> str:
-    """The client (Rule 2): the token's principal, else its address, else its session.
+    """The client: the token's principal, else its address, else its session (module docstring).
 
     An IPv6 address counts by its /64, as the connection cap per address counts it: a host
     has the block whole, and its privacy addresses change within it.
@@ -281,7 +283,7 @@ def by_target(request: ResolvedRequest) -> str:
 
 
 class RateLimiter(Middleware):
-    """Refuses requests past a rate, per client by default (module docstring, Rules 1-4).
+    """Refuses requests past a rate, per client by default (see the module docstring).
 
     Put it first in `Server(middleware=[...])`, so a refused request costs nothing further.
     Stack two for two limits (per client and per tool, say); limiters sharing a store need
@@ -301,7 +303,7 @@ class RateLimiter(Middleware):
         name: Tells this limiter's buckets from another's in a shared store (default: the key
             function's name).
         tool_errors: A refused `tools/call` is a tool error result (True) or the JSON-RPC
-            error of the other requests (False) (Rule 3).
+            error of the other requests (False).
     """
 
     def __init__(
@@ -341,7 +343,7 @@ class RateLimiter(Middleware):
     def rule(self, request: ResolvedRequest) -> tuple[str, Rate] | None:
         """The rule that limits `request`: (the method, family or "*" it is keyed by, its limit).
 
-        None when it is not limited (Rule 4).
+        None when it is not limited.
         """
         method = request.method
         try:
@@ -362,7 +364,7 @@ class RateLimiter(Middleware):
         return found
 
     async def on_request(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
-        """Take a token for the request, or refuse it (Rule 3)."""
+        """Take a token for the request, or refuse it."""
         rule = self.rule(request)
         if rule is not None:
             who = self.key(request)
@@ -374,7 +376,7 @@ class RateLimiter(Middleware):
         return await call_next(request)
 
     def refuse(self, request: ResolvedRequest, rate: Rate, decision: RateDecision) -> NoReturn:
-        """Raise the refusal of `request` (Rule 3).
+        """Raise the refusal of `request` (the answer: module docstring).
 
         Raises:
             ToolError: for a `tools/call`, with `tool_errors`.

@@ -1,15 +1,18 @@
 """`RedisRateStore`: the workers of a fleet take their rate limits' tokens from one Redis.
 
+The `RateStore` a fleet shares: the same buckets as `MemoryRateStore` (`middleware/_rate`), kept
+in Redis so that a client's limit holds across workers.
+
 Rule 1: a bucket is one Redis hash, `<key_prefix><digest of the bucket's key>` (the key names a
         principal or an address: not written into Redis in clear, and of bounded length),
         holding its tokens and when they were counted. Taking tokens is one Lua script (for a
         batch's takes at once: Rule 2), run by its digest (EVALSHA; redis-py loads it again
         when Redis lost it, after a restart), so no two workers take the same token; its clock
         is Redis's own TIME, so the workers' clocks need not agree; and it sets the key to
-        expire when the bucket would be full again, so an idle client's bucket vanishes
-        (`_rate` Rule 1).
+        expire when the bucket would be full again, so an idle client's bucket vanishes (as
+        in memory: `middleware/_rate`).
 Rule 2: redis-py's blocking client runs in worker threads, never on the event loop, and is
-        imported on first use (`redis_client`). A thread hop and a round trip per request
+        imported on first use (`_runtime/redis_client`). A thread hop and a round trip per request
         would cap a server at a few thousand limited requests a second, so takes are sent in
         batches: the first request sends its own, and those that come while a batch is under
         way wait, to go together in the next (up to `BATCH`), sent by the first of them: one
