@@ -1,11 +1,11 @@
 """`connect`: a real `Client` wired to a `Server` in this process, every message checked.
 
-Rule 1: this module only composes. The in-process wiring is `_connect.open_in_process` (the
-        same that `open_client(server)` uses), the client is the real `Client`, and the check
-        is a tap on the memory channels: each frame is checked as its receiver takes it, so a
-        violation stops the side that would have read it, and comes out of the `async with`.
-Rule 2: jsonschema is imported only when a check is asked for; without it, the error says how
-        to install it (the `testing` extra) or how to go without.
+This module only composes: the in-process wiring is `_connect.open_in_process` (the same that
+`open_client(server)` uses), the client is the real `Client`, and the check is a tap on the
+memory channels. Each frame is checked as its receiver takes it, so a violation stops the side
+that would have read it, and comes out of the `async with`. jsonschema is imported only when a
+check is asked for; without it, the error says how to install it (the `testing` extra) or how to
+go without.
 """
 
 from __future__ import annotations

@@ -1,41 +1,27 @@
 """Check MCP messages against the official JSON Schema of their protocol revision.
 
-The schemas ship in this package: `schema/<version>/schema.json` are unmodified copies of the
-specification repository's files, one per revision this package speaks (`schema/SOURCE.md`
-names their origin and hashes). Each is one JSON Schema document whose definitions sit under
-`definitions` (draft-07 revisions) or `$defs` (2020-12 revisions); the dialect is taken from the
-document's own `$schema`, and `$ref`s into the same document are resolved through a
-`referencing` registry. This module needs the `jsonschema` package (the `testing` extra).
+What `trio_mcp.testing.connect` checks every message with (`MessageChecker`), and the checks
+the package's own tests call directly. The schemas ship in this package:
+`schema/<version>/schema.json` are unmodified copies of the specification repository's files,
+one per revision this package speaks (`schema/SOURCE.md` names their origin and hashes). Each is
+one JSON Schema document whose definitions sit under `definitions` (draft-07 revisions) or
+`$defs` (2020-12 revisions); the dialect is taken from the document's own `$schema`, and `$ref`s
+into the same document are resolved through a `referencing` registry. This module needs the
+`jsonschema` package (the `testing` extra).
 
-Rule 1: a message is checked in layers. Its JSON-RPC envelope (the request, notification,
-        result or error definition of that revision, whose failures say more than the
-        `JSONRPCMessage` union's, then that union; their names
-        changed in 2025-11-25: `JSONRPCError` became `JSONRPCErrorResponse`, result responses
-        `JSONRPCResultResponse`), then its payload: a request or notification against the
-        definition its method has in the sender's union (`ClientRequest`, `ServerNotification`,
-        ...; a method outside the union fails against the union), a result against the result
-        definition of the method it answers (`RESULTS`, `CLIENT_RESULTS`), and under 2026-07-28
-        against that method's response envelope too (`CallToolResultResponse`, ...).
-Rule 2: the method-to-definition maps of requests and notifications are read from the schemas'
-        own unions (each member's `method` constant), so a new revision needs no table here.
-        Results name no method in the schemas, so those maps are written out.
-Rule 3: one deliberate exception, because the schemas and JSON-RPC 2.0 disagree. JSON-RPC 2.0
-        (section 5) says an error response whose request id could not be read (parse error,
-        invalid request) MUST carry `"id": null`, and that is what this server sends (DESIGN.md,
-        "Parse errors"). No MCP schema admits a null id: up to 2025-06-18 `id` is a required
-        string or integer, from 2025-11-25 it is optional (omitted). So for -32700 and -32600
-        error responses only, `"id": null` is accepted and the rest of the envelope is checked
-        as if the id were readable. Any other null id fails.
-Rule 4: `MessageChecker` follows one connection both ways. It learns which revision each message
-        speaks from the wire itself: a request's `_meta` protocol version (2026-07-28), the
-        revision an `initialize` asks for and the one its result settles on, else the
-        connection's revision so far; and it matches each response to the method of the
-        request it answers.
-Rule 5: the messages of the tasks extension (SEP-2663) are in no revision's schema (2025-11-25
-        has tasks of an older, different design), so only their JSON-RPC envelope is checked:
-        the `tasks/` requests and their results, the `notifications/tasks` notifications (the
-        prefixes the extension reserves), and a `CreateTaskResult` (`resultType: "task"`)
-        answering a `tools/call`. A client sends them only once it declared the extension.
+Two deliberate exceptions to the schemas, and no other:
+
+- JSON-RPC 2.0 (section 5) says an error response whose request id could not be read (parse
+  error, invalid request) MUST carry `"id": null`, and that is what this server sends
+  (DESIGN.md, "Parse errors"). No MCP schema admits a null id: up to 2025-06-18 `id` is a
+  required string or integer, from 2025-11-25 it is optional (omitted). So for -32700 and -32600
+  error responses only, `"id": null` is accepted and the rest of the envelope is checked as if
+  the id were readable. Any other null id fails.
+- The messages of the tasks extension (SEP-2663) are in no revision's schema (2025-11-25 has
+  tasks of an older, different design), so only their JSON-RPC envelope is checked: the
+  `tasks/` requests and their results, the `notifications/tasks` notifications (the prefixes
+  the extension reserves), and a `CreateTaskResult` (`resultType: "task"`) answering a
+  `tools/call`. A client sends them only once it declared the extension.
 """
 
 from __future__ import annotations
@@ -102,24 +88,24 @@ CLIENT_RESULTS: Final[Mapping[str, str]] = {
     "elicitation/create": "ElicitResult",
 }
 
-# The unions that list what each side may send (Rule 2).
+# The unions that list what each side may send.
 _REQUESTS: Final[Mapping[Sender, str]] = {"client": "ClientRequest", "server": "ServerRequest"}
 _NOTIFICATIONS: Final[Mapping[Sender, str]] = {
     "client": "ClientNotification",
     "server": "ServerNotification",
 }
-# JSON-RPC 2.0 section 5: the only errors that may be sent before the id is known (Rule 3).
+# JSON-RPC 2.0 section 5: the only errors that may be sent before the id is known (a null id).
 _UNREADABLE_ID_CODES: Final = frozenset({-32700, -32600})
 # Stands in for an unreadable (null) id while checking the rest of the envelope.
 _ID_PLACEHOLDER: Final = 0
 # How much of an offending message the error shows.
 _SHOWN_CHARS: Final = 2000
-#: The method prefixes the tasks extension reserves (Rule 5).
+#: The method prefixes the tasks extension reserves: only their envelope is checked.
 _TASKS_PREFIXES: Final = ("tasks/", "notifications/tasks")
 
 
 def _created_task(result: Any) -> bool:
-    """Whether a result is the tasks extension's `CreateTaskResult` (Rule 5)."""
+    """Whether a result is the tasks extension's `CreateTaskResult` (its envelope only)."""
     return isinstance(result, dict) and result.get("resultType") == "task"
 
 
@@ -181,7 +167,11 @@ def _validator(version: str, name: str) -> jsonschema.protocols.Validator:
 
 @functools.cache
 def _methods(version: str, union: str) -> dict[str, str]:
-    """Method -> definition, for each member of a union such as `ClientRequest` (Rule 2)."""
+    """Method -> definition, for each member of a union such as `ClientRequest`.
+
+    Read from the schema's own union (each member's `method` constant), so a new revision needs
+    no table here; results name no method in the schemas, so their maps are written out above.
+    """
     if not has_definition(version, union):
         return {}
     definitions = _document(version)[_definitions_key(version)]
@@ -248,14 +238,24 @@ def _with_readable_id(message: dict[str, Any]) -> dict[str, Any]:
     error = message.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if "id" in message and message["id"] is None and code in _UNREADABLE_ID_CODES:
-        return {**message, "id": _ID_PLACEHOLDER}  # Rule 3
+        return {**message, "id": _ID_PLACEHOLDER}  # the null id: see the module docstring
     return message
 
 
 def _check_one(
     message: Any, version: str, sender: Sender, result: str | None, context: str = ""
 ) -> None:
-    """Check one message (Rule 1); `result` names the definition a result must match."""
+    """Check one message; `result` names the definition a result must match.
+
+    In layers: its JSON-RPC envelope (the request, notification, result or error definition of
+    that revision, whose failures say more than the `JSONRPCMessage` union's, then that union;
+    their names changed in 2025-11-25: `JSONRPCError` became `JSONRPCErrorResponse`, result
+    responses `JSONRPCResultResponse`), then its payload: a request or notification against the
+    definition its method has in the sender's union (`ClientRequest`, `ServerNotification`, ...;
+    a method outside the union fails against the union), a result against the result definition
+    of the method it answers (`RESULTS`, `CLIENT_RESULTS`), and under 2026-07-28 against that
+    method's response envelope too (`CallToolResultResponse`, ...).
+    """
     who = f"the {sender}'s"
     if not isinstance(message, dict):
         raise SchemaViolationError(
@@ -275,7 +275,7 @@ def _check_one(
             message, version, "JSONRPCRequest" if "id" in message else "JSONRPCNotification", what
         )
         _check(message, version, "JSONRPCMessage", what)
-        if extension:  # Rule 5
+        if extension:  # the tasks extension: its envelope only
             return
         union = unions[sender]
         known = _methods(version, union)
@@ -443,7 +443,11 @@ class MessageChecker:
     """Checks every message of one connection, both ways, against its revision's schema.
 
     Feed it each message as its receiver takes it (`check`, or `check_frame` for raw frames);
-    the first message that breaks its schema raises `SchemaViolationError` (Rule 4).
+    the first message that breaks its schema raises `SchemaViolationError`. It learns which
+    revision each message speaks from the wire itself: a request's `_meta` protocol version
+    (2026-07-28), the revision an `initialize` asks for and the one its result settles on, else
+    the connection's revision so far; and it matches each response to the method of the
+    request it answers.
 
     Args:
         version: The revision the client asks for: the connection's revision until a message
@@ -551,7 +555,7 @@ class MessageChecker:
 
     @staticmethod
     def _result_definition(sender: Sender, method: str, version: str) -> str | None:
-        if method.startswith(_TASKS_PREFIXES):  # Rule 5
+        if method.startswith(_TASKS_PREFIXES):  # the tasks extension: its envelope only
             return None
         name = (RESULTS if sender == "server" else CLIENT_RESULTS).get(method)
         return name if name is not None and has_definition(version, name) else None

@@ -21,7 +21,7 @@ can take `mcp_client`: a `Client` connected to that server in-process by
 `@pytest.mark.parametrize("mcp_protocol_version", trio_mcp.SUPPORTED_VERSIONS)` runs a test
 once per protocol revision.
 
-Rule: the plugin is opt-in (no entry point). Loading it costs nothing but this module: pytest
+The plugin is opt-in (no entry point). Loading it costs nothing but this module: pytest
 is the only import beyond trio-mcp's own.
 """
 
