@@ -31,32 +31,36 @@ What the package offers, by who uses it:
 
 Where a `tools/call` goes, over stdio (the package's layers, imports pointing down):
 
-1. `_run.serve_stdio` enters the server's lifespan (`Server.running`) and opens
-   `transports/stdio`: the reader takes what stdin has ready as one batch of lines;
-   `_runtime/connection._Connection` reads the batches.
+1. `_run.serve_stdio` (where `run` and `trio-mcp run`, `cli/_serve`, end up) enters the
+   server's lifespan (`Server.running`) and opens `transports/stdio`: the reader takes what
+   stdin has ready as one batch of lines; `_runtime/connection._Connection` reads the batches.
 2. `_core/jsonrpc.parse` classifies each line (request, notification, response, or an invalid
    message that is still answered; a response is never answered).
-3. `_dispatch/resolve` turns the request into one `ResolvedRequest`, once: the tool it names,
-   its arguments validated, the scopes it needs, the caller's token, and whether it can be
-   answered without waiting. Everything below reads that record; nothing looks it up again.
-4. `_runtime/session.SessionRuntime.start` admits it (`_core/server_session` checks its
-   revision, from `_core/versions`, and marks its id in flight). A record that needs no
-   waiting (an `inline=True` tool, a list, a ping) is answered right there, on the reader's
-   task; any other runs in a task of its own (`answer`), in the cancel scope the session's
-   peer engine (`_runtime/peer`, the one both sides stand on) gave it.
-5. `_dispatch/dispatcher.Dispatcher.answer` runs the middleware chain (`_dispatch/middleware`,
-   the user's, outermost first) around the route's handler, which calls the function through
+3. `Dispatcher.resolve` (`_dispatch/dispatcher`, with the resolvers of `_dispatch/resolve`)
+   turns the request into one `ResolvedRequest`, once: the tool it names, its arguments
+   validated, the scopes it needs, the caller's token, and whether it can be answered without
+   waiting. Everything below reads that record; nothing looks it up again.
+4. `_runtime/session.SessionRuntime.start` admits it: its id in flight in the session's
+   `_core/peer` tables (a duplicate is refused). A record that needs no waiting (an
+   `inline=True` tool, a list, a ping) is answered right there, on the reader's task; any other
+   runs in a task of its own (`SessionRuntime.answer`), in the cancel scope the session's peer
+   engine (`_runtime/peer`, the one both sides stand on) gave it.
+5. `_dispatch/dispatcher.Dispatcher.answer` checks the request's revision (`_core/server_session`,
+   asking `_core/versions`), then runs the middleware chain (`_dispatch/middleware`, the user's,
+   outermost first) around the route's handler, which calls the function through
    `_runtime/invoke` (worker thread, limiter, timeout) and turns its value or exception into
    the result: the one error boundary.
-6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes everything
-   answered for one read of input in one write to stdout.
+6. The response (`_core/jsonrpc` encodes) goes back to `_Connection`, which writes it to stdout:
+   what the reader's task answered for one read of input goes out in one write, a task's
+   answer at once.
 
 Streamable HTTP enters at `transports/http/app` instead: the token is verified (the gate,
 `transports/http/gate`, asks a verifier of `auth/`), each POSTed request resolved once
-(`HttpBackend.resolve`), its scopes checked against the token (403) from that record, which then
-goes to the same `SessionRuntime.start`. The client half is `_runtime/client` (its public API,
-its connection, a module per feature) over `transports/`, on the same `_runtime/peer` engine,
-authorized by `oauth/`.
+(`HttpBackend.resolve`, which `_run` gives the transport), its scopes checked against the token
+(403) from that record, which then goes to the same `SessionRuntime.start`. The client half is
+`_runtime/client` (its public API, its connection, a module per feature) on the same
+`_runtime/peer` engine, over a link of `transports/` that `_connect.open_client` picks,
+authorized by `oauth/`; `cli/` is the command line over both.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -1,10 +1,10 @@
 """Composition root, client side: `open_client` picks a link for a target and runs a `Client`.
 
-Rule 1: this module only wires. The runtime (`_client`) and the links (`transports/`) do not
-        know each other, and neither knows `Server`; an in-process server is served here, over
-        memory channels, in the client's own nursery.
-Rule 2: what `open_client` starts ends with its `async with`, and a single error comes out as
-        itself, however many nurseries it crossed.
+This module only wires: the client runtime (`_runtime/client`) and the links (`transports/`) do
+not know each other, and neither knows `Server`; an in-process server is served here
+(`open_in_process`), over memory channels, for the `async with` block. What `open_client`
+starts ends with its `async with`, and a single error comes out as itself, however many
+nurseries it crossed.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ Grouped by who meets it and what they can do about it (the groups are headings, 
     │   Tests
     └── SchemaViolationError       trio_mcp.testing: a message broke its revision's JSON Schema
 
-Rule: `BaseException`s that are not `Exception`s (trio.Cancelled, KeyboardInterrupt) are never
+`BaseException`s that are not `Exception`s (trio.Cancelled, KeyboardInterrupt) are never
 wrapped or caught by this library; they pass through untouched.
 """
 

@@ -1,7 +1,8 @@
-"""Composition root: wires a `Server` to a transport. The only module that knows both.
+"""Composition root, server side: wires a `Server` to a transport. The only module that knows both.
 
-Rule: everything that spawns tasks is an `async def` that returns when its tasks have ended
-(`serve_stdio`); `run` is the synchronous entry point that owns the event loop and the signals.
+`serve_stdio`, `serve_http` and `http_app` serve a server in a trio program of one's own; `run`
+(and `run_stdio`, `run_http`) is the synchronous entry point that owns the event loop and the
+signals. Everything that spawns tasks is an `async def` that returns when its tasks have ended.
 """
 
 from __future__ import annotations
