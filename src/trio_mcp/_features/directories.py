@@ -250,7 +250,7 @@ def make_directory(
     max_listed: int = DEFAULT_MAX_LISTED,
     options: ResourceMeta | None = None,
 ) -> ResourceTemplate:
-    """The resource template that serves the files under `root` (see the module rules).
+    """The resource template that serves the files under `root` (see the module docstring).
 
     Args:
         uri: A URI prefix ("file:///docs/", to which `{+path}` is added) or a template with one

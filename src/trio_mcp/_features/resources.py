@@ -116,7 +116,7 @@ def resource(
     """Mark a function as an MCP resource, or a resource template when `uri` has variables.
 
     It is registered later by `Server.add_resources(...)`. The function's return value becomes
-    the resource's contents (see the module rules); for a template, its parameters are the
+    the resource's contents (`contents_of`); for a template, its parameters are the
     template's variables (`@resource("wh40k://units/{faction}/{unit_id}")` on
     `def unit(faction: Faction, unit_id: int)`).
 
