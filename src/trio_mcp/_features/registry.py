@@ -1,12 +1,12 @@
 """A registry of primitives of one kind (tools, resources, resource templates, prompts).
 
-What the server's lists page through and its requests look names up in. Keys are unique within
-a registry (a name; a URI for resources, a URI template for templates). Order is registration
-order, and a list pages through it in that order with opaque cursors of the registry's own kind
-("tools:20"); a cursor of another kind, or one that does not decode, is a -32602 error, never a
-silent first page. Every change (add, remove, enable, disable) bumps `changes`, the counter that
-tells the runtime a `notifications/<kind>/list_changed` is due; a disabled item stays registered
-but is neither listed nor found by `get` until it is enabled again.
+A server keeps one per kind: its lists page through it, its requests find their target in it. Keys
+are unique within a registry (a name; a URI for resources, a URI template for templates). Order is
+registration order, and a list pages through it in that order with opaque cursors of the registry's
+own kind ("tools:20"); a cursor of another kind, or one that does not decode, is a -32602 error,
+never a silent first page. Every change (add, remove, enable, disable) bumps `changes`, the counter
+that tells the runtime a `notifications/<kind>/list_changed` is due; a disabled item stays
+registered but is neither listed nor found by `get` until it is enabled again.
 """
 
 from __future__ import annotations
