@@ -25,8 +25,7 @@ Rule 3: nothing waits on a listener that does not read. List changes come from t
         for, so it cannot be told there).
 Rule 4: a stream belongs to the principal of its request's verified token (`_core/auth`
         Rule 3), and hears the states of only that principal's tasks and of tasks that belong
-        to no one (`_features/tasks` Rule 5): another's task is, for it, a task id that does
-        not exist.
+        to no one (`_features/tasks` Rule 5): another's task is, for it, an id that does not exist.
 """
 
 from __future__ import annotations

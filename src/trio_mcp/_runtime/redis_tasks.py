@@ -9,11 +9,11 @@ Rule 1: a record is one Redis string, `<key_prefix><task id>`, holding `TaskReco
         in memory; a live one `lease + ttl` seconds after its last write, which its worker's
         lease renewals repeat, so the record of a task nobody asks about after its whole fleet
         stopped does not stay for ever.
-Rule 2: a settled record is final (`_features/tasks` Rule 2): `save` is one Lua script that writes
-        over a live record or none (a record lost with Redis comes back at its worker's next write)
-        and never over a settled one, and answers whether it wrote. A worker's saves of one record
-        go one at a time, each writing the record as it is when its turn comes, so a lease renewal
-        cannot land after, and undo, a change saved later.
+Rule 2: a settled record is final (`_features/tasks` Rule 2): `save`, one Lua script, writes over a
+        live record or none (a record lost with Redis comes back at its worker's next write)
+        and never over a settled one, and answers whether it wrote. A worker's saves of one
+        record go one at a time, each writing the record as it is when its turn comes, so a
+        lease renewal cannot land after, and undo, a change saved later.
 Rule 3: the bound is per worker: a store counts the live tasks it added and has not seen
         settle, and at `max_tasks` refuses a new one (the call runs to its end); before
         refusing, it reads its tasks back once, to forget those settled elsewhere. Settled

@@ -23,14 +23,14 @@ Rule 4: the worker is the only writer of its record, apart from `tasks/cancel`, 
         message "Server shutting down", while its sessions and streams can still be told
         (Rule 6). A worker stopped from outside otherwise (its host or connection ended)
         settles it `failed` itself.
-Rule 5: a store may be shared by a fleet's workers (`_features/tasks` Rule 2). A task's record names
-        this runtime (`worker_id`) and its lease, renewed every third of the store's `lease` while
-        the task runs. `tasks/get`, on any worker, settles `failed` a live task whose lease ran out
-        (its worker died without settling it), unless the task runs here. `tasks/cancel` of a task
-        another worker runs settles it `cancelled` in the store; that worker learns at its next
-        write or renewal, when the store refuses to write over the settled record, and then cancels
-        the work (as it does when others took its lease to have run out); with a broker, it is told
-        at once (Rule 7).
+Rule 5: a fleet's workers may share a store (`_features/tasks` Rule 2). A task's record names this
+        runtime (`worker_id`) and its lease, renewed every third of the store's `lease` while
+        the task runs. `tasks/get`, on any worker, settles `failed` a live task whose lease ran
+        out (its worker died without settling it), unless the task runs here. `tasks/cancel`
+        of a task another worker runs settles it `cancelled` in the store; that worker learns
+        at its next write or renewal, when the store refuses to write over the settled record,
+        and then cancels the work (as it does when others took its lease to have run out);
+        with a broker, it is told at once (Rule 7).
 Rule 6: what `tasks/get` shows of a task is told as it changes (`on_status`, which the server
         turns into `notifications/tasks` for whoever listens, on any worker): one announcer per
         task run here tells the task's latest state, in order, never the same state twice; a
@@ -47,10 +47,10 @@ Rule 7: answers and cancellations for a task another worker runs reach it. `task
         questions open, every `MAIL_POLL` seconds, and at once when a signal (`signal`, which
         the server sends through its broker) says mail came; `tasks/cancel` there signals the
         worker too, which stops the work at once instead of at its next lease renewal.
-Rule 8: a task belongs to the principal of the call that made it (`_features/tasks` Rule 5);
-        `get`, `update` and `cancel` for another principal find nothing, as for an unknown id,
-        and a told state names its principal (`StatusSink`), so only that principal's listen
-        streams hear it.
+Rule 8: a task belongs to the principal of its call (`_features/tasks` Rule 5); `get`,
+        `update` and `cancel` for another principal find nothing, as for an unknown id, and a
+        told state names its principal (`StatusSink`), so only that principal's listen streams
+        hear it.
 """
 
 from __future__ import annotations
