@@ -240,7 +240,7 @@ def _count(entry: Entry, requests: list[RequestId], messages: Sequence[Any]) -> 
     pending.update(requests)
     entry.legacy_in_flight += len(requests)
     for message in messages:
-        # A cancelled request is never answered (the server runtime's Rule 2): done now.
+        # A cancelled request is never answered (`_runtime/session` Rule 1): done now.
         if isinstance(message, Notification) and message.method == "notifications/cancelled":
             _settle(entry, (message.params or {}).get("requestId"))
 
