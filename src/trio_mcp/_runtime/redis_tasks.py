@@ -4,16 +4,18 @@ The work of a task stays on the worker that started it; what is shared is its re
 `tasks/get` (or `tasks/cancel`) that the balancer sends to another worker finds it there.
 redis-py runs in worker threads of the store's own (`_runtime/redis_client`).
 
-A record is one Redis string, `<key_prefix><task id>`, holding `TaskRecord.dump()` as JSON,
-and its Redis expiry does the ttl: a settled record expires `ttl` seconds after it settled, as
-in memory; a live one `lease + ttl` seconds after its last write, which its worker's lease
-renewals repeat, so the record of a task nobody asks about after its whole fleet stopped does
-not stay for ever. A task's mailbox is a Redis list beside it, `<key_prefix>mail:<task id>`,
-each item one batch of answers as JSON, its expiry renewed at each post (four leases: a live
-worker with questions open takes its mail every second or so). The bound is per worker: a
-store counts the live tasks it added and has not seen settle, and at `max_tasks` refuses a new
-one (the call runs to its end); before refusing, it reads its tasks back once, to forget those
-settled elsewhere. Settled records are bounded by their ttl, and Redis by its own `maxmemory`.
+A record is one Redis string, `<key_prefix><task id>`, holding `TaskRecord.dump()` as JSON, and
+its Redis expiry does the ttl: a settled record expires `ttl` seconds after it settled, as in
+memory; a live one `lease + ttl` seconds after its last write, which its worker's lease renewals
+repeat, so the record of a task nobody asks about after its whole fleet stopped does not stay
+for ever. A task's mailbox is a Redis list beside it, `<key_prefix>mail:<task id>`, each item
+one batch of answers as JSON, its expiry renewed at each post (four leases: a live worker with
+questions open takes its mail every second or so).
+
+The bound is per worker: a store counts the live tasks it added and has not seen settle, and at
+`max_tasks` refuses a new one (the call runs to its end); before refusing, it reads its tasks
+back once, to forget those settled elsewhere. Settled records are bounded by their ttl, and
+Redis by its own `maxmemory`.
 
 Rule 1: a settled record is final (`_features/tasks` Rule 5): `save` is one Lua script that
         writes over a live record or none (a record lost with Redis comes back at its

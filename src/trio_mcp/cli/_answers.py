@@ -1,19 +1,21 @@
 """How the `trio-mcp` client commands answer what a server asks: elicitation, sampling, roots.
 
-On a terminal, an elicitation shows the server's message, then each field of the form in turn
-on stderr, read a line at a time from stdin: its title, description, default (Enter keeps it)
-and, for a choice, the numbered options; a line is read as the field's type says
-(`read_value`): numbers checked against their bounds, booleans as y/n, several choices
-comma-separated, by number, value or title. A line that does not fit says why and asks again.
-`!decline` at any prompt declines; Ctrl-D (end of input) and Ctrl-C cancel, and Ctrl-C stops
-nothing else while a question is open. Sampling is declared only when a sampling command is
-given (without one a tool knows not to ask, and may fall back, in both eras); the command runs
-with the conversation as text on stdin (`conversation_text`), and its stdout, trimmed, is the
-model's answer, from the model "command:<program>"; a command that fails fails the request
-with its exit code. `--root PATH` exposes each PATH as a `file://` URI of its absolute path,
-named after its last part. The parsing and rendering are plain functions (`form_fields`,
-`read_value`, `field_lines`, `conversation_text`), tested without a terminal;
-`TerminalElicitor` does the I/O.
+On a terminal, an elicitation shows the server's message, then each field of the form in turn on
+stderr, read a line at a time from stdin: its title, description, default (Enter keeps it) and,
+for a choice, the numbered options; a line is read as the field's type says (`read_value`):
+numbers checked against their bounds, booleans as y/n, several choices comma-separated, by
+number, value or title. A line that does not fit says why and asks again. `!decline` at any
+prompt declines; Ctrl-D (end of input) and Ctrl-C cancel, and Ctrl-C stops nothing else while a
+question is open.
+
+Sampling is declared only when a sampling command is given (without one a tool knows not to ask,
+and may fall back, in both eras); the command runs with the conversation as text on stdin
+(`conversation_text`), and its stdout, trimmed, is the model's answer, from the model
+"command:<program>"; a command that fails fails the request with its exit code. `--root PATH`
+exposes each PATH as a `file://` URI of its absolute path, named after its last part.
+
+The parsing and rendering are plain functions (`form_fields`, `read_value`, `field_lines`,
+`conversation_text`), tested without a terminal; `TerminalElicitor` does the I/O.
 
 Rule 1: an elicitation is put to the user only on a terminal (stdin and stderr both TTYs).
         Without one there is no one to ask, and the answer is a decline (with a line on stderr

@@ -7,12 +7,13 @@ command given a URL (`tools`, `call`, `read`, ...) uses whenever the server asks
 
 Tokens live in a `FileTokenStorage`: `--token-file`, else `$TRIO_MCP_TOKEN_FILE`, else
 `$XDG_CONFIG_HOME/trio-mcp/tokens.json` (`~/.config/trio-mcp/tokens.json`). Stored tokens are
-used and, once expired, refreshed without the user; only when there are none, or the refresh
-is refused, does the user sign in again: the authorization code flow of a native application
-(RFC 8252), a listener on 127.0.0.1 at a port the system picks receiving the redirect, the
-browser opened with Python's `webbrowser` (so `BROWSER` chooses it) and the authorization URL
-printed on stderr too, for a machine without a browser (`--no-browser` only prints it). A
-step-up sign-in (the server asks for more scopes) says which scopes it is for.
+used and, once expired, refreshed without the user; only when there are none, or the refresh is
+refused, does the user sign in again: the authorization code flow of a native application (RFC
+8252), a listener on 127.0.0.1 at a port the system picks receiving the redirect, the browser
+opened with Python's `webbrowser` (so `BROWSER` chooses it) and the authorization URL printed on
+stderr too, for a machine without a browser (`--no-browser` only prints it). A step-up sign-in
+(the server asks for more scopes) says which scopes it is for.
+
 `--client-credentials` (with `--client-id` and `--client-secret` or `$TRIO_MCP_CLIENT_SECRET`)
 signs a machine in with no browser and no listener. A command a message suggests is the whole
 command for the token file in use.

@@ -1,15 +1,20 @@
 """The client's connection to a server: the link, the reader, and the peer engine in between.
 
 The client never sees bytes of a transport, sockets or subprocesses: it talks to a `Link`
-(`_runtime/link`), which sends one message and delivers incoming frames on a channel; links
-live in `transports/` and the composition root (`_connect`) picks one. Requests go through the
+(`_runtime/link`), which sends one message and delivers incoming frames on a channel; links live
+in `transports/` and the composition root (`_connect`) picks one. Requests go through the
 connection's `PeerRuntime` (`_runtime/peer`), the engine the server session stands on too: ids,
 answers matched to the waiting call, a cancelled call told to the server and its late answer
 dropped, a malformed answer (`_core/jsonrpc` Rule 4) logged and dropped, never answered, and the
 call it names failed at once with `RemoteProtocolError`. Timeouts belong to the caller (`with
-trio.fail_after(...)`). A notification goes to the handler its method names in `notices`
-(each feature adds its own); progress, log messages and cancellations are the connection's
-own.
+trio.fail_after(...)`).
+
+A notification goes to the handler its method names in `notices` (each feature adds its own);
+progress, log messages and cancellations are the connection's own. `ping` and a method without a
+handler (`handlers`, which the features fill) are answered at once. What a handler of the
+server's requests raises is answered through the one error boundary (`_dispatch.error_answer`):
+`RequestError` is its own error, anything else -32603 naming the exception, its traceback logged
+here.
 
 Rule 1: when the incoming frames end, every waiting call fails with `ConnectionClosed`, whose
         message is the link's account of why (exit code, last stderr lines, network error).
@@ -22,14 +27,10 @@ Rule 3: the client's tasks are the reader, one per server request being handled,
         features start (callbacks, the listen stream), all in the nursery of `open_session`
         (`nursery`) and ended with its `async with`.
 Rule 4: nothing that may wait runs on the reader (a slow handler would hold every other answer,
-        and a handler that calls the server would wait for itself). `ping` and a method
-        without a handler (`handlers`, which the features fill) are answered at once, the
-        server's other requests run in tasks of their own, admitted in the engine; a
-        notification handler runs on the reader and starts a task for anything that may wait.
-        A `notifications/cancelled` for a request cancels its task, and a cancelled request
-        gets no answer (spec 2025-11-25, cancellation). What a handler raises is answered
-        through the one error boundary (`_dispatch.error_answer`): `RequestError` is its own
-        error, anything else -32603 naming the exception, its traceback logged here.
+        and a handler that calls the server would wait for itself): the server's requests run
+        in tasks of their own, admitted in the engine, and a notification handler starts a
+        task for anything that may wait. A cancelled request of the server's gets no answer
+        (spec 2025-11-25, cancellation).
 """
 
 from __future__ import annotations

@@ -1,20 +1,30 @@
 """Client-side HTTP links (httpx): Streamable HTTP, and the legacy HTTP+SSE transport.
 
 Streamable HTTP is per request: `send` POSTs one message and, for a request, reads its answer
-(`application/json`, or an SSE stream of notifications ending with the response) onto
-`incoming` as it arrives, so progress shows live. The session id from the `initialize` answer
-goes on every later request, with `MCP-Protocol-Version`; the session is ended with DELETE when
-the link closes. A 2026-07-28 request (one naming its version in `params._meta`) mirrors that
-version, its method and, for tools/call, the tool's name into MCP-Protocol-Version, Mcp-Method
-and Mcp-Name (`http_meta`), and the arguments the tool marks with `x-mcp-header` (as the client
-last listed it, see `mirror_params`) into Mcp-Param-* headers. Legacy HTTP+SSE (2024-11-05) is
-a channel: one GET stream brings the `endpoint` event, then every message from the server;
-each message to the server is POSTed to the endpoint, and when the stream ends, `incoming`
-ends and waiting calls fail. With `auth` (an `OAuth`), the link's HTTP client carries
-`oauth.flow.OAuthFlow`, so every request (POST, GET stream, DELETE) is authorized the same
-way: a 401 or 403 it cannot cure comes back as the HTTP error it is, and an authorization that
-fails raises `AuthorizationError` from the request that needed it. httpx is imported only when
-a link is opened, so trio-mcp imports without it.
+(`application/json`, or an SSE stream of notifications ending with the response) onto `incoming`
+as it arrives, so progress shows live. The session id from the `initialize` answer goes on every
+later request, with `MCP-Protocol-Version`; the session is ended with DELETE when the link
+closes. A 2026-07-28 request (one naming its version in `params._meta`) mirrors that version,
+its method and, for tools/call, the tool's name into MCP-Protocol-Version, Mcp-Method and
+Mcp-Name (`headers.request_headers`), and the arguments the tool marks with `x-mcp-header` (as
+the client last listed it, see `mirror_params`) into Mcp-Param-* headers.
+
+Legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `endpoint` event, then
+every message from the server; each message to the server is POSTed to the endpoint, and when
+the stream ends, `incoming` ends and waiting calls fail.
+
+With `auth` (an `OAuth`), the link's HTTP client carries `oauth.flow.OAuthFlow`, so every
+request (POST, GET stream, DELETE) is authorized the same way: a 401 or 403 it cannot cure comes
+back as the HTTP error it is, and an authorization that fails raises `AuthorizationError` from
+the request that needed it. httpx is imported only when a link is opened, so trio-mcp imports
+without it.
+
+A Streamable HTTP link opened to `listen` (a client that answers server requests), or told to
+`listen` later (a client with list-change or update callbacks), opens the session's GET stream,
+where a handshake-era server sends what belongs to no call of ours, its own requests among
+them. A server that offers none (405) is let go quietly, and so is a session the server no
+longer knows (404: the next POST learns it and the new session opens its own stream); a stream
+that ends or breaks is reopened (Rule 5).
 
 Rule 1: a message is sent again only when it cannot have run: the connection was never made
         (refused, connect timeout), or the server refused it before reading it (429, 503), or
@@ -25,15 +35,10 @@ Rule 1: a message is sent again only when it cannot have run: the connection was
         bounded (`RetryPolicy`). A 404 naming our session raises `SessionExpiredError`: the
         client decides to start a new session.
 Rule 2: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
-Rule 3: a Streamable HTTP link opened to `listen` (a client that answers server requests), or
-        told to `listen` later (a client with list-change or update callbacks), opens the
-        session's GET stream once `notifications/initialized` is through (handshake era:
-        a server sends there what belongs to no call of ours, its own requests among them),
-        and again after a new session starts. That send returns once the stream is open (or
-        refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
-        session's first calls run is lost. A server that offers none (405) is let go quietly,
-        and so is a session the server no longer knows (404: the next POST learns it and the
-        new session opens its own stream); a stream that ends or breaks is reopened (Rule 5).
+Rule 3: nothing the server sends on the session's GET stream as the session's first calls run
+        is lost: a link that wants the stream opens it once `notifications/initialized` is
+        through (and again after a new session starts), and the send of that notification
+        returns only once the stream is open (or refused, or `CONNECT_TIMEOUT` later).
 Rule 4: a request's event stream that ends (or breaks) before its answer, having carried an
         event id, is resumed (spec 2025-11-25, Resumability; SEP-1699 polling): after the
         `retry` time the server gave (else `DEFAULT_RETRY`), a GET with `Last-Event-ID` reads

@@ -5,18 +5,18 @@ A GET to /sse opens a session: its stream first sends the `endpoint` event namin
 (which cancels the session's work) or the server shuts down. A POST to /messages hands its
 body to the session named in its query string and is answered 202 at once; the answers go on
 the stream. The session reads its queue of bodies at once and starts the calls whatever its
-stream does, so the queue only absorbs bursts.
+stream does, so the queue only absorbs bursts. Its unsent answers are what it has produced
+and its stream has not yet handed to the server (`_Outbox`); while they are over the bound,
+notifications and the client's answers to the server's requests are still taken (they produce
+no answer, and may let a call finish), so a session holds at most the bound plus the answers of
+the requests it took before reaching it, and an answer larger than the bound still goes out
+whole.
 
-Rule 1: a session is bounded, and drops nothing it took. Its queue of POSTed bodies holds
-        `LEGACY_INBOX` (past it, 429); its requests count from POST to answer (or
-        cancellation) against `max_in_flight_per_session` (429), as a Streamable HTTP
-        session's do; and while its unsent answers (what it has produced and its stream has
-        not yet handed to the server, `_Outbox`) are more than `legacy_max_unsent_bytes`, a
-        POST carrying a request is refused 429 with Retry-After, while notifications and the
-        client's answers to the server's requests are still taken (they produce no answer, and
-        may let a call finish). Every request taken is answered on the stream once the client
-        reads it: a session holds at most the bound plus the answers of the requests it took
-        before reaching it, and an answer larger than the bound still goes out whole.
+Rule 1: a session is bounded, and drops nothing it took. A POST is refused 429 past its queue
+        of bodies (`LEGACY_INBOX`), and a POST carrying a request past its requests in flight,
+        counted from POST to answer or cancellation (`max_in_flight_per_session`), or while its
+        unsent answers are over `legacy_max_unsent_bytes`. Every request taken is answered on
+        the stream once the client reads it.
 Rule 2: `begin_shutdown` closes every session's input and refuses new streams (503): each
         session finishes the calls it runs, sends their answers, and its stream ends.
 Rule 3: with token verification, every POST carries a valid token (401) of the user who opened

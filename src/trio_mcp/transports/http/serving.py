@@ -11,21 +11,21 @@ may serve a listening socket it inherited (`listen_fd`) instead of binding one: 
 processes then accept from one socket, the kernel gives each new connection to one of them
 (`trio-mcp run --workers`), and nothing is shared between them but the socket.
 
-Rule 1: connections are bounded, in all and per client. At most `max_connections` are served
-        at once, by default a share of the process's open-files limit (RLIMIT_NOFILE, see
-        `connection_limit`), so serving never runs the process out of file descriptors by
-        itself; past it a new connection is still accepted, answered 503 with Retry-After and
-        `Connection: close`, and closed, so the client learns at once that the server is busy
-        instead of waiting in the listen backlog. One client address holds at most
-        `max_connections_per_address` (IPv6 clients counted by their /64, which one host or
-        site usually has whole); past it a new connection is answered 429 the same way, so one
-        client, slow on purpose or not, cannot lock every other out. After such an answer the
-        server reads what the client still sends until it closes (at most `_LINGER` seconds),
-        so the close does not reset the connection under the answer; past a bound on those
-        waits, a connection is answered and closed in passing. Each episode of refusals from
-        one address is logged once. Behind a reverse proxy every connection comes from the
-        proxy's address: there the per-address cap must be raised or set to None (the proxy
-        limits its clients itself: nginx limit_conn, HAProxy src_conn_cur).
+A connection turned away is read from until the client closes it (at most `_LINGER` seconds),
+so the close does not reset the connection under the answer; past a bound on those waits, a
+connection is answered and closed in passing. Each episode of refusals from one address is
+logged once. Behind a reverse proxy every connection comes from the proxy's address: there
+`max_connections_per_address` must be raised or set to None (the proxy limits its clients
+itself: nginx limit_conn, HAProxy src_conn_cur).
+
+Rule 1: connections are bounded, in all and per client: at most `max_connections` are served
+        at once (by default a share of the process's open-files limit, RLIMIT_NOFILE, see
+        `connection_limit`, so serving never runs the process out of file descriptors by
+        itself), and one client address holds at most `max_connections_per_address` of them
+        (IPv6 clients counted by their /64), so one client, slow on purpose or not, cannot lock
+        every other out. Past either bound a new connection is still accepted, answered (503,
+        or 429 for the address) with Retry-After and `Connection: close`, and closed: the
+        client learns at once, instead of waiting in the listen backlog.
 Rule 2: nothing one connection does stops the server. Running out of descriptors anyway
         (EMFILE and its kin, e.g. a tool holding files open) pauses accepting for
         `_RETRY_AFTER_SHORTAGE`, logged once per episode (a warning when it starts, a note

@@ -7,16 +7,17 @@ sees tools or schemas. A Streamable HTTP session in the table has a server-to-cl
 for the session's GET stream. The sessions' own tasks run in the nursery of `run`
 (`expire_idle`); without it they do not run (the stream still carries what is sent).
 
+A request naming an expired session gets 404, as the spec prescribes, and the client
+re-initializes. The session that makes room for a new one is one never used since `initialize`
+if there is one, else the one idle the longest, and it ends as if expired: abandoned sessions
+cannot lock new clients out until they expire, and a flood of `initialize` ends sessions in use
+only once it has ended its own.
+
 Rule 1: sessions are bounded: at most `max_sessions` open at once (Streamable HTTP and legacy
-        SSE together), and one with nothing running expires after `session_idle_timeout`, so a
-        later request naming it gets 404, as the spec prescribes, and the client
-        re-initializes. A session in use (a request running, its GET stream open, a legacy
-        session's stream open) never expires. When the table is full, a new session takes the
-        place of a Streamable HTTP session not in use: one never used since `initialize` first,
-        else the one idle the longest; it ends as if expired. Abandoned sessions cannot lock
-        new clients out until they expire, and a flood of `initialize` ends sessions in use
-        only once it has ended its own. Only when every session is in use (or legacy) is a new
-        one refused with 503.
+        SSE together), and one not in use (no request running, no GET or legacy stream open)
+        expires after `session_idle_timeout`. When the table is full, a new session takes the
+        place of a Streamable HTTP session not in use; only when every session is in use (or
+        legacy) is a new one refused with 503.
 Rule 2: a session enters the table in one place, `add`, which opens it, and leaves it in one
         place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
         a legacy session's input is closed so that it finishes what it runs. A session made

@@ -1,5 +1,11 @@
 """Streamable HTTP: POST, GET and DELETE at the MCP endpoint, answered in a session or alone.
 
+A POST's answer is `application/json` when the response is the first thing its request
+produces, and an SSE stream when a message of the server's comes first (a notification such as
+progress or a log, or a request to the client): then those messages and finally the response go
+on that stream, in order. The client's answer to a request of the server's comes as a POST of
+its own, answered 202 once the session has routed it to the waiting task.
+
 A request is a 2026-07-28 one when its body names a version in `params._meta` or its
 MCP-Protocol-Version header names such a revision: it stands alone (no session, whatever the
 mode), must be well formed before it is handed on (`transports/http/headers` Rule 2: its
@@ -15,17 +21,23 @@ the stream open before it, which ends (a client that reconnects is often heard b
 server has noticed its old connection is gone; refusing it with 409, as the spec allows, would
 lock it out until then). It is refused after Accept (406), the protocol version (400), the
 session (400 missing / 404 unknown) and a Last-Event-ID it cannot resume (Rule 5); in
-stateless mode GET is 405 (`app`). A GET whose Last-Event-ID names a POST's stream resumes
-that stream instead (Rule 5), beside the GET stream. The stream lasts until the client goes,
-the session ends (DELETE, expiry) or the server shuts down. Every open SSE stream carries an
-SSE comment after `HttpOptions.keep_alive_interval` seconds with nothing else to send.
+stateless mode GET is 405 (`app`). The stream lasts until the client goes, the session ends
+(DELETE, expiry) or the server shuts down. Every open SSE stream carries an SSE comment after
+`HttpOptions.keep_alive_interval` seconds with nothing else to send.
 
 In a session under 2025-11-25 or later (SEP-1699), every SSE stream starts with a priming
 event (an id, `retry:` from `HttpOptions.retry_interval`, empty data) and each of its events
 carries an id, `<stream>-<n>` (`transports/http/replay` Rule 3): the GET stream is stream 0
 however often it is reopened, a POST's stream gets the next number when it starts. Older
 revisions' streams carry no ids (their clients may not expect empty events), and without an
-event store neither do POST streams.
+event store (`HttpOptions.event_store`, in memory by default) neither do POST streams. With
+one, a POST stream that breaks (the client vanished) or is closed by its tool
+(`ctx.close_sse_stream()`, SEP-1699 polling) leaves its call running, and what the call sends
+afterwards, its answer included, goes only to the store. A GET whose `Last-Event-ID` names an
+event of the session replays, in order and with their ids, the events of that stream that
+followed it (after a `retry:` field), then, for a POST's stream, follows the call until its
+answer and ends; for the GET stream, goes on as a fresh GET stream would. Readers that resume
+must reach the process that runs the call (its session is there anyway).
 
 Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
         in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
@@ -34,27 +46,21 @@ Rule 1: after the application's checks (path, method, Origin, bearer token), a P
         either the request metadata of a 2026-07-28 request (400) or the protocol version
         header (400) and the session (400 missing / 404 unknown), and last the limits (429 per
         session / 503 server-wide). A refused request never reaches a session.
-Rule 2: a request's answer is `application/json` when the response is the first thing it
-        produces, and an SSE stream when a message of the server's comes first (a notification
-        such as progress or a log, or a request to the client): then those messages and finally
-        the response go on that stream, in order. A request of the server's goes only on the
-        stream of the request it serves, and only in a session kept in the table: outside one
-        (stateless mode) the client's answer could reach nothing, and the session is given a
-        carrier that refuses it, saying why (`_no_way_back`); the session itself refuses every
-        request of 2026-07-28. The client's answer comes as a POST of its own, answered 202
-        once the session has routed it to the waiting task. A malformed answer (both result
-        and error, neither, ...: `jsonrpc` Rule 4) is never answered in JSON-RPC: the session
-        named drops it and fails the waiting task at once, and the POST gets 400 with an error
-        that has no id (spec 2025-11-25, Streamable HTTP: a response the server cannot accept
-        gets an HTTP error status, its body "a JSON-RPC error response that has no id"; 202
-        would say it was accepted).
+Rule 2: a request of the server's goes only on the stream of the request it serves, and only in
+        a session kept in the table: outside one (stateless mode) the client's answer could
+        reach nothing, so the session is given a carrier that refuses it, saying why
+        (`_no_way_back`); the session itself refuses every request of 2026-07-28. A malformed
+        answer of the client's (both result and error, neither, ...: `jsonrpc` Rule 4) is never
+        answered in JSON-RPC: the session named drops it and fails the waiting task at once,
+        and the POST gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP;
+        202 would say it was accepted).
 Rule 3: a client that disconnects while its request runs, before its stream could be resumed
         (Rule 5), cancels that request, and with it any request of the server's it waits on
         (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
         so for JSON answers not yet sent, in stateless mode, in sessions of revisions before
-        2025-11-25 and on servers without an event store (`HttpOptions(event_store=None)`):
-        the answer could never be delivered. Under 2026-07-28 closing the stream MUST be taken
-        as the cancellation, and is.
+        2025-11-25 and on servers without an event store: the answer could never be
+        delivered. Under 2026-07-28 closing the stream MUST be taken as the cancellation, and
+        is.
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
         A request whose answer stays open until the client closes it (a 2026-07-28
@@ -63,24 +69,17 @@ Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and
         429) and server-wide (`max_listens`, 503), so idle streams never starve requests. A
         client is the principal of its verified token, else its network address (2026-07-28
         has no session to tell clients apart by).
-Rule 5: with an event store (`HttpOptions.event_store`, in memory by default) every event of a
-        session's streams is kept before it is sent, and a POST stream that breaks (the client
-        vanished) or is closed by its tool (`ctx.close_sse_stream()`, SEP-1699 polling) leaves
-        its call running: what the call sends afterwards, its answer included, goes only to the
-        store. A GET whose `Last-Event-ID` names an event of the session replays, in order and
-        with their ids, the events of that stream that followed it (after a `retry:` field),
-        then, for a POST's stream, follows the call until its answer and ends; for the GET
-        stream, goes on as a fresh GET stream would. Refused: an id no stream of this session
-        gave out (400), events the store no longer has (410), and a finished stream with
-        nothing left to send (410: a client that resumes every stream ending without its
-        answer, a cancelled call's for one, would otherwise come back for ever). Readers that
-        resume must reach the process that runs the call (its session is there anyway).
-Rule 6: a POST carries one message. A batch (a JSON array of them) is taken only where the
-        revision in force has batches (2025-03-26: a session's negotiated one, in stateless mode
-        the MCP-Protocol-Version header's or its default): elsewhere, and always with an
-        `initialize` in it (nothing is negotiated yet) or under 2026-07-28, it is refused whole
-        with 400 and a -32600 error (spec 2025-06-18 and later, transports: the body MUST be a
-        single JSON-RPC message), after the session is found and before any of it runs.
+Rule 5: with an event store, every event of a session's streams is kept before it is sent, so
+        a resumed stream misses nothing. A resumption is refused for an id no stream of this
+        session gave out (400), for events the store no longer has (410), and for a finished
+        stream with nothing left to send (410: a client that resumes every stream ending
+        without its answer, a cancelled call's for one, would otherwise come back for ever).
+Rule 6: a POST carries one message. A batch (a JSON array) is taken only where the revision in
+        force has batches (2025-03-26: a session's negotiated one, in stateless mode the
+        MCP-Protocol-Version header's or its default); elsewhere, and always with an
+        `initialize` in it or under 2026-07-28, it is refused whole with 400 and a -32600
+        error (spec 2025-06-18 and later, transports), after the session is found and before
+        any of it runs.
 """
 
 from __future__ import annotations
@@ -192,7 +191,7 @@ class StreamableHttp:
         send: Send,
         auth: AuthInfo | None = None,
     ) -> None:
-        """Answer one POST: a message or a batch (Rules 1, 2), with its verified token."""
+        """Answer one POST: a message or a batch (Rules 1, 6), with its verified token."""
         check_content_type(headers)
         accept = headers.get(b"accept", b"").lower()
         wildcard = b"*/*" in accept
@@ -749,7 +748,7 @@ _CLOSE = object()
 
 
 class _CallStream:
-    """Writes one POST's answer: JSON, or an SSE stream, resumable or not (Rules 2, 5)."""
+    """Writes one POST's answer: JSON, or an SSE stream, resumable or not (Rule 5)."""
 
     def __init__(
         self,
