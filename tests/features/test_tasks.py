@@ -340,7 +340,7 @@ async def test_a_full_store_runs_the_call_to_its_end(
     assert second["content"][0]["text"] == "slept 2"
 
 
-# -- a store shared by workers: leases (`_features/tasks` Rule 5) ---------------------------------
+# -- a store shared by workers: leases (`_features/tasks` Rule 2) ---------------------------------
 
 
 def fleet_server(store: MemoryTaskStore, stopped: trio.Event, **runtime: Any) -> Server:

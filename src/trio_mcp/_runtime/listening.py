@@ -22,8 +22,8 @@ Rule 3: nothing waits on a listener that does not read: telling one only queues.
         bounded in bytes (`max_bytes`): past it the oldest are dropped and the server logs a
         warning once per episode (the stream may carry only what the client asked for).
 Rule 4: a stream belongs to the principal of its request's verified token (`_core/auth`
-        Rule 4), and hears the states of only that principal's tasks and of tasks that belong
-        to no one (`_features/tasks` Rule 7): another's task is, for it, a task id that does
+        Rule 3), and hears the states of only that principal's tasks and of tasks that belong
+        to no one (`_features/tasks` Rule 5): another's task is, for it, a task id that does
         not exist.
 """
 

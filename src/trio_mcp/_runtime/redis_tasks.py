@@ -17,12 +17,12 @@ The bound is per worker: a store counts the live tasks it added and has not seen
 back once, to forget those settled elsewhere. Settled records are bounded by their ttl, and
 Redis by its own `maxmemory`.
 
-Rule 1: a settled record is final (`_features/tasks` Rule 5): `save` is one Lua script that
+Rule 1: a settled record is final (`_features/tasks` Rule 2): `save` is one Lua script that
         writes over a live record or none (a record lost with Redis comes back at its
         worker's next write) and never over a settled one, and answers whether it wrote. A
         worker's saves of one record go one at a time, each writing the record as it is when
         its turn comes, so a lease renewal cannot land after, and undo, a change saved later.
-Rule 2: each batch in a task's mailbox (`_features/tasks` Rule 6) is taken once: posting is one
+Rule 2: each batch in a task's mailbox (`_features/tasks` Rule 4) is taken once: posting is one
         Lua script that refuses a full list (`mailbox` batches), taking one that reads and
         deletes the list, so two takers never share a batch.
 Rule 3: an unreachable Redis never makes a task look unknown: each command waits at most
@@ -102,7 +102,7 @@ class _UnreachableError(Exception):
 
 
 class RedisTaskStore:
-    """A `TaskStore` in Redis, shared by the workers of a fleet (`_features/tasks` Rules 4, 5).
+    """A `TaskStore` in Redis, shared by the workers of a fleet (`_features/tasks` Rules 2, 3).
 
     Give each worker's `Server` one on the same Redis and prefix:
     `Server(..., task_store=RedisTaskStore("redis://redis.internal:6379/0"))`. It needs the

@@ -13,7 +13,7 @@ by `Server.serve_connection`), whose end stops its workers; where neither exists
 simply runs to its end (a server may always answer at once), as it does when the store has no
 room (warned of at most once per `FULL_WARNING_INTERVAL`). A task's questions wait in
 `inputRequests`, a key each, until `tasks/update` answers them or the ask's timeout passes
-(`ClientTimeoutError` in the tool). In a store shared by a fleet (`_features/tasks` Rule 5) a
+(`ClientTimeoutError` in the tool). In a store shared by a fleet (`_features/tasks` Rule 2) a
 record names its runtime (`worker_id`) and a lease the worker renews every third of the
 store's `lease`; a `tasks/get` on any worker settles `failed` a live task whose lease ran out
 (its worker died), unless it runs there.
@@ -37,7 +37,7 @@ Rule 4: each new state of a task run here is told by one announcer, in order, ne
         state twice: a change of status or questions at once, of the status message alone at
         most once per poll interval (a tool reporting every step floods no one). A settled
         state is told once, by whoever settled it.
-Rule 5: a task belongs to the principal of the call that made it (`_features/tasks` Rule 7):
+Rule 5: a task belongs to the principal of the call that made it (`_features/tasks` Rule 5):
         `get`, `update` and `cancel` for another principal find nothing, as for an unknown id,
         and a told state names its principal (`StatusSink`), so only that principal hears it.
 """

@@ -26,7 +26,7 @@ Rule 3: with token verification, a session belongs to whoever opened it: the iss
         and client of the verified token of its `initialize` (or legacy /sse GET). A request
         naming it with another's token finds no such session (404), so a session id that
         leaked is no credential (spec: security best practices, session hijacking). The same
-        user's refreshed token keeps the session (the principal: `_core/auth` Rule 4). A token
+        user's refreshed token keeps the session (the principal: `_core/auth` Rule 3). A token
         that names no issuer, subject or client binds the session to itself (a digest of it): a
         refreshed one gets 404.
 """
