@@ -50,10 +50,10 @@ Rule 2: a request of the server's goes only on the stream of the request it serv
         a session kept in the table: outside one (stateless mode) the client's answer could
         reach nothing, so the session is given a carrier that refuses it, saying why
         (`_no_way_back`); the session itself refuses every request of 2026-07-28. A malformed
-        answer of the client's (both result and error, neither, ...: `jsonrpc` Rule 4) is never
-        answered in JSON-RPC: the session named drops it and fails the waiting task at once,
-        and the POST gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP;
-        202 would say it was accepted).
+        answer of the client's (both result and error, neither, ...: `_core/jsonrpc` Rule 4) is
+        never answered in JSON-RPC: the session named drops it and fails the waiting task at
+        once, and the POST gets 400 with an error that has no id (spec 2025-11-25, Streamable
+        HTTP; 202 would say it was accepted).
 Rule 3: a client that disconnects while its request runs, before its stream could be resumed
         (Rule 5), cancels that request, and with it any request of the server's it waits on
         (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
