@@ -220,8 +220,9 @@ async def test_a_404_or_405_ends_the_get_stream_at_once(
 
 
 async def test_trio_mcp_s_own_server_hears_the_client_come_back() -> None:
-    # Another GET of the session takes the client's stream's place (streamable, Rule 6); the
-    # client reopens it, and a list change made meanwhile still reaches its handler.
+    # Another GET of the session takes the client's stream's place (one GET stream at a time:
+    # `transports/http/streamable`); the client reopens it, and a list change made meanwhile
+    # still reaches its handler.
     server = small_server()
     heard = trio.Event()
     with trio.fail_after(TIMEOUT):

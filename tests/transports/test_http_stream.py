@@ -286,7 +286,8 @@ async def test_a_quiet_post_stream_carries_keep_alive_comments() -> None:
 
 
 async def test_without_an_event_store_a_post_stream_carries_no_ids_and_no_priming_event() -> None:
-    # Nothing could resume it: a call whose stream broke is cancelled (streamable, Rule 3).
+    # Nothing could resume it: a call whose stream broke is cancelled
+    # (`transports/http/streamable` Rule 3).
     async with serve(small_server(), event_store=None) as served:
         client = await session(served)
         with trio.fail_after(TIMEOUT):

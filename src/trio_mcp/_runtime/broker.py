@@ -3,37 +3,30 @@
 A fleet is N processes ("workers") serving the same server module behind one balancer. A
 client's session, or its 2026-07-28 `subscriptions/listen` stream, lives on one worker; the
 change it is to hear of may be made on another. A broker carries such notifications between
-the workers, by topic.
+the workers, by topic; `InProcessBroker` (the default) links the servers of one process, and
+`RedisBroker` (`_runtime/redis_broker`) the workers of a fleet.
 
-Rule 1: two topics cross workers. `resources/updated` (`Server.resource_updated(uri)`) reaches
-        the subscribed sessions and listen streams of every worker. `list_changed`
-        (`Server.announce_list_changed(kind)`) tells every worker's sessions that a list
-        changed. The registries themselves are not shared: each worker imports the server
-        module anew, so a tool added at run time on one worker exists on that worker alone,
-        and a registry change is announced by its worker's own list watchers to that worker's
-        sessions only (hub Rule 3). Only an explicit `announce_list_changed` crosses workers:
-        the application's word that the list changed everywhere (every worker applied the
-        same change, or what is listed depends on state the workers share). Two more serve
-        the tasks of a shared task store: `tasks/status`, a task's new state (`task`)
-        and whose task it is (`principal`), reaches the listeners of that task and principal
-        on every worker (tasks Rule 6), and `tasks/signal` tells the
-        worker running a task that answers wait in its mailbox or that it was cancelled
-        elsewhere (tasks Rule 7); the other workers ignore a signal for a task they do not run.
-Rule 2: each message reaches each worker once. The publishing worker tells its own sessions
-        directly, before and whatever the broker does (a broker that is down costs this
-        worker's clients nothing); the broker carries it to every other worker and never back
-        to its publisher (a message names its publisher, and a subscriber drops its own). A
-        worker that receives a message delivers it and never publishes it again.
-Rule 3: a broker never fails the call that publishes: an unreachable broker logs a warning
-        (once per outage) and the other workers miss that message; notifications are hints
-        after which a client reads again, and the MCP protocol promises no more. Its
-        subscription (`serve`) never raises into the server's nursery for the broker being
-        down: it reconnects with bounded backoff and logs, until cancelled. What reaches a
-        worker is queued (bounded: past the bound a message is dropped with a warning, once
-        per episode) and delivered in order, one at a time.
-Rule 4: the default, `InProcessBroker`, links the servers of one process that share its bus
-        (`peer()`). A server given no broker has one of its own with no peers: publishing is a
-        loop over nothing, so one process pays nothing for the fleet's sake.
+Four topics cross workers. `resources/updated` (`Server.resource_updated(uri)`) reaches the
+subscribed sessions and listen streams of every worker; `list_changed`
+(`Server.announce_list_changed(kind)`) tells every worker's sessions that a list changed;
+`tasks/status`, a task's new state and whose task it is, reaches the listeners of that task on
+every worker; `tasks/signal` tells the worker running a task that answers wait in its mailbox
+or that it was cancelled elsewhere (`_runtime/tasks` Rule 3), and the other workers ignore it.
+The registries are not shared: each worker imports the server module anew, so a registry
+change is announced by its worker's list watchers to that worker's sessions only
+(`_runtime/hub` Rule 3); only an explicit `announce_list_changed` crosses workers, the
+application's word that the list changed everywhere.
+
+Rule 1: each message reaches each worker once. The publishing worker tells its own sessions
+        directly, before and whatever the broker does; the broker carries it to every other
+        worker and never back to its publisher (a message names its publisher, and a
+        subscriber drops its own); a worker that receives a message never publishes it again.
+Rule 2: a broker never fails the call that publishes, and its subscription (`serve`) never
+        raises into the server's nursery for the broker being down: it logs (once per outage)
+        and reconnects with bounded backoff until cancelled. Notifications are hints after
+        which a client reads again, so a missed one costs no more than the protocol promises.
+        What reaches a worker is queued (bounded: past the bound a message is dropped, with a
+        warning once per episode) and delivered in order, one at a time.
 """
 
 from __future__ import annotations
@@ -57,12 +50,12 @@ __all__ = [
 
 logger = logging.getLogger("trio_mcp")
 
-#: The topics (Rule 1).
+#: The topics (module docstring).
 RESOURCE_UPDATED: Final = "resources/updated"
 LIST_CHANGED: Final = "list_changed"
 TASK_STATUS: Final = "tasks/status"
 TASK_SIGNAL: Final = "tasks/signal"
-#: Messages from other workers one worker may have queued and not yet delivered (Rule 3): a
+#: Messages from other workers one worker may have queued and not yet delivered (Rule 2): a
 #: burst of updates far past what clients re-read anyway, a few hundred KiB at most.
 BROKER_QUEUE: Final = 1024
 
@@ -71,7 +64,7 @@ Deliver = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class Broker(Protocol):
-    """What a `Server` needs of a broker (Rules 1-3); `InProcessBroker` and `RedisBroker` are two.
+    """What a `Server` needs of a broker (Rules 1, 2); `InProcessBroker` and `RedisBroker` are two.
 
     One broker object stands for one worker: give each `Server` its own.
     """
@@ -79,7 +72,7 @@ class Broker(Protocol):
     async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
         """Send `payload` (JSON-able) on `topic` to every other worker.
 
-        It never raises for the broker being unreachable (Rule 3).
+        It never raises for the broker being unreachable (Rule 2).
         """
         ...
 
@@ -95,14 +88,15 @@ class Broker(Protocol):
 
 
 class InProcessBroker:
-    """The default broker: the servers of one process that share its bus (Rule 4).
+    """The default broker: the servers of one process that share its bus.
 
     `InProcessBroker()` starts a bus of its own; `peer()` adds another broker to the same bus,
-    for another `Server` of this process (in tests, a worker of a fleet in one process).
-    Publish from the event loop's thread.
+    for another `Server` of this process (in tests, a worker of a fleet in one process). A
+    server given no broker has one of its own with no peers: publishing is a loop over nothing,
+    so one process pays nothing for the fleet's sake. Publish from the event loop's thread.
 
     Args:
-        max_queue: Messages queued for this worker and not yet delivered (Rule 3).
+        max_queue: Messages queued for this worker and not yet delivered (Rule 2).
     """
 
     def __init__(self, *, max_queue: int = BROKER_QUEUE) -> None:

@@ -1,32 +1,32 @@
 """The connection loop: one session served over a pair of frame channels.
 
-Rule 1: a connection is a stream of frames (one JSON text each) in, and frames out. The runtime
-        never sees bytes of a transport, sockets or subprocesses: transports bring the frames.
-Rule 2: every request that must wait runs in its own task in the connection's nursery (inside
-        the cancel scope its `SessionRuntime` gives it); a cancelled request gets no response.
-        Responses go out as they complete; those answered on the connection's own task go out
-        together once per input batch (one write for a pipelining client's burst).
-Rule 3: nothing that arrives can end the connection: an undecodable frame, a bad message or a
+Used by stdio, the in-memory transport and legacy HTTP+SSE (`Server.serve_connection`);
+Streamable HTTP drives a `SessionRuntime` per request instead. A connection is frames in (one
+JSON text each) and frames out: transports bring the frames, and the runtime never sees their
+bytes, sockets or subprocesses. Every request that must wait runs in its own task in the
+connection's nursery, inside the cancel scope its `SessionRuntime` gives it. Responses go out
+as they complete; those answered on the connection's own task go out together once per input
+batch (one write for a pipelining client's burst).
+
+Rule 1: nothing that arrives can end the connection: an undecodable frame, a bad message or a
         failing tool is answered and the loop goes on. Only end of input ends it, and then
         in-flight requests get `Timeouts.shutdown` seconds to finish before they are cancelled.
-Rule 4: the reader never stops reading. At most `max_in_flight` requests run at once per
+Rule 2: the reader never stops reading. At most `max_in_flight` requests run at once per
         connection; requests past that wait in a queue bounded by the same count and by
         `HELD_BYTES` of frames, and one that finds the queue full is answered at once with
         `SERVER_UNAVAILABLE` ("server busy"). Everything else (cancellations, the client's
         answers to the server's own requests, pings, end of input) is handled as it arrives,
         so back-pressure can never blind the server to what would free it.
-Rule 5: exactly one response per request, shutdown included: a request still running or
-        waiting when the connection is torn down (the grace period ran out, or the server was
-        told to stop) is answered with `SERVER_UNAVAILABLE` ("server shutting down"), unless the
-        client cancelled it. Those last answers get `FINAL_ANSWER_SECONDS` to go out. (A
-        response whose own send was cut short by the teardown is not sent twice: with the
-        output that congested, it may be lost.)
-Rule 6: the tasks a connection hosts (its calls that became tasks, when no server-wide host
-        runs them) end with it: at the end of input, before the session is closed, and at a
-        teardown by cancellation, before the session ends, `stop_tasks` settles them and tells
+Rule 3: exactly one response per request, shutdown included, and none for a request the client
+        cancelled: a request still running or waiting when the connection is torn down (the
+        grace period ran out, or the server was told to stop) is answered with
+        `SERVER_UNAVAILABLE` ("server shutting down"). Those last answers get
+        `FINAL_ANSWER_SECONDS` to go out. (A response whose own send was cut short by the
+        teardown is not sent twice: with the output that congested, it may be lost.)
+Rule 4: the tasks a connection hosts (its calls that became tasks, when no server-wide host
+        runs them) end with it: at the end of input before the session is closed, and at a
+        teardown by cancellation before the session ends, `stop_tasks` settles them and tells
         their final states on the connection, within `FINAL_ANSWER_SECONDS`.
-Used by stdio, the in-memory transport and legacy HTTP+SSE (`Server.serve_connection`);
-Streamable HTTP drives a `SessionRuntime` per request instead.
 """
 
 from __future__ import annotations
@@ -57,19 +57,19 @@ from .peer import CANCEL_NOTICE_SECONDS
 from .session import SessionOwner, SessionRuntime, batch_answer, shutting_down
 
 #: What a connection reads: frames (one JSON text each), or batches of them in which a
-#: `LineTooLong` stands for a frame that was too long to keep.
-#: What a connection reads (the client's links deliver the same): see `link.Incoming`.
+#: `LineTooLong` stands for a frame that was too long to keep (`link.Incoming`: the client's
+#: links deliver the same).
 Frames = Incoming
 
 __all__ = ["FINAL_ANSWER_SECONDS", "HELD_BYTES", "Frames", "encode", "serve_frames"]
 
 logger = logging.getLogger("trio_mcp")
 
-# Bytes of request frames that may wait for a free slot (Rule 4), beside the count bound of
+# Bytes of request frames that may wait for a free slot (Rule 2), beside the count bound of
 # `max_in_flight`: four of the default 16 MiB lines, like the four default-sized request bodies
 # an HTTP server buffers per connection before it stops reading.
 HELD_BYTES: Final = 64 * 1024 * 1024
-# Seconds the answers owed at teardown (Rule 5) get to go out: as long as a cancelled request
+# Seconds the answers owed at teardown (Rule 3) get to go out: as long as a cancelled request
 # to the client may take to say so, for the same reason (a stalled client cannot hold us).
 FINAL_ANSWER_SECONDS: Final = CANCEL_NOTICE_SECONDS
 
@@ -87,7 +87,7 @@ async def serve_frames(
 
     `auth` is the verified token of the connection's client, when its transport authenticated
     it (legacy HTTP+SSE: the stream's GET); every request of the connection carries it.
-    `stop_tasks` settles and tells the tasks the connection hosts, as it ends (Rule 6).
+    `stop_tasks` settles and tells the tasks the connection hosts, as it ends (Rule 4).
     """
     await _Connection(server, send, auth, stop_tasks).run(receive, task_status)
 
@@ -124,11 +124,11 @@ class _Connection:
         )
         self._tasks = 0  # requests running (a batch task counts its requests)
         self._changed = trio.Event()  # set whenever `_tasks` drops
-        # Tasks waiting for a slot (Rule 4): (function, argument, requests, frame bytes).
+        # Tasks waiting for a slot (Rule 2): (function, argument, requests, frame bytes).
         self._held: deque[tuple[Callable[[Any], Any], Any, int, int]] = deque()
         self._held_requests = 0
         self._held_bytes = 0
-        self._owed: list[Any] = []  # answers owed at teardown (Rule 5)
+        self._owed: list[Any] = []  # answers owed at teardown (Rule 3)
         self._nursery: trio.Nursery | None = None
 
     async def run(self, receive: Frames, task_status: trio.TaskStatus[None]) -> None:
@@ -159,7 +159,7 @@ class _Connection:
                         else:
                             await self._frame(frame, nursery)
                     await self._flushed()
-            # The tasks it hosts end with it (Rule 6), told while the session can still be.
+            # The tasks it hosts end with it (Rule 4), told while the session can still be.
             await self._tasks_told()
             # Nothing more can arrive, the client's answers included: calls waiting for one
             # fail now, and may still finish within the grace period.
@@ -175,7 +175,7 @@ class _Connection:
             nursery.cancel_scope.cancel()
 
     async def _tasks_told(self) -> None:
-        """Settle the tasks this connection hosts and tell their ends (Rule 6), once, bounded."""
+        """Settle the tasks this connection hosts and tell their ends (Rule 4), once, bounded."""
         stop, self._stop_tasks = self._stop_tasks, None
         if stop is None:
             return
@@ -185,7 +185,7 @@ class _Connection:
             await self._flushed()
 
     async def _pay_what_is_owed(self) -> None:
-        """Answer every request torn down unanswered (Rule 5), within a short bound."""
+        """Answer every request torn down unanswered (Rule 3), within a short bound."""
         while self._held:
             fn, arg, _, _ = self._held.popleft()
             if fn == self._request:
@@ -309,7 +309,7 @@ class _Connection:
                 await self.reply(refusal)
 
     def _refuse(self, fn: Callable[[Any], Any], arg: Any) -> Any:
-        """Answer a request that found the waiting queue full (Rule 4), at once."""
+        """Answer a request that found the waiting queue full (Rule 2), at once."""
         limit = self.server.limits.max_in_flight
 
         def busy(call: ResolvedRequest) -> dict[str, Any]:
@@ -326,7 +326,7 @@ class _Connection:
         return batch_answer([busy(s) if isinstance(s, ResolvedRequest) else s for s in arg])
 
     def _release_held(self) -> None:
-        """Start what waits for a slot, as far as the slots allow (Rule 4)."""
+        """Start what waits for a slot, as far as the slots allow (Rule 2)."""
         nursery = self._nursery
         assert nursery is not None
         while self._held and self._tasks < self.server.limits.max_in_flight:

@@ -1,30 +1,29 @@
 """`SessionHub`: a server's live sessions, and the one place that speaks to all of them.
 
+The hub broadcasts (`notify_all`), sends `resources/updated` to the sessions subscribed to the
+URI, `notifications/tasks` to the handshake-era sessions that follow the task (those whose call
+became it, having declared the tasks extension; they forget it once it settled), and runs the
+list watchers that tell sessions of registry changes. A 2026-07-28 client hears of changes on
+a `subscriptions/listen` stream instead, whose listener (`_runtime/listening`) runs a watcher
+of its own.
+
 Rule 1: a session is in the hub while it can still be spoken to: a channel connection's (stdio,
         memory, legacy SSE) from the start of its loop to its end, however it ends; a
         Streamable HTTP one from its `initialize` (the session table takes it in) until the
-        table ends it (DELETE, idle expiry). A session made for one request (stateless mode,
-        2026-07-28) is never in it: nothing could reach it after its answer. Streamable HTTP
-        sessions still in the table when the application stops stay in it: nothing ends them.
+        table ends it (DELETE, idle expiry; sessions still in the table when the application
+        stops stay in it). A session made for one request (stateless mode, 2026-07-28) is
+        never in it: nothing could reach it after its answer.
 Rule 2: a broadcast goes to every session that can take an unprompted message now, each in a
         task of its own (a slow client does not hold up the others), and ends when all are
         sent. A session that ends meanwhile is skipped or its message dropped; nothing raises.
-Rule 3: every change of a registry (add, remove, enable, disable) wakes the list watchers:
-        each session with a way to start tasks of its own (`SessionRuntime.attach`: a
-        connection's nursery, or the one a Streamable HTTP session's table runs) runs one
-        (`watch_lists`) that sends `notifications/<kind>/list_changed` for each kind whose
-        counter moved since it last looked: once per burst of changes made together, not once
-        per item. Only an initialized handshake-era session gets them; a 2026-07-28
-        client asks for them on a `subscriptions/listen` stream, whose listener
-        (`_runtime/listening.py`) runs a watcher of its own. A change may come from the event
-        loop or from one of its worker threads (a sync tool); any other thread must not change
+Rule 3: every change of a registry (add, remove, enable, disable) wakes the list watchers, and
+        each initialized handshake-era session that has one (`watch_lists`, run where
+        `SessionRuntime.attach` lets it start tasks) hears `notifications/<kind>/list_changed`
+        once per burst of changes made together, not once per item. A change may come from
+        the event loop or one of its worker threads (a sync tool); no other thread may change
         a registry while the server runs. `announce(kind)` counts as a change of that list
         without one of the registry (`Server.announce_list_changed`, and the same word from
         another worker through the broker).
-Rule 4: `resource_updated(uri)` goes to the sessions that subscribed to that URI, and only them;
-        `task_status(task)` (`notifications/tasks`) to the handshake-era sessions that follow
-        the task (those whose call became it, having declared the tasks extension), which
-        forget it once it settled.
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ class LiveSession(Protocol):
         ...
 
     def follows_task(self, task_id: str) -> bool:
-        """Whether the client is to hear of the task's status changes (Rule 4)."""
+        """Whether the client is to hear of the task's status changes."""
         ...
 
     def forget_task(self, task_id: str) -> None:
@@ -176,7 +175,7 @@ class SessionHub:
                     await session.notify(f"notifications/{kind}/list_changed")
 
     async def resource_updated(self, uri: str) -> int:
-        """Send `notifications/resources/updated` to the sessions subscribed to `uri` (Rule 4).
+        """Send `notifications/resources/updated` to the sessions subscribed to `uri`.
 
         Returns:
             How many sessions it was sent to.
@@ -186,7 +185,7 @@ class SessionHub:
         )
 
     async def task_status(self, task: dict[str, Any]) -> int:
-        """Send `notifications/tasks` to the sessions that follow the task (Rule 4).
+        """Send `notifications/tasks` to the sessions that follow the task.
 
         Returns:
             How many sessions it was sent to.

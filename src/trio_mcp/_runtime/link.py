@@ -1,12 +1,11 @@
 """What the client runtime talks through: the `Link` protocol that client transports implement.
 
-Rule 1: a link moves messages and knows nothing of MCP's requests: `send` one JSON-RPC message,
-        deliver what the server sends on `incoming`, and say why `incoming` ended. Matching
-        answers to requests, retries of a whole call and the handshake are the client's
-        (`_runtime/client`).
-Rule 2: the links themselves live in `transports/` and satisfy this protocol structurally,
-        without importing it: `_runtime` and `transports` are sibling layers that do not import
-        each other; the composition root (`_connect`) hands a link to the client.
+A link moves messages and knows nothing of MCP's requests: it sends one JSON-RPC message at a
+time, delivers what the server sends on `incoming`, and says why `incoming` ended. Matching
+answers to requests, retries of a whole call and the handshake are the client's
+(`_runtime/client`). The links themselves live in `transports/` and satisfy this protocol
+structurally, without importing it: `_runtime` and `transports` are sibling layers that never
+import each other, and the composition root (`_connect`) hands a link to the client.
 """
 
 from __future__ import annotations

@@ -1,31 +1,30 @@
 """`subscriptions/listen` (2026-07-28): the server's open notification streams.
 
-Rule 1: a listen is a request that stays in flight: it runs in its request's task and cancel
-        scope like any other (over a channel it counts against the connection's in-flight
-        limit; Streamable HTTP bounds listen streams apart from requests, per client and in
-        all: `streamable` Rule 4), and its answer's stream is the subscription: over
-        Streamable HTTP the POST's SSE stream,
-        over a channel (stdio, memory) the connection, each message tagged with the
-        subscription's id. It sends `notifications/subscriptions/acknowledged` first, naming
-        what the server granted (`SubscriptionFilter.granted`), and after it only the
-        notifications that filter asks for.
-Rule 2: the client ends it by cancelling its request: `notifications/cancelled`, or closing its
-        HTTP stream; it is then answered nothing. The server ends it when its connection's
-        input ends (a cancellation too), or when it shuts down (`Listening.close`: what is
-        queued goes out first); those two answer it with a plain result (spec 2026-07-28,
-        Subscriptions: Graceful Closure). However it ends, it leaves `Listening`.
-Rule 3: nothing waits on a listener that does not read. List changes come from the hub's list
-        watcher (`SessionHub.watch_lists`, one per listener) and resource updates from
-        `Listening.resource_updated`, task states from `Listening.task_status`; all only
-        queue. A notification already queued and not yet sent is not queued twice (a list
-        changed, one URI updated: the client re-reads either way); a task's newer state takes
-        the place of the one queued (each carries the whole task). The queue is bounded in
-        bytes (`max_bytes`): past it the oldest notifications are dropped and the server logs
-        a warning, once per episode (the stream itself may carry only what the client asked
-        for, so it cannot be told there).
+A listen is a request that stays in flight: it runs in its request's task and cancel scope
+like any other (over a channel it counts against the connection's in-flight limit; Streamable
+HTTP bounds listen streams apart from requests, `transports/http/streamable` Rule 4), and its
+answer's stream is the subscription: over Streamable HTTP the POST's SSE stream, over a channel
+(stdio, memory) the connection, each message tagged with the subscription's id. List changes
+reach a listener from the hub's list watcher (`SessionHub.watch_lists`, one per listener),
+resource updates from `Listening.resource_updated`, task states from `Listening.task_status`.
+
+Rule 1: a stream sends `notifications/subscriptions/acknowledged` first, naming what the server
+        granted (`SubscriptionFilter.granted`), and after it only the notifications that
+        filter asks for.
+Rule 2: the client ends it by cancelling its request (`notifications/cancelled`, or closing its
+        HTTP stream), and it is then answered nothing. The server ends it when its
+        connection's input ends (a cancellation too), or when it shuts down (`Listening.close`:
+        what is queued goes out first, then a plain result: spec 2026-07-28, Subscriptions:
+        Graceful Closure). However it ends, it leaves `Listening`.
+Rule 3: nothing waits on a listener that does not read: telling one only queues. A
+        notification already queued and unsent is not queued twice (the client re-reads
+        either way), a task's newer state takes the place of the one queued, and the queue is
+        bounded in bytes (`max_bytes`): past it the oldest are dropped and the server logs a
+        warning once per episode (the stream may carry only what the client asked for).
 Rule 4: a stream belongs to the principal of its request's verified token (`_core/auth`
         Rule 3), and hears the states of only that principal's tasks and of tasks that belong
-        to no one (`_features/tasks` Rule 5): another's task is, for it, an id that does not exist.
+        to no one (`_features/tasks` Rule 5): another's task is, for it, a task id that does
+        not exist.
 """
 
 from __future__ import annotations
@@ -225,7 +224,7 @@ class Listening:
     ) -> None:
         """Serve one listen stream until its request is cancelled or `close` ends it.
 
-        It returns only in the second case, and the request is then answered (Rules 1, 2).
+        It returns only in the second case, and the request is then answered (Rule 2).
 
         Args:
             subscription_id: The id of the `subscriptions/listen` request.

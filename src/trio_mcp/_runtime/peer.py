@@ -3,8 +3,8 @@
 MCP is symmetric: a server session asks its client (sampling, elicitation, roots) as the client
 asks the server, and each answers the other's requests. The bookkeeping of both directions is
 sans-IO (`_core/peer`); this module is what it needs of an event loop, written once for both
-sides: the server session (`session.SessionRuntime`) and the client (`client.connection`) each
-own one, and differ only in what they send and how they answer.
+sides: the server session (`_runtime/session`) and the client (`_runtime/client/connection`)
+each own one, and differ only in what they send and how they answer.
 
 Rule 1: a request we send is awaited by its caller's own task, on a waiter kept under its id
         from before the send until the caller returns, however it returns. The carrier that

@@ -1,25 +1,24 @@
 """`RedisBroker`: the workers of a fleet share notifications over Redis pub/sub.
 
-Rule 1: redis-py's blocking client runs in threads and never on the event loop (`redis_client`):
-        a publish in a worker thread of its own limiter (`PUBLISH_THREADS`), the subscription
-        in one dedicated thread that hands each message back to the loop through a bounded
-        memory channel (never blocking on it: past the bound a message is dropped, broker
-        Rule 3). `redis` is imported in those threads, on first use: a server that never serves
-        with Redis never loads it (`pip install "trio-mcp[redis]"`).
-Rule 2: one channel carries every topic: `<channel_prefix>notifications`, each message one
-        JSON object `{"v": 1, "from": <publisher id>, "topic": ..., "payload": ...}`. The
-        publisher id is random per broker object, so a worker drops what it published itself
-        (broker Rule 2). A message that is not such an object is logged and dropped.
-Rule 3: Redis unreachable: a publish waits at most `timeout` seconds, logs a warning (once per
-        outage, and once more when Redis answers again) and returns; the publishes that follow
-        within the backoff (`min_backoff` doubling up to `max_backoff`) are dropped without
-        trying, so a tool that publishes does not wait a timeout per call through an outage.
-        The subscription thread logs the same way and reconnects with the same backoff. Redis
-        pub/sub keeps nothing: what was published while Redis or a worker's subscription was
-        down never reaches that worker.
-Rule 4: cancelling `serve` (the server shuts down) stops the subscription thread and waits for
-        it: it looks for the stop every `POLL_SECONDS`, or as soon as a connection attempt
-        that is under way ends, so no thread outlives the server to hold up the process's exit.
+The `Broker` of `_runtime/broker` for a fleet, whose two rules hold here too. One channel
+carries every topic, `<channel_prefix>notifications`, each message one JSON object
+`{"v": 1, "from": <publisher id>, "topic": ..., "payload": ...}`; the publisher id is random
+per broker object, so a worker drops what it published itself, and a message that is not such
+an object is logged and dropped. redis-py's blocking client runs in threads
+(`_runtime/redis_client`): a publish in a worker thread of the broker's own limiter
+(`PUBLISH_THREADS`), the subscription in one dedicated thread that hands each message back to
+the loop through a bounded memory channel, never blocking on it.
+
+Redis unreachable: a publish waits at most `timeout` seconds, logs a warning (once per outage,
+and once more when Redis answers again) and returns; the publishes that follow within the
+backoff (`min_backoff` doubling up to `max_backoff`) are dropped without trying, so a tool
+that publishes does not wait a timeout per call through an outage. The subscription thread
+logs the same way and reconnects with the same backoff. Redis pub/sub keeps nothing: what was
+published while Redis or a worker's subscription was down never reaches that worker.
+
+Shutdown: cancelling `serve` stops the subscription thread and waits for it (it looks for the
+stop every `POLL_SECONDS`, or as soon as a connection attempt under way ends), so no thread
+outlives the server to hold up the process's exit.
 """
 
 from __future__ import annotations
@@ -42,8 +41,8 @@ __all__ = ["POLL_SECONDS", "PUBLISH_THREADS", "RedisBroker"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: How often the subscription thread looks for a stop while no message comes (Rule 4): the
-#: longest a server's shutdown waits for it.
+#: How often the subscription thread looks for a stop while no message comes: the longest
+#: a server's shutdown waits for it.
 POLL_SECONDS: Final = 0.25
 #: Publishes under way at once, each in a worker thread: a burst of updates must not take the
 #: threads that sync tools run in (trio's default limiter, 40).
@@ -53,7 +52,7 @@ _Message = tuple[str, dict[str, Any]]
 
 
 class RedisBroker:
-    """A broker over Redis pub/sub, for the workers of a fleet (broker Rules 1-3; Rules 1-4 here).
+    """A broker over Redis pub/sub, for the workers of a fleet (`_runtime/broker` Rules 1, 2).
 
     Give each worker's `Server` a `RedisBroker` on the same Redis and prefix:
     `Server(..., broker=RedisBroker("redis://redis.internal:6379/0"))`. It needs the `redis`
@@ -68,7 +67,7 @@ class RedisBroker:
             taken to be unreachable.
         min_backoff: Seconds before the first reconnection attempt of the subscription.
         max_backoff: The longest wait between reconnection attempts.
-        max_queue: Messages received and not yet delivered (broker Rule 3).
+        max_queue: Messages received and not yet delivered (`_runtime/broker` Rule 2).
 
     Raises:
         RuntimeError: when the `redis` package is not installed.
@@ -93,7 +92,7 @@ class RedisBroker:
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
         self.max_queue = max_queue
-        #: Names this broker's messages (Rule 2).
+        #: Names this broker's messages, so that it drops its own.
         self.origin = secrets.token_hex(8)
         self._redis = RedisConnection(url, timeout=timeout, threads=PUBLISH_THREADS)
         self._publish_failing = False
@@ -109,7 +108,7 @@ class RedisBroker:
     async def publish(self, topic: str, payload: Mapping[str, Any]) -> None:
         """Publish to the other workers; log, never raise, when Redis cannot be reached."""
         if self._publish_failing and trio.current_time() < self._publish_retry_at:
-            return  # down a moment ago: not worth a timeout of this caller's (Rule 3)
+            return  # down a moment ago: not worth a timeout of this caller's
         data = json.dumps(
             {"v": 1, "from": self.origin, "topic": topic, "payload": dict(payload)},
             separators=(",", ":"),
@@ -147,7 +146,7 @@ class RedisBroker:
     async def serve(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Deliver what other workers publish until cancelled (Rules 3, 4).
+        """Deliver what other workers publish until cancelled, then stop the thread and wait for it.
 
         Reports started at once: the subscription connects (and reconnects) in its thread.
         """
@@ -263,7 +262,7 @@ class RedisBroker:
             logger.warning("broker: dropped a message that is not trio-mcp's on %s", self.channel)
             return None
         if message.get("from") == self.origin:
-            return None  # published here, and delivered here already (broker Rule 2)
+            return None  # published here, and delivered here already (`_runtime/broker` Rule 1)
         return message["topic"], message["payload"]
 
 

@@ -1,15 +1,17 @@
-"""What the Redis-backed pieces share (`RedisBroker`, `RedisTaskStore`): redis-py, off the loop.
+"""What the Redis-backed pieces (`RedisBroker`, `RedisTaskStore`) share: redis-py, off the loop.
 
-Rule 1: redis-py has no trio client, so its blocking client runs in worker threads and never on
-        the event loop, each object's in a `trio.CapacityLimiter` of its own: a burst of Redis
-        work must not take the threads that sync tools run in (trio's default limiter, 40).
+redis-py has no trio client. A `RedisConnection` gives one object one blocking client, made on
+first use under a lock (the client itself is thread-safe), and runs its commands in worker
+threads. A command is tried once, waiting at most `timeout` seconds: how to wait and retry
+through an outage is the caller's choice, not redis-py's.
+
+Rule 1: redis-py never runs on the event loop: each object's commands run in worker threads of
+        a `trio.CapacityLimiter` of its own, so a burst of Redis work cannot take the threads
+        that sync tools run in (trio's default limiter, 40).
 Rule 2: `redis` is imported in those threads, on first use: a server that never serves with
         Redis never loads it. Making an object that uses it only checks that the package is
         there (`require_redis`), and connects to nothing.
-Rule 3: one client per object, made on first use under a lock (the client itself is
-        thread-safe). A command is tried once, waiting at most `timeout` seconds: how to wait
-        and retry through an outage is the caller's choice, not redis-py's.
-Rule 4: a URL names its password in logs as `***` (`safe_url`).
+Rule 3: a URL's password never reaches a log: it is written `***` (`safe_url`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def require_redis(what: str) -> None:
 
 
 def safe_url(url: str) -> str:
-    """`url` without its password, for the log (Rule 4)."""
+    """`url` without its password, for the log (Rule 3)."""
     scheme, sep, rest = url.partition("://")
     userinfo, at, host = rest.rpartition("@")
     if not at:
@@ -62,7 +64,7 @@ def safe_url(url: str) -> str:
 
 
 class RedisConnection:
-    """One object's way to Redis: its shared client and its threads (Rules 1, 3).
+    """One object's way to Redis: its shared client and its threads (Rule 1).
 
     Args:
         url: The Redis server, as redis-py's `Redis.from_url` takes it.
@@ -84,7 +86,7 @@ class RedisConnection:
             self.url,
             socket_connect_timeout=self.timeout,
             socket_timeout=self.timeout,
-            # One try (Rule 3): a command waits one timeout at most.
+            # One try: a command waits one timeout at most, and the caller decides what next.
             retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0),
             **options,
         )

@@ -2,35 +2,36 @@
 
 The work of a task stays on the worker that started it; what is shared is its record, so a
 `tasks/get` (or `tasks/cancel`) that the balancer sends to another worker finds it there.
+redis-py runs in worker threads of the store's own (`_runtime/redis_client`).
 
-Rule 1: a record is one Redis string, `<key_prefix><task id>`, holding `TaskRecord.dump()` as
-        JSON; redis-py runs in worker threads of the store's own (`redis_client`). The record's
-        Redis expiry does the ttl: a settled record expires `ttl` seconds after it settled, as
-        in memory; a live one `lease + ttl` seconds after its last write, which its worker's
-        lease renewals repeat, so the record of a task nobody asks about after its whole fleet
-        stopped does not stay for ever.
-Rule 2: a settled record is final (`_features/tasks` Rule 2): `save`, one Lua script, writes over a
-        live record or none (a record lost with Redis comes back at its worker's next write)
-        and never over a settled one, and answers whether it wrote. A worker's saves of one
-        record go one at a time, each writing the record as it is when its turn comes, so a
-        lease renewal cannot land after, and undo, a change saved later.
-Rule 3: the bound is per worker: a store counts the live tasks it added and has not seen
-        settle, and at `max_tasks` refuses a new one (the call runs to its end); before
-        refusing, it reads its tasks back once, to forget those settled elsewhere. Settled
-        records are bounded by their ttl, and Redis by its own `maxmemory`.
-Rule 4: Redis unreachable: each command waits at most `timeout` seconds, and a warning is
-        logged once per outage (and once more when Redis answers again). `add` answers False
-        (the call runs to its end: a server may always answer at once); `save` answers True
-        (nothing is known to have settled; the record is written again at its next change or
-        lease renewal); `get` raises an internal error (-32603) saying the task store cannot be
-        reached, rather than calling the task unknown.
-Rule 5: a task's mailbox (`_features/tasks` Rule 4) is a Redis list beside its record,
-        `<key_prefix>mail:<task id>`, each item one batch of answers as JSON. Posting is one Lua
-        script that refuses a full list (`mailbox` batches) and renews its expiry (four leases:
-        a live worker with questions open takes its mail every second or so); taking is one
-        script that reads and deletes the list, so two takers never share a batch. Redis
-        unreachable: posting raises the internal error of `get`, so the client learns its
-        answers did not go; taking finds nothing (the worker looks again).
+A record is one Redis string, `<key_prefix><task id>`, holding `TaskRecord.dump()` as JSON, and
+its Redis expiry does the ttl: a settled record expires `ttl` seconds after it settled, as in
+memory; a live one `lease + ttl` seconds after its last write, which its worker's lease renewals
+repeat, so the record of a task nobody asks about after its whole fleet stopped does not stay
+for ever. A task's mailbox is a Redis list beside it, `<key_prefix>mail:<task id>`, each item
+one batch of answers as JSON, its expiry renewed at each post (four leases: a live worker with
+questions open takes its mail every second or so).
+
+The bound is per worker: a store counts the live tasks it added and has not seen settle, and at
+`max_tasks` refuses a new one (the call runs to its end); before refusing, it reads its tasks
+back once, to forget those settled elsewhere. Settled records are bounded by their ttl, and
+Redis by its own `maxmemory`.
+
+Rule 1: a settled record is final (`_features/tasks` Rule 2): `save` is one Lua script that
+        writes over a live record or none (a record lost with Redis comes back at its
+        worker's next write) and never over a settled one, and answers whether it wrote. A
+        worker's saves of one record go one at a time, each writing the record as it is when
+        its turn comes, so a lease renewal cannot land after, and undo, a change saved later.
+Rule 2: each batch in a task's mailbox (`_features/tasks` Rule 4) is taken once: posting is one
+        Lua script that refuses a full list (`mailbox` batches), taking one that reads and
+        deletes the list, so two takers never share a batch.
+Rule 3: an unreachable Redis never makes a task look unknown: each command waits at most
+        `timeout` seconds, and a warning is logged once per outage (and once more when Redis
+        answers again). `get` and posting raise an internal error (-32603) saying the task
+        store cannot be reached, so the client learns its answers did not go; `add` answers
+        False (the call runs to its end: a server may always answer at once); `save` answers
+        True (nothing is known to have settled; the record is written again at its next
+        change or lease renewal); taking finds nothing (the worker looks again).
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ __all__ = ["STORE_THREADS", "RedisTaskStore"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: Store commands under way at once, each in a worker thread (`redis_client` Rule 1): polls of
-#: many clients, renewals and settles, each one round trip.
+#: Store commands under way at once, each in a worker thread (`_runtime/redis_client` Rule 1):
+#: polls of many clients, renewals and settles, each one round trip.
 STORE_THREADS: Final = 8
 
-#: Rule 2: KEYS[1] the record's key; ARGV[1] the record's JSON, ARGV[2] its expiry in ms.
+#: Rule 1: KEYS[1] the record's key; ARGV[1] the record's JSON, ARGV[2] its expiry in ms.
 _SAVE: Final = """
 local stored = redis.call('GET', KEYS[1])
 if stored then
@@ -77,7 +78,7 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
 
-#: Rule 5: KEYS[1] the mailbox; ARGV[1] one batch's JSON, ARGV[2] the bound, ARGV[3] expiry ms.
+#: Rule 2: KEYS[1] the mailbox; ARGV[1] one batch's JSON, ARGV[2] the bound, ARGV[3] expiry ms.
 _POST: Final = """
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then
   return 0
@@ -86,7 +87,7 @@ redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 """
-#: Rule 5: KEYS[1] the mailbox; every batch, oldest first, and the mailbox deleted.
+#: Rule 2: KEYS[1] the mailbox; every batch, oldest first, and the mailbox deleted.
 _TAKE: Final = """
 local batches = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
@@ -97,11 +98,11 @@ _T = TypeVar("_T")
 
 
 class _UnreachableError(Exception):
-    """Redis did not answer a command (Rule 4); the cause is redis-py's error."""
+    """Redis did not answer a command (Rule 3); the cause is redis-py's error."""
 
 
 class RedisTaskStore:
-    """A `TaskStore` in Redis, for a fleet's workers (`_features/tasks` Rules 2, 3; Rules 1-4 here).
+    """A `TaskStore` in Redis, shared by the workers of a fleet (`_features/tasks` Rules 2, 3).
 
     Give each worker's `Server` one on the same Redis and prefix:
     `Server(..., task_store=RedisTaskStore("redis://redis.internal:6379/0"))`. It needs the
@@ -111,11 +112,11 @@ class RedisTaskStore:
         url: The Redis server, as redis-py's `Redis.from_url` takes it (redis://, rediss://,
             unix://; a password in the URL).
         key_prefix: Starts each record's key; fleets sharing one Redis use different prefixes.
-        max_tasks: Live tasks this worker keeps at once (Rule 3).
+        max_tasks: Live tasks this worker keeps at once.
         lease: Seconds a worker's claim on a running task lasts unless renewed: a task whose
             worker died is `failed` at most this long after (the same on every worker).
-        timeout: Seconds a connection attempt or a command may take (Rule 4).
-        mailbox: Batches of answers one task's mailbox holds for its worker (Rule 5).
+        timeout: Seconds a connection attempt or a command may take (Rule 3).
+        mailbox: Batches of answers one task's mailbox holds for its worker (Rule 2).
 
     Raises:
         RuntimeError: when the `redis` package is not installed.
@@ -145,9 +146,9 @@ class RedisTaskStore:
         self._save_script: Any = None  # registered on first use, in a thread
         self._post_script: Any = None
         self._take_script: Any = None
-        #: The live tasks added here and not yet seen settled (Rule 3).
+        #: The live tasks added here and not yet seen settled: the bound is per worker.
         self._live: set[str] = set()
-        #: One lock per record being saved (Rule 2).
+        #: One lock per record being saved (Rule 1).
         self._saving: dict[str, trio.Lock] = {}
         self._failing = False
 
@@ -156,7 +157,7 @@ class RedisTaskStore:
 
     @property
     def live_count(self) -> int:
-        """Live tasks this worker added and has not seen settle (Rule 3)."""
+        """Live tasks this worker added and has not seen settle."""
         return len(self._live)
 
     # -- TaskStore ----------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class RedisTaskStore:
         """The record, or None for an unknown or expired id.
 
         Raises:
-            RemoteProtocolError: -32603 when Redis is unreachable (Rule 4).
+            RemoteProtocolError: -32603 when Redis is unreachable (Rule 3).
         """
         key = self._key(task_id)
         try:
@@ -197,7 +198,7 @@ class RedisTaskStore:
         return record
 
     async def save(self, record: TaskRecord) -> bool:
-        """Write the record back unless the stored one settled (Rule 2); True when unreachable."""
+        """Write the record back unless the stored one settled (Rule 1); True when unreachable."""
         lock = self._saving.setdefault(record.task_id, trio.Lock())
         try:
             async with lock:  # encoded in its turn: the record as it is now
@@ -220,13 +221,13 @@ class RedisTaskStore:
             self._live.discard(record.task_id)
         return bool(written)
 
-    # -- TaskMailbox (Rule 5) -----------------------------------------------------------------
+    # -- TaskMailbox (Rule 2) -----------------------------------------------------------------
 
     async def post_answers(self, task_id: str, responses: dict[str, Any], now: float) -> bool:
         """Leave one batch of answers for the task's worker; False when its mailbox is full.
 
         Raises:
-            RemoteProtocolError: -32603 when Redis is unreachable (Rule 4).
+            RemoteProtocolError: -32603 when Redis is unreachable (Rule 3).
         """
         key, data = self._mail_key(task_id), json.dumps(responses, separators=(",", ":"))
         expiry = max(1, round(self.lease * 4 * 1000))
@@ -291,7 +292,7 @@ class RedisTaskStore:
         return self._save_script
 
     async def _forget_settled(self) -> None:
-        """Read this worker's live tasks back once, and forget those settled or gone (Rule 3)."""
+        """Read this worker's live tasks back once, and forget those settled or gone."""
         ids = list(self._live)
         keys = [self._key(task_id) for task_id in ids]
         try:
@@ -304,7 +305,7 @@ class RedisTaskStore:
                 self._live.discard(task_id)
 
     async def _call(self, command: Callable[[Redis], _T]) -> _T:
-        """`command` in a thread; `_UnreachableError` when Redis did not answer (Rule 4)."""
+        """`command` in a thread; `_UnreachableError` when Redis did not answer (Rule 3)."""
 
         def guarded(client: Redis) -> _T:
             try:

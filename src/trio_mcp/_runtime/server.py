@@ -1,26 +1,26 @@
 """`Server`: the facade users fill with tools, resources and prompts; what its sessions share.
 
-Rule 1: a `Server` holds what is the same for every client: its options, the registries (tools,
-        resources and templates, prompts), the dispatcher that answers requests and the hub of
-        its live sessions. What belongs to one client lives in that client's `SessionRuntime`
-        (`session`), never here.
+The lists live: adding, removing, enabling or disabling a tool, resource or prompt while
+serving tells every live session (the hub's list watchers) and every open
+`subscriptions/listen` stream that asked (`_runtime/listening`); the capabilities a session is
+given are derived from what is registered when it starts. A fleet's workers share
+notifications through the server's broker (`_runtime/broker`): `resource_updated` and
+`announce_list_changed` tell this worker's clients at once and publish to the others, and
+`relay` (run by whatever serves the server: `serve_http`, `serve_stdio`) delivers what the
+others publish here; a registry change stays on its worker. A task's new state
+(`notifications/tasks`) goes to this worker's listeners of that task and through the broker to
+the others'; the task runtime signals the worker running a task through it.
+
+Rule 1: a `Server` holds only what is the same for every client: its options, the registries
+        (tools, resources and templates, prompts), the dispatcher that answers requests and
+        the hub of its live sessions. What belongs to one client lives in that client's
+        `SessionRuntime` (`_runtime/session`), never here.
 Rule 2: it starts no task of its own: `serve_connection` runs one connection's tasks and returns
         when they have ended; HTTP serving is composed in `_run`.
-Rule 3: the lists live: adding, removing, enabling or disabling a tool, resource or prompt while
-        serving tells every live session (the hub's list watchers) and every open
-        `subscriptions/listen` stream that asked (`listening`); the capabilities a session is
-        given are derived from what is registered when it starts.
-Rule 4: a fleet's workers share notifications through the server's broker (`broker`):
-        `resource_updated` and `announce_list_changed` tell this worker's clients at once and
-        publish to the others, and `relay` delivers what the others publish here. It is started
-        by whatever serves the server (`serve_http`, `serve_stdio`), once however many of them
-        run; a registry change stays on its worker (broker Rule 1). A task's new state
-        (`notifications/tasks`) goes to this worker's listeners of that task and through the
-        broker to the others'; the task runtime signals the worker running a task through it.
 
-What the runtime modules of this package read of a server (the `session.SessionOwner` protocol,
-`_run`'s HTTP backend, the command line) has a leading underscore: it is the package's, not
-the user's.
+What the runtime modules of this package read of a server (`_runtime/session`'s `SessionOwner`
+protocol, `_run`'s HTTP backend, the command line) has a leading underscore: it is the
+package's, not the user's.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class Server:
         #: Runs the calls that become tasks, and keeps the tasks.
         self._task_runtime = TaskRuntime(task_store)
         self._dispatcher.tasks = self._task_runtime
-        #: Where notifications for the other workers go, and come from (Rule 4).
+        #: Where notifications for the other workers go, and come from (`_runtime/broker`).
         self.broker: Broker = broker if broker is not None else InProcessBroker()
         self._relaying = False
         self._task_runtime.on_status = self._task_status
@@ -773,8 +773,7 @@ class Server:
         did not subscribe to `uri` hear nothing. A handshake-era client subscribes with
         `resources/subscribe`, a 2026-07-28 one with the `resourceSubscriptions` of a
         `subscriptions/listen` stream. The broker carries it to the clients of the fleet's
-        other workers (Rule 4); a broker that cannot be reached logs a warning and fails
-        nothing.
+        other workers; a broker that cannot be reached logs a warning and fails nothing.
 
         Returns:
             How many sessions and listen streams of this worker were told.
@@ -789,8 +788,9 @@ class Server:
         return await self._hub.resource_updated(uri) + self._listening.resource_updated(uri)
 
     async def _task_status(self, task: dict[str, Any], principal: Principal | None) -> None:
-        # A task's new state (tasks Rule 6): here at once, the other workers' through the broker,
-        # with whose task it is beside it (never inside it: the task goes out as it is).
+        # A task's new state (`_runtime/tasks` Rule 4): here at once, the other workers' through
+        # the broker, with whose task it is beside it (never inside it: the task goes out as it
+        # is).
         await self._task_status_here(task, principal)
         await self.broker.publish(
             TASK_STATUS, {"task": task, "principal": None if principal is None else list(principal)}
@@ -963,7 +963,7 @@ class Server:
         clients of the worker where it was made: the other workers' registries did not change.
         Call this where the list changed on every worker (each applied the same change, or
         what it lists depends on state they share): the sessions and listen streams of this
-        worker are told at once, the others' through the broker (Rule 4).
+        worker are told at once, the others' through the broker.
 
         Args:
             kind: "tools", "resources" (the resources and templates) or "prompts".
@@ -981,7 +981,7 @@ class Server:
 
         `serve_http` and `serve_stdio` run it; run it beside `serve_connection` or `http_app`
         when serving them yourself. While one runs, another only waits: a message is
-        delivered once however many run (Rule 4).
+        delivered once however many run.
 
         Args:
             task_status: Reports when the broker takes messages.
@@ -1017,7 +1017,8 @@ class Server:
             await self._listening.wait_closed()
 
     async def _delivered(self, topic: str, payload: dict[str, Any]) -> None:
-        # What another worker published (broker Rule 4): told here, never published again.
+        # What another worker published: told here, never again published (`_runtime/broker`
+        # Rule 1).
         if topic == RESOURCE_UPDATED:
             uri = payload.get("uri")
             if isinstance(uri, str):
@@ -1044,7 +1045,7 @@ class Server:
         logger.debug("broker: ignoring %r %r from another worker", topic, payload)
 
     def capabilities(self, *, notifications: bool = True) -> dict[str, Any]:
-        """The capabilities a new session announces: what is registered now (Rule 3).
+        """The capabilities a new session announces: what is registered now.
 
         Args:
             notifications: Whether list changes and resource updates reach the client

@@ -1,28 +1,25 @@
 """`SessionRuntime`: one MCP session's live state, whatever transport carries it.
 
+It holds the protocol session (`_core/server_session`) and the session's `PeerRuntime`
+(`_runtime/peer`: the cancel scopes of the requests in flight, the ids of the server's own
+requests to the client, their waiters and timeouts). A session that outlives one request is in
+its server's hub from `open` to `end` (`_runtime/hub` Rule 1); a per-request one is never
+opened. This module knows neither transports nor the `Server` facade: it reads what it needs of
+its server through `SessionOwner`, and is driven by `_runtime/connection` (channels) or an HTTP
+transport (`handle`, once per message). A `subscriptions/listen` stream (2026-07-28) is a
+request that never finishes (`_runtime/listening`).
+
 Rule 1: every request that must wait runs inside a cancel scope of its own, made before its
-        task starts (so a `notifications/cancelled` read right after the request finds it); a
-        cancelled request gets no response. A `subscriptions/listen` stream (2026-07-28) is
-        such a request that never finishes: the client cancels it, or it ends when the input
-        does (`close`) or the server shuts down, and then gets a plain result (spec 2026-07-28,
-        Subscriptions: Graceful Closure) instead of "server shutting down".
-Rule 2: the server may ask the client too (`SessionRuntime.request`), through the session's
-        `PeerRuntime` (`peer`: ids of the server's own, answers routed to the waiting task, a
-        cancelled or timed-out request told to the client, a malformed answer failing its
-        waiter at once, every waiter failed with `ConnectionClosed` when the input ends).
-        What carries such a request is what the transport gave: the carrier of the client's
-        request being answered (`answer`, which binds it into the `Requester` it hands the
-        dispatcher), else the session's own outbox (`SessionRuntime(outbox=...)`, `attach`);
-        with neither, it is refused with `LocalProtocolError`. A transport gives a carrier
-        only where the client's answer, a message of its own, can come back to this session
-        (a connection, a session kept between requests: e.g. stdio, or Streamable HTTP with
-        sessions); elsewhere it gives one that refuses, saying why. Every request of
-        2026-07-28 is refused too: that revision asks through input-required results.
-Rule 3: a session that outlives one request is in its server's hub from `open` to `end`, and
-        only then (a per-request session is never opened): the hub is how the server speaks to
-        every live session at once.
-This module knows neither transports nor the `Server` facade: it reads what it needs of its
-server through `SessionOwner`, and is driven by `connection` (channels) or an HTTP transport.
+        task starts (so a `notifications/cancelled` read right after the request finds it);
+        a cancelled request gets no response.
+Rule 2: a request of the server's to the client (`SessionRuntime.request`) goes out only on
+        what the transport gave: the carrier of the client's request being answered
+        (`answer`, which binds it into the `Requester` it hands the dispatcher), else the
+        session's own outbox (`SessionRuntime(outbox=...)`, `attach`); with neither it is
+        refused with `LocalProtocolError`. A transport gives a carrier only where the client's
+        answer, a message of its own, can come back to this session (a connection, a session
+        kept between requests); elsewhere it gives one that refuses, saying why. Every request
+        of 2026-07-28 is refused too: that revision asks through input-required results.
 """
 
 from __future__ import annotations
@@ -195,12 +192,12 @@ class SessionRuntime:
             spawn(lambda: hub.watch_lists(self))
 
     def open(self) -> None:
-        """Join the server's hub: the session lasts beyond one request (Rule 3)."""
+        """Join the server's hub: the session lasts beyond one request (`_runtime/hub` Rule 1)."""
         self._kept = True
         self.server._hub.add(self)
 
     def end(self) -> None:
-        """The session is over: cancel what still runs, fail what waits, leave the hub (Rule 3).
+        """The session is over: cancel what still runs, fail what waits, leave the hub.
 
         Its subscriptions end with it: nothing may hold their memory after it.
         """
@@ -437,7 +434,7 @@ class SessionRuntime:
             raise ClientTimeoutError(method, timeout) from None
 
     def close(self, reason: str) -> None:
-        """The connection ended: every request of the server's still waiting fails (Rule 2).
+        """The connection ended: each request of the server's still waiting fails (`_runtime/peer`).
 
         Args:
             reason: Why, for the `ConnectionClosed` each waiter raises.
@@ -572,7 +569,8 @@ class SessionRuntime:
         """The error response for an invalid message; None for one never answered.
 
         A malformed notification is logged. A malformed response is logged and dropped, and
-        the request of the server's whose id it carries, if one waits, fails at once (Rule 2).
+        the request of the server's whose id it carries, if one waits, fails at once
+        (`_runtime/peer` Rule 1).
         """
         if message.answer:
             return _wire_error(message.error)

@@ -1,56 +1,45 @@
-"""Running tool calls as tasks: the trio side of the tasks extension (`_features/tasks`).
+"""Running tool calls as tasks: the trio side of the tasks extension.
 
-Rule 1: a call that may become a task runs in a worker of its own from the start, in the
-        widest nursery there is: the server's task host (`TaskRuntime.host`, run beside an
-        HTTP server) or else the nursery of the connection serving the call (`lend`, set by
-        `Server.serve_connection`), whose end stops its workers. Where neither exists the call
-        simply runs to its end (a server may always answer at once).
-Rule 2: the request waits for the first of: the call's end (its own result, or its
-        input-required round, answered as usual), its `after` delay, or the tool's
-        `Context.become_task`. At the latter two the record is stored *before* the
-        `CreateTaskResult` is answered, so a `tasks/get` right after it finds the task. A
-        request cancelled before that cancels its worker. A store with no room refuses the
-        record: the call runs to its end, is not offered to the store again, and is warned of
-        once (naming the tool and the store's limit), at most one warning per
-        `FULL_WARNING_INTERVAL`, the next counting the refusals it did not tell of.
-Rule 3: a task's questions are minted a key each and wait in `inputRequests` until
-        `tasks/update` answers them (each key alone; unknown keys are ignored), or until the
-        ask's timeout (`ClientTimeoutError` in the tool). The task is `input_required` while
-        any is open.
-Rule 4: the worker is the only writer of its record, apart from `tasks/cancel`, which settles
-        it `cancelled` at once and then cancels the worker, whose outcome no longer counts, and
-        the server's shutdown (`stop_all`), which does the same with `failed` and the status
-        message "Server shutting down", while its sessions and streams can still be told
-        (Rule 6). A worker stopped from outside otherwise (its host or connection ended)
-        settles it `failed` itself.
-Rule 5: a fleet's workers may share a store (`_features/tasks` Rule 2). A task's record names this
-        runtime (`worker_id`) and its lease, renewed every third of the store's `lease` while
-        the task runs. `tasks/get`, on any worker, settles `failed` a live task whose lease ran
-        out (its worker died without settling it), unless the task runs here. `tasks/cancel`
-        of a task another worker runs settles it `cancelled` in the store; that worker learns
-        at its next write or renewal, when the store refuses to write over the settled record,
-        and then cancels the work (as it does when others took its lease to have run out);
-        with a broker, it is told at once (Rule 7).
-Rule 6: what `tasks/get` shows of a task is told as it changes (`on_status`, which the server
-        turns into `notifications/tasks` for whoever listens, on any worker): one announcer per
-        task run here tells the task's latest state, in order, never the same state twice; a
-        change of status or questions at once, a change of the status message alone at most
-        once per the task's poll interval (a tool reporting every step does not flood anyone:
-        it tells no more often than a client was asked to poll). A settled state is told once,
-        by whoever settled it: the worker, `tasks/cancel` on any worker, or a `tasks/get` that
-        found the lease lapsed.
-Rule 7: answers and cancellations for a task another worker runs reach it. `tasks/update` there
-        puts the answers in the task's mailbox in the store (`TaskMailbox`: bounded, each batch
-        taken once by the task's worker, which applies it as its own `tasks/update`), or
-        refuses them with -32603 when the mailbox is full or the store has none: an answer is
-        delivered once or refused, never dropped. The worker takes its mail while the task has
-        questions open, every `MAIL_POLL` seconds, and at once when a signal (`signal`, which
-        the server sends through its broker) says mail came; `tasks/cancel` there signals the
-        worker too, which stops the work at once instead of at its next lease renewal.
-Rule 8: a task belongs to the principal of its call (`_features/tasks` Rule 5); `get`,
-        `update` and `cancel` for another principal find nothing, as for an unknown id, and a
-        told state names its principal (`StatusSink`), so only that principal's listen streams
-        hear it.
+`_features/tasks` holds the records, the stores and the wire forms; this module runs the work.
+`TaskRuntime` is the server's `TaskEngine`: it starts a call that may become a task in a worker
+of its own, makes it a task at the first of the call's end, its `after` delay or the tool's
+`Context.become_task`, keeps the task's record in the store while the worker runs, answers
+`tasks/get`, `tasks/update` and `tasks/cancel`, and tells each new state to `on_status` (which
+the server turns into `notifications/tasks` for whoever listens, on any worker).
+
+Workers run in the widest nursery there is: the server's task host (`TaskRuntime.host`, run
+beside an HTTP server), or else the nursery the connection serving the call lends (`lend`, set
+by `Server.serve_connection`), whose end stops its workers; where neither exists the call
+simply runs to its end (a server may always answer at once), as it does when the store has no
+room (warned of at most once per `FULL_WARNING_INTERVAL`). A task's questions wait in
+`inputRequests`, a key each, until `tasks/update` answers them or the ask's timeout passes
+(`ClientTimeoutError` in the tool). In a store shared by a fleet (`_features/tasks` Rule 2) a
+record names its runtime (`worker_id`) and a lease the worker renews every third of the
+store's `lease`; a `tasks/get` on any worker settles `failed` a live task whose lease ran out
+(its worker died), unless it runs there.
+
+Rule 1: a task's record is stored *before* its `CreateTaskResult` is answered, so a
+        `tasks/get` right after it finds the task; a request cancelled before that cancels
+        its worker.
+Rule 2: the worker is the only writer of its task's record, apart from `tasks/cancel`, which
+        settles it `cancelled` at once, and the server's shutdown (`stop_all`), which settles
+        it `failed` ("Server shutting down") while sessions and streams can still be told;
+        either then cancels the worker, whose outcome no longer counts. A settled record is
+        final: a worker whose write the store refuses (the task was settled elsewhere) stops
+        its work, and one stopped from outside otherwise (its host or connection ended)
+        settles its record `failed` itself.
+Rule 3: an answer is delivered once or refused, never dropped. `tasks/update` for a task
+        another worker runs puts the answers in the store's mailbox, which that worker reads
+        while the task has questions open (every `MAIL_POLL` seconds, and at once on a
+        `signal` through the broker), or refuses them with -32603 when the store has no
+        mailbox or it is full. `tasks/cancel` there signals the worker too.
+Rule 4: each new state of a task run here is told by one announcer, in order, never the same
+        state twice: a change of status or questions at once, of the status message alone at
+        most once per poll interval (a tool reporting every step floods no one). A settled
+        state is told once, by whoever settled it.
+Rule 5: a task belongs to the principal of the call that made it (`_features/tasks` Rule 5):
+        `get`, `update` and `cancel` for another principal find nothing, as for an unknown id,
+        and a told state names its principal (`StatusSink`), so only that principal hears it.
 """
 
 from __future__ import annotations
@@ -90,23 +79,23 @@ __all__ = ["MAIL_POLL", "StatusSink", "TaskRuntime", "TaskSignal"]
 
 logger = logging.getLogger("trio_mcp")
 
-#: The nursery of the connection serving the current request, when one lends it (Rule 1).
+#: The nursery of the connection serving the current request, when one lends it (`lend`).
 _LENT: Final[ContextVar[trio.Nursery | None]] = ContextVar("trio_mcp_task_nursery", default=None)
 #: Seconds a settling worker may spend writing its record after it was cancelled.
 _SETTLE_SECONDS: Final = 5.0
-#: Seconds between two looks in the mailbox of a task with questions open (Rule 7), when no
+#: Seconds between two looks in the mailbox of a task with questions open (Rule 3), when no
 #: signal says mail came: answers through a worker without a broker wait at most this long.
 MAIL_POLL: Final = 1.0
-#: The status message of a task the server stopped as it shut down (Rule 4).
+#: The status message of a task the server stopped as it shut down (Rule 2).
 SHUTTING_DOWN: Final = "Server shutting down"
-#: Seconds between two warnings that the task store is full (Rule 2): a busy server refusing
+#: Seconds between two warnings that the task store is full: a busy server refusing
 #: every call would otherwise log one line per call.
 FULL_WARNING_INTERVAL: Final = 60.0
 
-#: Told each new state of a task (Rule 6): its `DetailedTask`, as `tasks/get` shows it, and
-#: whose task it is (Rule 8: None, anyone's).
+#: Told each new state of a task (Rule 4): its `DetailedTask`, as `tasks/get` shows it, and
+#: whose task it is (Rule 5: None, anyone's).
 StatusSink = Callable[[dict[str, Any], Principal | None], Awaitable[None]]
-#: Tells the worker running a task that mail came or that it was cancelled (Rule 7):
+#: Tells the worker running a task that mail came or that it was cancelled (Rule 3):
 #: `{"taskId": ..., "owner": ..., "kind": "answers" | "cancel"}`.
 TaskSignal = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -123,7 +112,7 @@ class _Call:
 
     support: TaskSupport
     context: Context | None
-    #: Whose task it becomes (Rule 8).
+    #: Whose task it becomes (Rule 5).
     principal: Principal | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     lock: trio.Lock = field(default_factory=trio.Lock)
@@ -137,15 +126,15 @@ class _Call:
     error: RemoteProtocolError | None = None
     cancelled: bool = False
     questions: dict[str, _Question] = field(default_factory=dict)
-    #: Where its announcer and mail reader run (Rules 6, 7).
+    #: Where its announcer and mail reader run (Rules 3, 4).
     nursery: trio.Nursery | None = None
     #: Called with the task's id when the call becomes one.
     created: Callable[[str], None] | None = None
-    #: Set at each change of the record (Rule 6); replaced by the announcer.
+    #: Set at each change of the record (Rule 4); replaced by the announcer.
     dirty: trio.Event = field(default_factory=trio.Event)
-    #: Set when mail may have come, or a question opened (Rule 7); replaced by the reader.
+    #: Set when mail may have come, or a question opened (Rule 3); replaced by the reader.
     mail: trio.Event = field(default_factory=trio.Event)
-    #: Held while a state is told, so states are told in order (Rule 6).
+    #: Held while a state is told, so states are told in order (Rule 4).
     telling: trio.Lock = field(default_factory=trio.Lock)
     #: The tool's OAuth scopes, for its record.
     scopes: tuple[str, ...] = ()
@@ -171,11 +160,11 @@ class TaskRuntime:
         self._live: dict[str, _Call] = {}
         self._host: trio.Nursery | None = None
         self._keys = itertools.count(1)
-        #: Names this runtime in the records of the tasks it runs (Rule 5).
+        #: Names this runtime in the records of the tasks it runs, as their lease's holder.
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        #: Told each new state of a task (Rule 6); set by the server.
+        #: Told each new state of a task (Rule 4); set by the server.
         self.on_status: StatusSink | None = None
-        #: Signals the worker running a task (Rule 7); set by a server with a broker.
+        #: Signals the worker running a task (Rule 3); set by a server with a broker.
         self.signal: TaskSignal | None = None
         # The last warning of a full store (trio time), and the refusals not warned of since.
         self._full_warned: float | None = None
@@ -186,7 +175,7 @@ class TaskRuntime:
         """Tasks whose worker runs in this process now."""
         return len(self._live)
 
-    # -- where workers run (Rule 1) --------------------------------------------------------------
+    # -- where workers run -----------------------------------------------------------------------
 
     async def host(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host task workers until cancelled (run beside an HTTP server); they end with it."""
@@ -225,10 +214,10 @@ class TaskRuntime:
         scopes: Iterable[str] = (),
         tool: str = "",
     ) -> dict[str, Any]:
-        """Run a call that may become a task (Rule 2): its result or its `CreateTaskResult`.
+        """Run a call that may become a task (Rule 1): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
-        states is told (Rule 6); the task belongs to `principal` (Rule 8), and `scopes` (the
+        states is told (Rule 4); the task belongs to `principal` (Rule 5), and `scopes` (the
         tool's) are kept in its record; `tool` (its name) is for messages.
         """
         nursery = self._nursery()
@@ -270,7 +259,7 @@ class TaskRuntime:
     async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
         """The task's record, or None for an unknown or expired id; a dead worker's `failed`.
 
-        Another principal's task is None too (Rule 8).
+        Another principal's task is None too (Rule 5).
         """
         now = self.clock()
         record = await self.store.get(task_id, now)
@@ -278,7 +267,7 @@ class TaskRuntime:
             return None
         if not record.lease_lapsed(now) or task_id in self._live:
             return record
-        # Its worker stopped renewing (Rule 5): it died, or lost the store for a whole lease.
+        # Its worker stopped renewing its lease: it died, or lost the store for a whole lease.
         record.settle_lapsed(now)
         if not await self.store.save(record):  # settled meanwhile, elsewhere: that stands
             return await self.store.get(task_id, now)
@@ -292,9 +281,9 @@ class TaskRuntime:
         *,
         principal: Principal | None = None,
     ) -> bool:
-        """Answer the task's open questions by key (Rules 3, 7); False for an unknown task.
+        """Answer the task's open questions by key (Rule 3); False for an unknown task.
 
-        Another principal's task is unknown (Rule 8).
+        Another principal's task is unknown (Rule 5).
 
         Raises:
             RemoteProtocolError: -32603 when the task runs on another worker and its answers
@@ -328,9 +317,9 @@ class TaskRuntime:
         return True
 
     async def cancel(self, task_id: str, *, principal: Principal | None = None) -> bool:
-        """Settle a running task `cancelled` and stop its worker (Rules 4, 7); False: unknown.
+        """Settle a running task `cancelled` and stop its worker (Rules 2, 3); False: unknown.
 
-        Another principal's task is unknown (Rule 8).
+        Another principal's task is unknown (Rule 5).
         """
         record = await self.get(task_id, principal=principal)
         if record is None:
@@ -354,11 +343,11 @@ class TaskRuntime:
         return True
 
     async def stop_all(self, where: trio.Nursery | None = None) -> int:
-        """Settle the tasks running here `failed`, "Server shutting down", and stop them (Rule 4).
+        """Settle the tasks running here `failed`, "Server shutting down", and stop them (Rule 2).
 
         For the server's shutdown, before its sessions and streams end: each task's record is
         saved settled (in a shared store too: other workers and a later `tasks/get` see why it
-        ended), its final state told (Rule 6), and then its work cancelled.
+        ended), its final state told (Rule 4), and then its work cancelled.
 
         Args:
             where: Only the tasks whose workers run in this nursery (a connection's, `lend`);
@@ -401,7 +390,7 @@ class TaskRuntime:
             call.scope.cancel()
 
     async def signalled(self, payload: Mapping[str, Any]) -> None:
-        """Act on a signal another worker sent about a task run here (Rule 7)."""
+        """Act on a signal another worker sent about a task run here (Rule 3)."""
         task_id = payload.get("taskId")
         call = self._live.get(task_id) if isinstance(task_id, str) else None
         if call is None or call.record is None:
@@ -497,7 +486,7 @@ class TaskRuntime:
                 await self._tell(record)
 
     async def _detach(self, call: _Call) -> bool:
-        """Make the call a task (Rule 2); False when it already ended or the store is full."""
+        """Make the call a task (Rule 1); False when it already ended or the store is full."""
         async with call.lock:
             if call.record is not None:
                 return True
@@ -534,7 +523,7 @@ class TaskRuntime:
         return True
 
     def _warn_full(self, call: _Call) -> None:
-        """One warning per refused call, at most one per `FULL_WARNING_INTERVAL` (Rule 2)."""
+        """One warning per refused call, at most one per `FULL_WARNING_INTERVAL`."""
         now = trio.current_time()
         if self._full_warned is not None and now - self._full_warned < FULL_WARNING_INTERVAL:
             self._full_unwarned += 1
@@ -563,14 +552,14 @@ class TaskRuntime:
         *,
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> Any:
-        """A task's question (Rule 3): waits in `inputRequests` for `tasks/update`."""
+        """A task's question: waits in `inputRequests` for `tasks/update`."""
         return (await self._ask_many(call, [(method, params or {}, timeout)]))[0]
 
     async def _ask_many(self, call: _Call, asks: Sequence[AskWire]) -> list[Any]:
         """Several questions, open at once (`Context.gather`); their answers, in order."""
         record = call.record
         assert record is not None
-        if record.terminal:  # settled by another worker, through a shared record (Rule 5)
+        if record.terminal:  # settled by another worker, through a shared record (Rule 2)
             self._stop(record.task_id)
             await trio.lowlevel.checkpoint()  # raises Cancelled: the call's scope is cancelled
         keys = []
@@ -581,7 +570,7 @@ class TaskRuntime:
             keys.append(key)
         record.status = "input_required"
         await self._touch(record)
-        call.mail.set()  # a question is open: the mailbox is worth a look (Rule 7)
+        call.mail.set()  # a question is open: the mailbox is worth a look (Rule 3)
         answers = []
         try:
             for key, (method, _, timeout) in zip(keys, asks, strict=True):
@@ -615,16 +604,16 @@ class TaskRuntime:
         await self._save(record)
         call = self._live.get(record.task_id)
         if call is not None:
-            call.dirty.set()  # its announcer tells the new state (Rule 6)
+            call.dirty.set()  # its announcer tells the new state (Rule 4)
 
     async def _save(self, record: TaskRecord) -> bool:
         if not await self.store.save(record):
-            self._stop(record.task_id)  # the store holds it settled (Rule 5)
+            self._stop(record.task_id)  # the store holds it settled (Rule 2)
             return False
         return True
 
     async def _tell(self, record: TaskRecord) -> None:
-        """Tell the task's state now (Rule 6); a sink's failure costs the task nothing."""
+        """Tell the task's state now (Rule 4); a sink's failure costs the task nothing."""
         if self.on_status is None:
             return
         wire = record.detailed_wire()
@@ -635,7 +624,7 @@ class TaskRuntime:
             logger.exception("telling the status of task %s failed", record.task_id)
 
     async def _attend(self, call: _Call, told: tuple[Any, ...]) -> None:
-        """Run the task's announcer and mail reader until its call ends (Rules 6, 7)."""
+        """Run the task's announcer and mail reader until its call ends (Rules 3, 4)."""
         mailbox = self.store if isinstance(self.store, TaskMailbox) else None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._announce, call, told)
@@ -645,7 +634,7 @@ class TaskRuntime:
             nursery.cancel_scope.cancel()
 
     async def _announce(self, call: _Call, told: tuple[Any, ...]) -> None:
-        """Tell each new state of a live task after `told`, status changes at once (Rule 6)."""
+        """Tell each new state of a live task after `told`, status changes at once (Rule 4)."""
         record = call.record
         assert record is not None
         told_at = -math.inf
@@ -667,7 +656,7 @@ class TaskRuntime:
                 await self._tell(record)
 
     async def _read_mail(self, call: _Call, mailbox: TaskMailbox) -> None:
-        """Take the answers other workers left for the task, and apply them (Rule 7)."""
+        """Take the answers other workers left for the task, and apply them (Rule 3)."""
         record = call.record
         assert record is not None
         while True:
@@ -682,7 +671,7 @@ class TaskRuntime:
                     await self._answer(call, responses)
 
     async def _keep_lease(self, call: _Call) -> None:
-        """Renew the task's lease while its call runs (Rule 5)."""
+        """Renew the task's lease while its call runs."""
         lease = self.store.lease
         while True:
             with trio.move_on_after(lease / 3):
@@ -698,7 +687,7 @@ class TaskRuntime:
             await self._save(record)
 
     def _stop(self, task_id: str) -> None:
-        """Cancel the work of a task that was settled elsewhere (Rule 5)."""
+        """Cancel the work of a task that was settled elsewhere (Rule 2)."""
         call = self._live.pop(task_id, None)
         if call is not None:
             logger.info("task %s was settled by another worker; its work here stops", task_id)
@@ -707,5 +696,5 @@ class TaskRuntime:
 
 
 def _shown(record: TaskRecord) -> tuple[Any, ...]:
-    """What a status notification would say that the last one did not (Rule 6)."""
+    """What a status notification would say that the last one did not (Rule 4)."""
     return (record.status, record.status_message, tuple(record.input_requests))

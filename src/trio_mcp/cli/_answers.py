@@ -1,29 +1,29 @@
 """How the `trio-mcp` client commands answer what a server asks: elicitation, sampling, roots.
 
-Rule 1: an elicitation is put to the user only on a terminal (stdin and stderr both TTYs):
-        the server's message, then each field of the form in turn on stderr, read a line at a
-        time from stdin. Without a terminal there is no one to ask, and the answer is a decline
-        (with a line on stderr saying so), never a guess.
-Rule 2: every field shows its title, description, default (Enter keeps it) and, for a choice,
-        the numbered options; a line is read as the field's type says (`read_value`): numbers
-        checked against their bounds, booleans as y/n, several choices comma-separated, by
-        number, value or title. A line that does not fit says why and asks again. `!decline`
-        at any prompt declines; Ctrl-D (end of input) and Ctrl-C cancel, and Ctrl-C stops
-        nothing else while a question is open.
-Rule 3: one question at a time: elicitations that arrive together wait for each other, so two
-        forms never share the terminal.
-Rule 4: a URL-mode elicitation shows the URL (never opened for the user, spec 2025-11-25) and
-        waits for Enter, which accepts.
-Rule 5: sampling is declared only when a sampling command is given (without one a tool knows
-        not to ask, and may fall back, in both eras); the command runs with the conversation as
-        text on stdin (`conversation_text`), and its stdout, trimmed, is the model's answer,
-        from the model "command:<program>". A command that fails fails the request with its
-        exit code.
-Rule 6: `--root PATH` exposes each PATH as a `file://` URI of its absolute path, named after
-        its last part.
+On a terminal, an elicitation shows the server's message, then each field of the form in turn on
+stderr, read a line at a time from stdin: its title, description, default (Enter keeps it) and,
+for a choice, the numbered options; a line is read as the field's type says (`read_value`):
+numbers checked against their bounds, booleans as y/n, several choices comma-separated, by
+number, value or title. A line that does not fit says why and asks again. `!decline` at any
+prompt declines; Ctrl-D (end of input) and Ctrl-C cancel, and Ctrl-C stops nothing else while a
+question is open.
+
+Sampling is declared only when a sampling command is given (without one a tool knows not to ask,
+and may fall back, in both eras); the command runs with the conversation as text on stdin
+(`conversation_text`), and its stdout, trimmed, is the model's answer, from the model
+"command:<program>"; a command that fails fails the request with its exit code. `--root PATH`
+exposes each PATH as a `file://` URI of its absolute path, named after its last part.
 
 The parsing and rendering are plain functions (`form_fields`, `read_value`, `field_lines`,
 `conversation_text`), tested without a terminal; `TerminalElicitor` does the I/O.
+
+Rule 1: an elicitation is put to the user only on a terminal (stdin and stderr both TTYs).
+        Without one there is no one to ask, and the answer is a decline (with a line on stderr
+        saying so), never a guess.
+Rule 2: one question at a time: elicitations that arrive together wait for each other, so two
+        forms never share the terminal.
+Rule 3: a URL-mode elicitation shows the URL, never opened for the user (spec 2025-11-25), and
+        waits for Enter, which accepts.
 """
 
 from __future__ import annotations
@@ -420,7 +420,7 @@ class TerminalElicitor:
         self._out = out
         self._fd = fd
         self._reader: _LineReader | None = None
-        self._lock = trio.Lock()  # Rule 3
+        self._lock = trio.Lock()  # Rule 2
 
     def _say(self, text: str = "") -> None:
         out = self._out or sys.stderr
@@ -429,7 +429,7 @@ class TerminalElicitor:
     async def __call__(
         self, request: ElicitRequest
     ) -> AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation:
-        """Ask the user (Rule 1), one elicitation at a time (Rule 3)."""
+        """Ask the user (Rule 1), one elicitation at a time (Rule 2)."""
         who = self.server_name
         if not self._interactive:
             self._say(f"trio-mcp: {who} asks: {request.message}")
@@ -520,7 +520,7 @@ def conversation_text(request: SamplingRequest) -> str:
 
 
 class CommandSampler:
-    """Answers sampling requests with a command (Rule 5).
+    """Answers sampling requests with a command.
 
     The command gets the conversation on stdin and `TRIO_MCP_MAX_TOKENS` in its environment;
     its stderr goes to ours.
@@ -560,7 +560,7 @@ class CommandSampler:
 
 
 def roots_from_paths(paths: Sequence[str]) -> list[Root]:
-    """`--root` paths as roots (Rule 6)."""
+    """`--root` paths as roots."""
     roots = []
     for given in paths:
         path = Path(given).expanduser().resolve()

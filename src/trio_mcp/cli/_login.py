@@ -5,27 +5,27 @@ tokens, and with --forget-client the client registration) stand on, and what eve
 command given a URL (`tools`, `call`, `read`, ...) uses whenever the server asks for OAuth (a
 401 with the MCP challenge). The commands themselves are client commands (`_client`).
 
-Rule 1: tokens live in a `FileTokenStorage`: `--token-file`, else `$TRIO_MCP_TOKEN_FILE`, else
-        `$XDG_CONFIG_HOME/trio-mcp/tokens.json` (`~/.config/trio-mcp/tokens.json`). Stored
-        tokens are used and, once expired, refreshed without the user; only when there are
-        none, or the refresh is refused, does the user sign in again.
-Rule 2: signing in is the authorization code flow of a native application (RFC 8252): a
-        listener on 127.0.0.1 at a port the system picks receives the redirect; the browser
-        is opened with Python's `webbrowser` (so `BROWSER` chooses it) in a thread of its own,
-        never awaited (a browser command may only return when the browser closes), and the
-        authorization URL is printed on stderr too, for a machine without a browser
-        (`--no-browser` only prints it). The wait is bounded (`--login-timeout`). Where no
-        browser is found, the URL is printed for the user to open; with no terminal either
-        (stdin is not a TTY), no one could: the command fails at once instead of waiting. A
-        step-up sign-in (the server asks for more scopes) says which scopes it is for.
-Rule 3: `--client-credentials` (with `--client-id` and `--client-secret` or
-        `$TRIO_MCP_CLIENT_SECRET`) signs a machine in with no browser and no listener.
-Rule 4: an explicit `--header "Authorization: ..."` is the user's choice of credentials: no
+Tokens live in a `FileTokenStorage`: `--token-file`, else `$TRIO_MCP_TOKEN_FILE`, else
+`$XDG_CONFIG_HOME/trio-mcp/tokens.json` (`~/.config/trio-mcp/tokens.json`). Stored tokens are
+used and, once expired, refreshed without the user; only when there are none, or the refresh is
+refused, does the user sign in again: the authorization code flow of a native application (RFC
+8252), a listener on 127.0.0.1 at a port the system picks receiving the redirect, the browser
+opened with Python's `webbrowser` (so `BROWSER` chooses it) and the authorization URL printed on
+stderr too, for a machine without a browser (`--no-browser` only prints it). A step-up sign-in
+(the server asks for more scopes) says which scopes it is for.
+
+`--client-credentials` (with `--client-id` and `--client-secret` or `$TRIO_MCP_CLIENT_SECRET`)
+signs a machine in with no browser and no listener. A command a message suggests is the whole
+command for the token file in use.
+
+Rule 1: signing in never hangs: the browser is opened in a thread of its own, never awaited (a
+        browser command may only return when the browser closes); the wait for the redirect
+        is bounded (`--login-timeout`); where no browser is found and there is no terminal
+        either (stdin is not a TTY), no one could open the URL, and the command fails at once.
+Rule 2: an explicit `--header "Authorization: ..."` is the user's choice of credentials: no
         OAuth then. Commands that start a stdio server never use OAuth.
-Rule 5: no token or secret is ever printed: messages name the server, the subject and the
+Rule 3: no token or secret is ever printed: messages name the server, the subject and the
         scopes, never a credential.
-Rule 6: a command a message suggests is the whole command for the token file in use: with
-        `--token-file PATH` unless that file is the default one of `$XDG_CONFIG_HOME`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ CLIENT_NAME: Final = "trio-mcp command line"
 
 
 def default_token_file() -> Path:
-    """Where the command line keeps its tokens (Rule 1), unless `--token-file` says."""
+    """Where the command line keeps its tokens, unless `--token-file` says."""
     named = os.environ.get("TRIO_MCP_TOKEN_FILE")
     if named:
         return Path(named).expanduser()
@@ -82,7 +82,7 @@ def default_token_file() -> Path:
 
 
 def token_command(words: str, path: Path) -> str:
-    """`trio-mcp WORDS` for the token file `path`: `--token-file PATH` added where needed (Rule 6).
+    """`trio-mcp WORDS` for the token file `path`: `--token-file PATH` added where needed.
 
     Only the configuration directory's file goes without: `$TRIO_MCP_TOKEN_FILE` may not be
     set where the command is run.
@@ -100,13 +100,13 @@ def _config_token_file() -> Path:
 
 
 def token_file(args: argparse.Namespace) -> Path:
-    """The token file a command uses (Rule 1)."""
+    """The token file a command uses."""
     named = getattr(args, "token_file", None)
     return Path(named).expanduser() if named else default_token_file()
 
 
 def token_storage(args: argparse.Namespace) -> FileTokenStorage:
-    """The token file the command line uses (Rule 1); its warnings reach stderr."""
+    """The token file the command line uses; its warnings reach stderr."""
     logging.getLogger("trio_mcp.client.token_file").setLevel(logging.WARNING)
     path = token_file(args)
     return FileTokenStorage(path, sign_out_command=token_command("logout --all", path))
@@ -137,7 +137,7 @@ async def find_issuer(url: str, storage: TokenStorage) -> str | None:
 
 
 def oauth_wanted(args: argparse.Namespace) -> bool:
-    """Whether a command's URL gets OAuth: not when --header gives an Authorization (Rule 4)."""
+    """Whether a command's URL gets OAuth: not when --header gives an Authorization (Rule 2)."""
     for header in getattr(args, "header", []):
         name, _, _ = header.partition(":")
         if name.strip().lower() == "authorization":
@@ -149,7 +149,7 @@ def oauth_wanted(args: argparse.Namespace) -> bool:
 async def cli_oauth(
     args: argparse.Namespace, storage: TokenStorage | None = None, *, url: str | None = None
 ) -> AsyncIterator[OAuth | None]:
-    """The `OAuth` of a command given a URL, or None (Rule 4); a listener while it lasts.
+    """The `OAuth` of a command given a URL, or None (Rule 2); a listener while it lasts.
 
     `url` (the server's) lets a sign-in that never came back suggest the command that forgets
     a registration the authorization server may no longer know.
@@ -223,7 +223,7 @@ class _Browser:
             f"{signing}: your browser should open; if it does not, open this URL:",
             authorization_url,
         )
-        await open_browser(authorization_url)  # not waited for (Rule 2)
+        await open_browser(authorization_url)  # not waited for (Rule 1)
 
 
 def _say(line: str, url: str) -> None:
@@ -302,7 +302,7 @@ class FreshSignIn:
 
 
 def describe_sign_in(tokens: OAuthTokens) -> str:
-    """Who signed in and with what, from the tokens, naming no credential (Rule 5).
+    """Who signed in and with what, from the tokens, naming no credential (Rule 3).
 
     The subject comes from a JWT access token's payload, read without checking its signature
     (the server checks it; this is only for the user's eyes); an opaque token has none.

@@ -1,15 +1,15 @@
 """`trio-mcp run --transport http --workers N`: N worker processes serving one socket.
 
-Rule 1: the parent binds the listening socket once and starts N workers, each a new Python
-        process (`python -m trio_mcp run ...`, no fork) that imports the target anew and serves
-        the inherited socket as a single-process server does (`run_worker`); the kernel
-        gives each new connection to one of them. The parent imports no tools and serves
-        nothing itself.
-Rule 2: only stateless mode shares a socket: a handshake-era session lives in the process
+The parent binds the listening socket once and starts N workers, each a new Python process
+(`python -m trio_mcp run ...`, no fork) that imports the target anew and serves the inherited
+socket as a single-process server does (`run_worker`); the kernel gives each new connection to
+one of them. The parent imports no tools and serves nothing itself.
+
+Rule 1: only stateless mode shares a socket: a handshake-era session lives in the process
         that started it, and connections from one client reach any worker, so `--workers`
         above 1 without `--stateless` is refused (`refusal`). 2026-07-28 requests stand alone
         in every mode and need nothing more.
-Rule 3: each worker holds one end of a socket pair with the parent (its link): it writes a
+Rule 2: each worker holds one end of a socket pair with the parent (its link): it writes a
         line there once it serves, and shuts down gracefully when the parent's end closes.
         SIGINT or SIGTERM to the parent closes every link (and the parent's copy of the
         listening socket, so that no new connection waits for a worker that stops accepting):
@@ -17,7 +17,7 @@ Rule 3: each worker holds one end of a socket pair with the parent (its link): i
         have, 0 when every one exited 0. A second signal kills the workers (SIGKILL). Workers
         run in sessions of their own: a terminal's Ctrl-C reaches the parent alone, and a
         parent that dies by SIGKILL still ends its workers gracefully (their links close).
-Rule 4: a worker that dies while serving is replaced by a new one, with a warning naming its
+Rule 3: a worker that dies while serving is replaced by a new one, with a warning naming its
         pid and how it ended: the calls it was running are lost (their clients see the
         connection break), the other workers go on. A worker that ends before it serves
         (the target does not import, say) is a failure to start, not something a new process
@@ -52,7 +52,7 @@ _STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 def refusal(workers: int, stateless: bool) -> str | None:
-    """Why `--workers` cannot serve as asked (Rule 2), or None when it can."""
+    """Why `--workers` cannot serve as asked (Rule 1), or None when it can."""
     if workers < 1:
         return "--workers must be at least 1"
     if workers == 1 or stateless:
@@ -77,7 +77,7 @@ def _ended(code: int) -> str:
 
 
 class _StartError(Exception):
-    """A worker ended before it served (Rule 4)."""
+    """A worker ended before it served (Rule 3)."""
 
 
 class _Supervisor:
@@ -93,7 +93,7 @@ class _Supervisor:
         self.failed_exits = 0
 
     async def keep(self, slot: int) -> None:
-        """Run worker `slot`, replacing it when it dies while serving (Rule 4)."""
+        """Run worker `slot`, replacing it when it dies while serving (Rule 3)."""
         first = True
         while not self.stopping:
             parent_end, child_end = socket.socketpair()
@@ -102,7 +102,7 @@ class _Supervisor:
                 process = await trio.lowlevel.open_process(
                     [*self.command, "--worker-fds", f"{fds[0]},{fds[1]}"],
                     pass_fds=fds,
-                    start_new_session=True,  # Rule 3: Ctrl-C reaches the parent alone
+                    start_new_session=True,  # Rule 2: Ctrl-C reaches the parent alone
                     stdin=subprocess.DEVNULL,
                 )
             finally:
@@ -141,7 +141,7 @@ class _Supervisor:
             )
 
     def stop(self) -> None:
-        """Close the listening socket and every link: each worker drains and exits (Rule 3)."""
+        """Close the listening socket and every link: each worker drains and exits (Rule 2)."""
         self.stopping = True
         self.listener.close()
         for link in self.links.values():
@@ -211,7 +211,7 @@ def supervise(command: Sequence[str], listener: socket.socket, workers: int, url
 
     Returns:
         0 when every worker stopped cleanly, 1 when one exited otherwise while stopping, 2
-        when one ended before it served (Rule 4).
+        when one ended before it served (Rule 3).
     """
     return trio.run(_supervise, command, listener, workers, url)
 
@@ -219,17 +219,17 @@ def supervise(command: Sequence[str], listener: socket.socket, workers: int, url
 def run_worker(
     server: Server, *, host: str, listen_fd: int, link_fd: int, options: HttpOptions
 ) -> None:
-    """Serve `server` over HTTP as one of the worker processes (Rule 1).
+    """Serve `server` over HTTP as one of the worker processes.
 
     Serves the listening socket inherited as `listen_fd` (bound to `host`, which is checked as
-    `serve_http` checks it); `link_fd` is this worker's end of its link (Rule 3).
+    `serve_http` checks it); `link_fd` is this worker's end of its link (Rule 2).
     """
     report = functools.partial(_report_then_watch, link_fd)
     run_http(server, host=host, port=0, options=options, listen_fd=listen_fd, on_serving=report)
 
 
 async def _report_then_watch(link_fd: int, stop: trio.Event) -> None:
-    # A worker's end of its link (Rule 3): say "serving", then stop when the parent's end closes.
+    # A worker's end of its link (Rule 2): say "serving", then stop when the parent's end closes.
     link = trio.socket.from_stdlib_socket(socket.socket(fileno=link_fd))
     with link:
         with contextlib.suppress(OSError):  # the parent is stopping already, or gone

@@ -15,7 +15,8 @@ trio_mcp.run(server, transport="http", options=HttpOptions(stateless=True))
 - `RetryPolicy`: how `open_client` retries transient network failures over HTTP.
 
 Serving itself (`serve_http`, `http_app`, `run`) is at the top level, with the server. The
-names load on first use: `RetryPolicy` brings in httpx.
+names load on first use: `RetryPolicy` brings in the HTTP links' module and trio (httpx loads
+only when a link opens).
 """
 
 from typing import TYPE_CHECKING, Any

@@ -317,7 +317,7 @@ class OAuthFlow(httpx.Auth):
             fresh = replace(fresh, scope=tokens.scope)
         return await self._store(fresh)
 
-    # -- discovery (`rules` Rules 1 and 2) -------------------------------------------------
+    # -- discovery (`oauth/rules` Rules 1, 2) -----------------------------------------------
 
     async def _discover(self, http: httpx.AsyncClient, challenge: Mapping[str, str]) -> _Discovery:
         urls = protected_resource_metadata_urls(self._url)
@@ -666,8 +666,8 @@ def _check_granted(tokens: OAuthTokens, needed: list[str], challenge: Mapping[st
 @contextlib.asynccontextmanager
 async def _reaching() -> AsyncIterator[None]:
     # An authorization server out of reach is an authorization failure, not a network error of
-    # the MCP request: the link would otherwise send the request again (Rule 2 of
-    # `transports/http/client`) and report the MCP server unreachable.
+    # the MCP request: the link would otherwise send the request again (`transports/http/client`
+    # Rule 1) and report the MCP server unreachable.
     try:
         yield
     except httpx.HTTPError as exc:

@@ -5,6 +5,11 @@ request) are in `flow`, which needs httpx; this module needs only the standard l
 so the rules below are tested without a network and `OAuth(...)` can be built before httpx is
 imported.
 
+Scopes (`select_scope`): the challenge's `scope`, else the protected resource's
+`scopes_supported`, else none at all; on a step-up, the union with what was asked before
+(SEP-2350); `offline_access` added to a non-empty choice when the authorization server lists
+it and the grant can use a refresh token (SEP-2207).
+
 Rule 1: discovery follows the MCP authorization spec's order. The protected resource metadata
         (RFC 9728) comes from the `resource_metadata` of the 401's WWW-Authenticate, else from
         the well-known URI with the MCP endpoint's path appended, else from the root one
@@ -23,11 +28,7 @@ Rule 2: what discovery brings is checked before it is used. The metadata's `reso
         answer that is not ours is not acted on, nor its error shown (anyone can send one to
         a loopback redirect URI). While the flow waits for the redirect, `pending_state`
         holds the state it sent, so that a listener can ignore redirects that are not ours.
-Rule 3: scopes (`select_scope`): the challenge's `scope`, else the protected resource's
-        `scopes_supported`, else none at all; on a step-up, the union with what was asked
-        before (SEP-2350); `offline_access` added to a non-empty choice when the authorization
-        server lists it and the grant can use a refresh token (SEP-2207).
-Rule 4: tokens and client secrets never appear in a repr, a log line or an exception message.
+Rule 3: tokens and client secrets never appear in a repr, a log line or an exception message.
 """
 
 from __future__ import annotations
@@ -387,7 +388,7 @@ def select_scope(
     configured: str | None = None,
     refresh: bool = True,
 ) -> str | None:
-    """The `scope` to ask for, or None to leave the parameter out (Rule 3).
+    """The `scope` to ask for, or None to leave the parameter out.
 
     Args:
         challenged: The `scope` of the WWW-Authenticate challenge.
@@ -440,7 +441,7 @@ pending_state: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
-#: The scopes a step-up authorization is for (Rule 3), set around it: what the request that met
+#: The scopes a step-up authorization is for, set around it: what the request that met
 #: the 403 `insufficient_scope` needs beyond the scopes granted so far, space-separated; None
 #: for a first authorization. A redirect handler may tell the user why they sign in again.
 step_up_scopes: contextvars.ContextVar[str | None] = contextvars.ContextVar(

@@ -1,10 +1,16 @@
 """`FileTokenStorage`: an OAuth client's tokens and registrations in one JSON file.
 
+The document: `{"version": 1, "tokens": {RESOURCE: {...}}, "clients": {ISSUER: {...}}}`, the
+records' fields by name; fields a newer version adds are ignored.
+
 Rule 1: the file is as secret as a password file. It is created with mode 0600, and its
         directory with 0700 when the store creates it. A file found open to the group or to
         others is narrowed to 0600 with a warning (logger `trio_mcp.client.token_file`): the
         exposure has happened already, refusing would not undo it, and the warning says what
-        to do (sign out and in again). A file owned by another user is refused.
+        to do (sign out and in again). A file owned by another user is refused. A file that
+        cannot be read or is not a token file is an `AuthorizationError` naming the path and
+        what is wrong, never the contents; tokens and secrets never appear in a repr, a log
+        line or a message.
 Rule 2: a write never leaves a half-written file: the whole document goes to a temporary file
         in the same directory (mode 0600 from its creation), is flushed to disk (fsync), and
         replaces the old one (`os.replace`, atomic on POSIX); the directory is synced too.
@@ -12,14 +18,8 @@ Rule 3: several processes may share the file (two `trio-mcp` commands at once). 
         reads the file afresh; every write re-reads it under an exclusive lock (`flock` on a
         `.lock` file beside it, where the platform has one) and changes only its own key, so
         writers of different keys all survive and writers of the same key: the last one wins.
-Rule 4: a file that cannot be read or is not a token file is an `AuthorizationError` naming the
-        path and what is wrong, never the contents; tokens and secrets never appear in a repr,
-        a log line or a message.
-Rule 5: all file I/O runs in a worker thread (`trio.to_thread`), so a slow disk never blocks
+Rule 4: all file I/O runs in a worker thread (`trio.to_thread`), so a slow disk never blocks
         the event loop.
-
-The document: `{"version": 1, "tokens": {RESOURCE: {...}}, "clients": {ISSUER: {...}}}`, the
-records' fields by name; fields a newer version adds are ignored.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ Document = dict[str, dict[str, dict[str, Any]]]
 
 
 class FileTokenStorage:
-    """`TokenStorage` in a JSON file, kept across runs (module Rules 1-5).
+    """`TokenStorage` in a JSON file, kept across runs (module Rules 1-4).
 
     ```python
     storage = FileTokenStorage("~/.config/my-app/tokens.json")

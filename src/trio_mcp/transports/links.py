@@ -1,16 +1,15 @@
 """Client-side links over frame channels: an in-process peer, and a server run as a subprocess.
 
-A link is what the client runtime (`trio_mcp._runtime.client.Client`) talks through: `send` one
-message, read frames from `incoming`, and `close_reason` for why `incoming` ended.
+A link is what the client runtime (`_runtime/client`) talks through (`_runtime/link.Link`):
+`send` one message, read frames from `incoming`, and `close_reason` for why `incoming` ended.
+A subprocess server runs in a session of its own (as the official SDKs start theirs), so the
+terminal's Ctrl-C reaches the client only, which decides what it means.
 
 Rule 1: a subprocess link owns its process for the `async with` block. On exit it closes the
         server's stdin (the stdio transport's "end of session"), waits `shutdown_timeout`
         seconds for it to exit, then terminates it, and kills it if that is not enough.
 Rule 2: the server's stderr is always drained (a full pipe would block the server) and its
         last lines are kept, so that "the server died" comes with the server's own words.
-Rule 3: the server runs in a session of its own (as the official SDKs start theirs), so the
-        terminal's Ctrl-C reaches the client only: the client decides what it means (a
-        question put to the user cancelled, or the end, after which Rule 1 stops the server).
 """
 
 from __future__ import annotations
@@ -232,7 +231,9 @@ async def open_process_link(
             stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
-            start_new_session=True,  # Rule 3
+            # Ctrl-C reaches the client only: a question put to the user is cancelled, or the
+            # client ends, and Rule 1 stops the server.
+            start_new_session=True,
         )
     except OSError as exc:
         raise TransportError(f"cannot start the server {_describe(command)!r}: {exc}") from exc

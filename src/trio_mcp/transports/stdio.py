@@ -1,20 +1,20 @@
 r"""stdio transport: NDJSON frames over a pair of file descriptors, with no tasks of its own.
 
-Rule 1: input is read in large chunks, on the task that asks for it, and split by a bounded
-        `LineBuffer`; each read's lines come out as one batch, in which an over-long line
-        stands as a `LineTooLong` marker (its bytes skipped; the stream stays in sync), so the
-        receiver answers it in order. `receive_nowait` reads what is already waiting without
-        a trip through the scheduler.
-Rule 2: output frames are queued by `send_nowait` and written together, one line each ending
-        in b"\n", by the next `flush` (`send` queues and flushes). Whoever flushes writes
-        everything queued in one system call; a flush that finds a write under way leaves its
-        frames to it. A server answers a whole batch of input with one write this way, and a
-        lone request's response goes out from the task that made it, with no hand-over. (Not
-        a `trio.StrictFIFOLock`: taking even a free one is a trip through the scheduler, and a
-        task that finds a write under way has nothing to wait for.)
-Rule 3: a write interrupted by cancellation keeps its unsent bytes first in line, so a line is
-        never cut in two on the wire.
-Rule 4: while serving, only protocol lines reach the real stdout. `stdout_guard` moves the
+Input is read in large chunks, on the task that asks for it, and split by a bounded
+`LineBuffer`; each read's lines come out as one batch (`receive_nowait` reads what is already
+waiting without a trip through the scheduler). Output frames are queued by `send_nowait` and
+written together, one line each ending in b"\n", by the next `flush` (`send` queues and
+flushes): whoever flushes writes everything queued in one system call, and a flush that finds
+a write under way leaves its frames to it. A server answers a whole batch of input with one
+write this way, and a lone request's response goes out from the task that made it, with no
+hand-over. (Not a `trio.StrictFIFOLock`: taking even a free one is a trip through the
+scheduler, and a task that finds a write under way has nothing to wait for.)
+
+Rule 1: frames stay whole and in order. An over-long input line stands as a `LineTooLong`
+        marker in its batch (its bytes skipped, the stream in sync), so the receiver answers
+        it in its place; a write interrupted by cancellation keeps its unsent bytes first in
+        line, so a line is never cut in two on the wire.
+Rule 2: while serving, only protocol lines reach the real stdout. `stdout_guard` moves the
         original fd 1 aside for our writer and points fd 1 (and `sys.stdout`) at stderr, so a
         stray `print()` in a tool, or a C extension writing to fd 1, cannot corrupt the stream.
 """
@@ -161,14 +161,14 @@ class FrameReader(trio.abc.ReceiveChannel[list[bytes | LineTooLong]]):
 
 
 class FrameWriter(trio.abc.SendChannel[bytes]):
-    """Frames to a byte stream, one line each, queued frames written together (Rules 2-3)."""
+    """Frames to a byte stream, one line each, queued frames written together (Rule 1)."""
 
     def __init__(self, stream: trio.abc.SendStream) -> None:
         self._stream = stream
         self._fd = _fd_of(stream)
         self._queue: list[bytes] = []
         self._queued = 0  # bytes in `_queue`, newlines included
-        self._unsent = b""  # the rest of an interrupted write; goes first (Rule 3)
+        self._unsent = b""  # the rest of an interrupted write; goes first (Rule 1)
         self._writing = False
         self._progress = trio.lowlevel.ParkingLot()  # woken when queued output is taken
         self._closed = False

@@ -1,21 +1,17 @@
 """`Client`: the public API of one connection to an MCP server, whatever carries it.
 
-The methods are here; what carries them is the connection (`connection`: the link, the reader,
-the peer engine), and each feature is a module of this package that the client is composed of:
-`asking` (what the server asks), `subscriptions` (resource updates and list changes), `listen`
-(the 2026-07-28 `subscriptions/listen` stream they and the tasks are served by) and `tasks`
-(following a call that became a task).
+The methods are here; what carries them is the connection (`_runtime/client/connection`: the
+link, the reader, the peer engine), and each feature is a module of this package that the
+client is composed of: `asking` (what the server asks), `subscriptions` (resource updates and
+list changes), `listen` (the 2026-07-28 `subscriptions/listen` stream they and the tasks are
+served by) and `tasks` (following a call that became a task). Under 2026-07-28 `list_tools`
+hands the link each tool's `x-mcp-header` parameters (`_core/param_headers`), and a
+`tools/call` refused for headers that do not match its arguments lists the tools again, once,
+and is sent again.
 
-Rule 1: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
-        (`_param_headers`). A link that mirrors them into headers (Streamable HTTP) makes a tool
-        with an invalid annotation unusable: such a tool is left out of the list, with a
-        warning naming it and the reason. Over other links the annotations mean nothing.
-Rule 2: a `tools/call` refused under 2026-07-28 for headers that do not match its arguments
-        (HeaderMismatch) lists the tools again, once, and is sent again: the server checks the
-        headers before the tool runs.
-Rule 3: `open_session` runs the connection's reader and every task of the client in one
-        nursery, ended with its `async with`; a single error raised in the block comes out as
-        itself, not as an ExceptionGroup.
+`open_session` runs the connection's reader and every task of the client in one nursery, ended
+with its `async with`; a single error raised in the block comes out as itself, not as an
+ExceptionGroup.
 """
 
 from __future__ import annotations
@@ -395,7 +391,8 @@ class Client:
                 if not (self._modern and exc.code == HEADER_MISMATCH):
                     raise
                 # spec 2026-07-28, Streamable HTTP (Client Behavior): the tool's schema may have
-                # changed since it was listed; list again, then retry once (Rule 2).
+                # changed since it was listed, and the server checks the headers before the tool
+                # runs: list again, then retry once.
                 logger.info("call of tool %r refused (%s); listing the tools again", name, exc)
                 await self.list_tools()
                 return await self.request(
@@ -687,8 +684,9 @@ class Client:
     # -- handshake ----------------------------------------------------------------------------
 
     def _mirror_params(self, tools: list[ToolInfo]) -> list[ToolInfo]:
-        # Rule 1: the link learns every valid tool's headers; if it mirrors them, a tool whose
-        # annotations are invalid cannot be called as the specification requires: left out.
+        # The link learns every valid tool's headers; if it mirrors them (Streamable HTTP), a
+        # tool whose annotations are invalid cannot be called as the specification requires:
+        # it is left out, with a warning naming it. Over other links they mean nothing.
         mirrored: dict[str, dict[str, tuple[str, ...]]] = {}
         invalid: dict[str, str] = {}
         for tool in tools:
@@ -704,8 +702,6 @@ class Client:
         for name, reason in invalid.items():
             logger.warning("left out tool %r, whose definition is invalid: %s", name, reason)
         return [tool for tool in tools if tool.name not in invalid]
-
-    # -- sending ------------------------------------------------------------------------------
 
     # -- output schemas -----------------------------------------------------------------------
 

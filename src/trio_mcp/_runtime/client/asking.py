@@ -1,33 +1,29 @@
 """What a server asks the client (elicitation, sampling, roots), answered by the user's handlers.
 
-Rule 1: one path answers both carriages of a question: a request on the connection (handshake
-        era) and an entry of an `input_required` result (2026-07-28). `Answers.answer` decodes
-        the params into the shared records (`_core/asking`), runs the user's handler and
-        encodes what it returns. A question that cannot be answered (no handler, a capability
-        or mode that was not declared, malformed params) raises `Unanswerable` with the
-        JSON-RPC code the connection answers with; the caller of an input round turns it into
-        a `RemoteProtocolError` instead, since a server must not ask so. What a handler raises
-        goes to the caller as it is.
-Rule 2: a handler's return value is checked before it is encoded, so that a wrong type is a
-        clear `TypeError` naming the handler rather than a malformed answer on the wire. An
-        accepted form answer gets the schema's defaults (`with_defaults`, SEP-1034); an
-        accepted URL-mode answer carries no content.
-Rule 3: roots are a list or a function that returns one, each a `file://` URI (spec: roots
-        MUST be file URIs); a list is checked when it is given, a function's answer when it
-        comes.
-Rule 4: `notifications/elicitation/complete` names a URL-mode elicitation this client was asked;
-        one it was not asked, or that completed already, is ignored (spec 2025-11-25,
-        elicitation). The ids asked are remembered, at most `MAX_URL_ELICITATIONS` of them.
-Rule 5: `Questions` serves both carriages on the client's connection: it handles the server's
-        requests (a question that cannot be answered gets its JSON-RPC error, what a handler
-        raises goes through the connection's error boundary), and, under 2026-07-28, the
-        `inputRequests` of an `input_required` result of `tools/call`, `prompts/get` or
-        `resources/read` (`with_input`). Then every input request is answered at once,
-        concurrently, in the caller's task, and the request is sent again with a new id, the
-        answers and the `requestState` as received (`_core/answering`), for at most
-        `max_input_rounds` rounds. There a question that cannot be answered is the server's
-        protocol error, and a handler's exception ends the call: the server is not waiting
-        for an answer that could carry it.
+One path answers both carriages of a question: a request on the connection (handshake era) and
+an entry of an `input_required` result (2026-07-28). `Answers.answer` decodes the params into
+the shared records (`_core/asking`), runs the user's handler and encodes what it returns; an
+accepted form answer gets the schema's defaults (`with_defaults`, SEP-1034), an accepted
+URL-mode answer carries no content. A question that cannot be answered (no handler, a
+capability or mode that was not declared, malformed params) raises `Unanswerable`.
+
+`Questions` serves both carriages on the client's connection. On the connection, a question
+that cannot be answered gets its JSON-RPC error, and what a handler raises goes through the
+connection's error boundary. Under 2026-07-28 (`with_input`), the `inputRequests` of an
+`input_required` result of `tools/call`, `prompts/get` or `resources/read` are answered at
+once, concurrently, in the caller's task, and the request is sent again with a new id, the
+answers and the `requestState` as received (`_core/answering`), for at most
+`max_input_rounds` rounds; there a question that cannot be answered is the server's protocol
+error (`RemoteProtocolError`), and a handler's exception ends the call, since the server is
+not waiting for an answer that could carry it.
+
+Rule 1: what a handler gives is checked before it is encoded, so a wrong type is a clear
+        `TypeError` naming the handler rather than a malformed answer on the wire; roots, a
+        list or a function that returns one, must be `file://` URIs (spec: roots MUST be file
+        URIs), a list checked when it is given, a function's answer when it comes.
+Rule 2: `notifications/elicitation/complete` reaches its handler only for a URL-mode
+        elicitation this client was asked, and only once (spec 2025-11-25, elicitation); the
+        ids asked are remembered, at most `MAX_URL_ELICITATIONS` of them.
 """
 
 from __future__ import annotations
@@ -83,15 +79,15 @@ __all__ = [
     "Unanswerable",
 ]
 
-# URL-mode elicitation ids remembered for their completion notice (Rule 4): enough for any
+# URL-mode elicitation ids remembered for their completion notice (Rule 2): enough for any
 # user, few enough that a server asking without end cannot grow the client's memory.
 MAX_URL_ELICITATIONS: Final = 1024
-#: Sends the request being answered with these params, returning its `result` (Rule 5).
+#: Sends the request being answered with these params, returning its `result`.
 Send = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class Unanswerable(Exception):  # noqa: N818 - a question, not an error of ours
-    """A question that this client cannot answer (Rule 1).
+    """A question that this client cannot answer.
 
     Attributes:
         message: Why.
@@ -105,7 +101,7 @@ class Unanswerable(Exception):  # noqa: N818 - a question, not an error of ours
 
 
 def check_roots(roots: Any) -> list[Root]:
-    """A roots list as given, checked (Rule 3).
+    """A roots list as given, checked (Rule 1).
 
     Raises:
         TypeError: for something that is not a sequence of `Root`.
@@ -168,13 +164,13 @@ class Answers:
         return tuple(method for method, present in have.items() if present)
 
     def set_roots(self, roots: Roots) -> None:
-        """Answer `roots/list` with `roots` from now on (a list is checked here, Rule 3)."""
+        """Answer `roots/list` with `roots` from now on (a list is checked here, Rule 1)."""
         self._roots = roots if callable(roots) else check_roots(roots)
 
     async def answer(
         self, method: str, params: Mapping[str, Any], declared: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """The result that answers the server's `method` request (Rule 1).
+        """The result that answers the server's `method` request.
 
         Args:
             method: "elicitation/create", "sampling/createMessage" or "roots/list".
@@ -184,7 +180,7 @@ class Answers:
         Raises:
             Unanswerable: for a question this client cannot answer (no handler, not
                 declared, malformed params).
-            TypeError: for a handler that returns the wrong type (Rule 2).
+            TypeError: for a handler that returns the wrong type (Rule 1).
             Exception: whatever the handler raises.
         """
         capability = ASK_METHODS.get(method)
@@ -250,7 +246,7 @@ class Answers:
             roots = await given if inspect.isawaitable(given) else given
         return {"roots": [root.to_wire() for root in check_roots(roots)]}
 
-    # -- URL-mode completion (Rule 4) ------------------------------------------------------------
+    # -- URL-mode completion (Rule 2) ------------------------------------------------------------
 
     def _remember(self, elicitation_id: str) -> None:
         self._url_ids[elicitation_id] = None
@@ -266,7 +262,7 @@ class Answers:
 
 
 class Questions:
-    """What the server asks, answered on one client's connection (Rule 5).
+    """What the server asks, answered on one client's connection.
 
     Args:
         connection: The client's connection: its requests are handled here.
@@ -295,7 +291,7 @@ class Questions:
     def _completed(self, params: dict[str, Any]) -> None:
         handler = self.answers.on_elicitation_complete
         elicitation_id = params.get("elicitationId")
-        # Rule 4: only an elicitation this client was asked, and only once.
+        # Rule 2: only an elicitation this client was asked, and only once.
         if self.answers.completed(elicitation_id) and handler is not None:
             self._connection.run_callback(handler, elicitation_id)
 
@@ -311,7 +307,7 @@ class Questions:
             await self._connection.notify("notifications/roots/list_changed")
 
     async def with_input(self, method: str, params: dict[str, Any], send: Send) -> Any:
-        """Send, and while the result asks for input, answer and send again (Rule 5).
+        """Send, and while the result asks for input, answer and send again.
 
         Only under 2026-07-28: the revisions of the handshake have no `resultType`, and their
         records refuse one.

@@ -1,35 +1,36 @@
 """The client's connection to a server: the link, the reader, and the peer engine in between.
 
-Rule 1: the client never sees bytes of a transport, sockets or subprocesses. It talks to a
-        `Link` (`_runtime/link`), which sends one message and delivers incoming frames on a
-        channel; links live in `transports/` and the composition root (`_connect`) picks one.
-Rule 2: requests go through the connection's `PeerRuntime` (`_runtime/peer`), the engine the
-        server session stands on too: ids, answers matched to the waiting call, a call
-        cancelled after it was sent told to the server (`notifications/cancelled`, under a
-        short shielded scope) and its late answer dropped, a malformed answer (`jsonrpc`
-        Rule 4) logged and dropped, never answered, and the call it names failed at once with
-        `RemoteProtocolError`. Timeouts belong to the caller (`with trio.fail_after(...)`).
-Rule 3: when the incoming frames end, every waiting call fails with `ConnectionClosed`, whose
+The client never sees bytes of a transport, sockets or subprocesses: it talks to a `Link`
+(`_runtime/link`), which sends one message and delivers incoming frames on a channel; links live
+in `transports/` and the composition root (`_connect`) picks one. Requests go through the
+connection's `PeerRuntime` (`_runtime/peer`), the engine the server session stands on too: ids,
+answers matched to the waiting call, a cancelled call told to the server and its late answer
+dropped, a malformed answer (`_core/jsonrpc` Rule 4) logged and dropped, never answered, and the
+call it names failed at once with `RemoteProtocolError`. Timeouts belong to the caller (`with
+trio.fail_after(...)`).
+
+A notification goes to the handler its method names in `notices` (each feature adds its own);
+progress, log messages and cancellations are the connection's own. `ping` and a method without a
+handler (`handlers`, which the features fill) are answered at once. What a handler of the
+server's requests raises is answered through the one error boundary (`_dispatch.error_answer`):
+`RequestError` is its own error, anything else -32603 naming the exception, its traceback logged
+here.
+
+Rule 1: when the incoming frames end, every waiting call fails with `ConnectionClosed`, whose
         message is the link's account of why (exit code, last stderr lines, network error).
-Rule 4: a request is sent once. It is sent again only when it cannot have run: the link says so
+Rule 2: a request is sent once. It is sent again only when it cannot have run: the link says so
         (connection refused), the HTTP server refused the session (404, after which the
         connection initializes a new session), under 2026-07-28 a tools/call's headers
         (HeaderMismatch: the client lists the tools again, once), or the caller marked it
         `retry_safe`.
-Rule 5: the tasks are the reader, one per server request being handled, and those the client's
+Rule 3: the client's tasks are the reader, one per server request being handled, and those its
         features start (callbacks, the listen stream), all in the nursery of `open_session`
         (`nursery`) and ended with its `async with`.
-Rule 6: a request from the server never runs on the reader (a slow handler would hold every
-        other answer, and a handler that calls the server would wait for itself): `ping` and
-        methods without a handler (`handlers`, which the features fill) are answered at once,
-        the rest run in tasks of their own, admitted in the engine. A `notifications/cancelled`
-        for one cancels its task, and a cancelled request gets no answer (spec 2025-11-25,
-        cancellation). What a handler raises is answered through the one error boundary
-        (`_dispatch.error_answer`): `RequestError` is its own error, anything else -32603
-        naming the exception, its traceback logged here.
-Rule 7: a notification goes to the handler its method names in `notices` (each feature adds
-        its own; they run on the reader, and start a task for anything that may wait); progress,
-        log messages and cancellations are the connection's own.
+Rule 4: nothing that may wait runs on the reader (a slow handler would hold every other answer,
+        and a handler that calls the server would wait for itself): the server's requests run
+        in tasks of their own, admitted in the engine, and a notification handler starts a
+        task for anything that may wait. A cancelled request of the server's gets no answer
+        (spec 2025-11-25, cancellation).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ ProgressHandler = Callable[[Progress], Awaitable[None] | None]
 #: Answers one kind of server request: `await handler(params)` returns the `result`, or raises
 #: `RequestError` to answer with that error.
 ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
-#: Takes one kind of notification's params, on the reader (Rule 7).
+#: Takes one kind of notification's params, on the reader (Rule 4).
 NoticeHandler = Callable[[dict[str, Any]], None]
 
 
@@ -143,13 +144,13 @@ class ServerConnection:
     ) -> None:
         self.link = link
         self.session = session
-        #: The requests in flight both ways: ours, and the server's (Rules 2, 6).
+        #: The requests in flight both ways: ours, and the server's (Rule 4).
         self.engine = PeerRuntime(Peer(), us="client", them="server")
-        #: Method -> handler of the server's requests (Rule 6); tests may add others.
+        #: Method -> handler of the server's requests (Rule 4); tests may add others.
         self.handlers: dict[str, ServerRequestHandler] = {}
-        #: Method -> handler of the server's notifications (Rule 7).
+        #: Method -> handler of the server's notifications (Rule 4).
         self.notices: dict[str, NoticeHandler] = {}
-        #: Where handlers and the features' tasks run: set by `open_session` (Rule 5).
+        #: Where handlers and the features' tasks run: set by `open_session` (Rule 3).
         self.nursery: trio.Nursery | None = None
         #: Why the connection ended, or None while it is open.
         self.closed: str | None = None
@@ -218,7 +219,7 @@ class ServerConnection:
                 raise
             # The session is gone (server restarted, or the session ended or expired): start a
             # new one, once for all the calls that learn of it together, then send again. The
-            # 404 came before the request reached a session, so it cannot run twice (Rule 4).
+            # 404 came before the request reached a session, so it cannot run twice (Rule 2).
             async with self._reinit_lock:
                 if self.link.session_id in (expired.session_id, None):
                     logger.info("session %s expired; initializing a new one", expired.session_id)
@@ -276,7 +277,7 @@ class ServerConnection:
     # -- receiving --------------------------------------------------------------------------------
 
     async def read(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Read the server's messages until the link's incoming frames end (Rule 3)."""
+        """Read the server's messages until the link's incoming frames end (Rule 1)."""
         task_status.started()
         try:
             async for item in self.link.incoming:
@@ -291,7 +292,7 @@ class ServerConnection:
         self.close(reason)
 
     def close(self, reason: str) -> None:
-        """The connection ended: every waiting call fails, every handler is cancelled (Rule 3)."""
+        """The connection ended: every waiting call fails, every handler is cancelled (Rule 1)."""
         self.closed = reason
         self._closed_event.set()
         self.engine.cancel_admitted()  # their answers could go nowhere
@@ -308,11 +309,11 @@ class ServerConnection:
                 await self._notification(message)
             elif isinstance(message, Request):
                 await self._server_request(message)
-            else:  # never answered (Rule 2)
+            else:  # an invalid message is never answered
                 self._invalid(message)
 
     def _invalid(self, message: InvalidMessage) -> None:
-        # A malformed answer fails the call it names at once (Rule 2); nothing is answered.
+        # A malformed answer fails the call it names at once; nothing is answered.
         outcome = (
             self.engine.deliver_malformed(message.error.id, message.reason)
             if message.response
@@ -339,7 +340,7 @@ class ServerConnection:
             logger.debug("dropped an answer to request %r, which no call awaits", answer.id)
 
     async def _notification(self, message: Notification) -> None:
-        # Rule 7.
+        # On the reader: a handler starts a task for anything that may wait (Rule 4).
         params = message.params or {}
         method = message.method
         if method == "notifications/progress":
@@ -393,7 +394,7 @@ class ServerConnection:
 
         A plain function cannot wait for the server: it runs here, before the messages that
         follow. An async one may call the server, whose answers the reader must be free to
-        deliver (Rule 6).
+        deliver (Rule 4).
         """
         if self.nursery is None:
             return
@@ -405,7 +406,7 @@ class ServerConnection:
             except Exception:
                 logger.exception("an update, list-change or elicitation-complete handler failed")
 
-    # -- the server's requests (Rule 6) -----------------------------------------------------------
+    # -- the server's requests (Rule 4) -----------------------------------------------------------
 
     async def _server_request(self, request: Request) -> None:
         # JSON-RPC requires an answer to every request: what has no handler is refused.

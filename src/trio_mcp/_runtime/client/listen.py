@@ -1,9 +1,9 @@
 """The client's `subscriptions/listen` stream (2026-07-28): opened, told apart, reopened.
 
-Under 2026-07-28 the client's callbacks (`subscriptions`: list changes, resource updates) and
-the tasks it follows (`tasks`) are served by one stream that asks for what they want and the
-server announces, over any link (`Listening`: opened when they first want something, opened
-anew when what they want changes).
+Under 2026-07-28 the client's callbacks (`_runtime/client/subscriptions`: list changes,
+resource updates) and the tasks it follows (`_runtime/client/tasks`) are served by one stream
+that asks for what they want and the server announces, over any link (`Listening`: opened when
+they first want something, opened anew when what they want changes).
 
 Rule 1: one stream at a time carries what the client's callbacks want (`wanted`: the kinds of
         list with a change handler, the URIs subscribed to, as far as the server announces

@@ -1,19 +1,18 @@
 """Resource updates and list changes: the client's callbacks for them, in every revision.
 
-Rule 1: `subscribe` keeps one callback per URI and `on_list_changed` one per kind of list. In
-        the handshake era the server sends `notifications/resources/updated` for a URI after
-        `resources/subscribe`, and `notifications/<kind>/list_changed` unasked; over Streamable
-        HTTP both come on the session's GET stream, which the link opens (`Link.listen`) before
-        a subscription is asked for, or in the background for a list handler. Under 2026-07-28
-        they come on the client's `subscriptions/listen` stream (`listen`), opened (or opened
-        anew) with what the callbacks want; `subscribe` returns once the server acknowledged
-        it, `on_list_changed` does not wait.
-Rule 2: a notification reaches its callback once its listen stream is the current one (those of
-        a stream being replaced do not): an async callback in a task of its own (it may read
-        the resource or list again, whose answers the reader must be free to deliver), a plain
-        function at once, before the messages that follow.
-Rule 3: a subscription that fails (refused, cancelled, not acknowledged) leaves the callbacks as
-        they were before it.
+`subscribe` keeps one callback per URI and `on_list_changed` one per kind of list. In the
+handshake era the server sends `notifications/resources/updated` for a URI after
+`resources/subscribe`, and `notifications/<kind>/list_changed` unasked; over Streamable HTTP
+both come on the session's GET stream, which the link opens (`Link.listen`) before a
+subscription is asked for, or in the background for a list handler. Under 2026-07-28 they
+come on the client's `subscriptions/listen` stream (`_runtime/client/listen`), opened (or
+opened anew) with what the callbacks want, and only the current stream's reach a callback;
+`subscribe` returns once the server acknowledged it, `on_list_changed` does not wait. An async
+callback runs in a task of its own (it may read the resource or list again, whose answers the
+reader must be free to deliver), a plain function at once, before the messages that follow.
+
+A subscription that fails (refused, cancelled, not acknowledged) leaves the callbacks as they
+were before it.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ ListChangedHandler = Callable[[str], Awaitable[None] | None]
 
 
 class Subscriptions:
-    """One client's callbacks for resource updates and list changes (see the module rules).
+    """One client's callbacks for resource updates and list changes (see the module docstring).
 
     Args:
         connection: The client's connection: notifications arrive there.
@@ -63,7 +62,7 @@ class Subscriptions:
             connection.notices[f"notifications/{kind}/list_changed"] = changed
 
     async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
-        """`Client.subscribe` (Rules 1, 3)."""
+        """`Client.subscribe`: returns once the server acknowledged it."""
         connection = self._connection
         if connection.modern:
             await self._listen_for(uri, on_update)
@@ -91,7 +90,7 @@ class Subscriptions:
             await connection.request("resources/unsubscribe", {"uri": uri}, retry_safe=True)
 
     def on_list_changed(self, kind: str, handler: ListChangedHandler | None) -> None:
-        """`Client.on_list_changed` (Rule 1)."""
+        """`Client.on_list_changed`: does not wait for the server."""
         if kind not in LIST_KINDS:
             raise ValueError(f"unknown list kind {kind!r}; choose one of {', '.join(LIST_KINDS)}")
         if handler is None:
@@ -142,7 +141,8 @@ class Subscriptions:
                 self._connection.run_callback(handler, kind)
 
     def _delivered(self, method: str, params: dict[str, Any]) -> bool:
-        # Rule 2: on a listen stream, only the current one's are delivered.
+        # On a listen stream, only the current one's are delivered (`_runtime/client/listen`
+        # Rule 2).
         tag = subscription_of(params)
         if self._listening.delivers(tag):
             return True

@@ -1,34 +1,32 @@
 """Following a task to its end: the client side of the tasks extension (SEP-2663).
 
-Rule 1: a client opened with `tasks=True` declares the extension where the server looks for
-        it: under 2026-07-28 in the capabilities every request carries (`ClientSession`), and
-        in the handshake era in the `_meta` capabilities of each `tools/call` and `tasks/*`
-        request (the per-request opt-in of SEP-2575, `opt_in`), never in `initialize`, whose
-        schema has no extensions. Without it a server never makes a task of a call.
-Rule 2: a call answered with a task is followed (`follow`): `tasks/get` after each
-        `pollIntervalMs` the server asks for, bounded to [`MIN_POLL_INTERVAL`,
-        `MAX_POLL_INTERVAL`] seconds (a server cannot make a client spin, nor stall it past
-        any sensible progress bar). `completed` gives the inlined result, `failed` raises its
-        JSON-RPC error as a `RequestError`, `cancelled` raises `TaskCancelledError`. A state
-        the server pushes (`notifications/tasks`: on the handshake-era session, or on a
-        2026-07-28 listen stream that asks for the task) ends the wait early and stands for
-        the poll it replaces: a task that settles is seen as soon as the server says so.
-Rule 3: `input_required`: every question not answered yet is answered at once, with the
-        handlers that answer the input rounds of 2026-07-28 (`Answers`, through the client),
-        and the answers go back in one `tasks/update`; the next `tasks/get` follows without
-        waiting. A key is answered once, so a poll that still shows it (the server has not
-        taken the answer in yet) asks nobody twice. A task seen `input_required` without its
-        questions (a `CreateTaskResult` carries none) is polled at once.
-Rule 4: whatever ends the following before the task settled (the caller cancelled, Ctrl-C, a
+A client opened with `tasks=True` declares the extension where the server looks for it: under
+2026-07-28 in the capabilities every request carries (`ClientSession`), in the handshake era in
+the `_meta` capabilities of each `tools/call` and `tasks/*` request (the per-request opt-in of
+SEP-2575, `opt_in`), never in `initialize`, whose schema has no extensions. Without it a server
+never makes a task of a call. A call answered with a task is followed (`follow`) with
+`tasks/get`: `completed` gives the inlined result, `failed` raises its JSON-RPC error as a
+`RequestError`, `cancelled` raises `TaskCancelledError`. At `input_required` every question
+not answered yet is answered at once with the handlers of the input rounds (`Answers`), in one
+`tasks/update`, and the next `tasks/get` follows without waiting; a task seen `input_required`
+without its questions (a `CreateTaskResult` carries none) is polled at once.
+
+`Tasks` follows the tasks of one client's connection and keeps, for each follower, the last
+state the server pushed (`notifications/tasks`): in the handshake era the server sends them on
+the session unasked; under 2026-07-28 the listen stream (`_runtime/client/listen`) asks for
+the ids of the tasks followed, if the server announces the extension, and a follower's first
+wait is for that stream's acknowledgement. A pushed state ends the wait early and stands for
+the poll it replaces: a task that settles is seen as soon as the server says so.
+
+Rule 1: polls come after each `pollIntervalMs` the server asks for, bounded to
+        [`MIN_POLL_INTERVAL`, `MAX_POLL_INTERVAL`] seconds: a server cannot make a client spin,
+        nor stall it past any sensible progress bar.
+Rule 2: a question's key is answered once, so a poll that still shows it (the server has not
+        taken the answer in yet) asks nobody twice.
+Rule 3: whatever ends the following before the task settled (the caller cancelled, Ctrl-C, a
         handler's exception) sends `tasks/cancel`, under a short shielded scope, then goes on:
         the server is not left running work nobody waits for. Looking at a task
         (`Client.get_task`) never cancels it.
-Rule 5: `Tasks` follows the tasks of one client's connection. While a task is followed, the
-        last state the server pushed for it is kept for its follower: in the handshake era the
-        server sends them on the session unasked; under 2026-07-28 the listen stream
-        (`listen`) asks for the ids of the tasks followed, if the server announces the
-        extension, and a follower's first wait is for that stream's acknowledgement (what the
-        task did before it was told to nobody, so a poll follows at once).
 """
 
 from __future__ import annotations
@@ -89,7 +87,7 @@ CANCEL_SECONDS: Final = CANCEL_NOTICE_SECONDS
 
 #: Sends one `tasks/*` request: `await send(method, params)` returns its `result`.
 TaskSender = Callable[[str, dict[str, Any]], Awaitable[Any]]
-#: Answers one round of questions: key -> answer (Rule 3).
+#: Answers one round of questions: key -> answer (Rule 2).
 RoundAnswerer = Callable[[InputRound], Awaitable[dict[str, Any]]]
 #: Called with each new state of a task a call waits for (may be async).
 TaskStatusHandler = Callable[[TaskInfo], Awaitable[None] | None]
@@ -103,7 +101,7 @@ def is_task(result: Any) -> bool:
 
 
 def opt_in(params: dict[str, Any], session: ClientSession) -> dict[str, Any]:
-    """`params` declaring the extension for this request in the handshake era (Rule 1).
+    """`params` declaring the extension for this request in the handshake era.
 
     The request's `_meta` capabilities are those declared at `initialize` plus the extension.
     Under 2026-07-28 every request declares it already (the session's capabilities), so
@@ -117,7 +115,7 @@ def opt_in(params: dict[str, Any], session: ClientSession) -> dict[str, Any]:
 
 
 def poll_interval(task: TaskInfo) -> float:
-    """Seconds to wait before the next poll of `task` (Rule 2)."""
+    """Seconds to wait before the next poll of `task` (Rule 1)."""
     asked = task.poll_interval
     if asked is None or not math.isfinite(asked):
         asked = DEFAULT_POLL_INTERVAL
@@ -138,7 +136,7 @@ async def follow(
     cancel: bool = True,
     pushed: PushedState | None = None,
 ) -> dict[str, Any]:
-    """Follow `task` to its end (Rules 2-4): the `CallToolResult` object of a completed task.
+    """Follow `task` to its end (Rules 1-3): the `CallToolResult` object of a completed task.
 
     Args:
         task: The task as last seen (a `CreateTaskResult`, or a `tasks/get`).
@@ -208,7 +206,7 @@ async def _follow(
 
 
 def settled(task: TaskInfo) -> dict[str, Any]:
-    """A settled task's `CallToolResult` object (Rule 2).
+    """A settled task's `CallToolResult` object.
 
     Raises:
         RequestError: the task failed: its JSON-RPC error.
@@ -229,7 +227,7 @@ def settled(task: TaskInfo) -> dict[str, Any]:
 
 
 async def _cancel_quietly(send: TaskSender, task_id: str) -> None:
-    # Rule 4: shielded from the cancellation that brought us here, and bounded.
+    # Rule 3: shielded from the cancellation that brought us here, and bounded.
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + CANCEL_SECONDS
         try:
@@ -252,7 +250,7 @@ async def _tell(handler: TaskStatusHandler, task: TaskInfo) -> None:
 
 @dataclass(eq=False, slots=True)
 class _Followed:
-    """A task followed now: the last state the server pushed and nobody took yet (Rule 5)."""
+    """A task followed now: the last state the server pushed and nobody took yet."""
 
     state: TaskInfo | None = None
     told: trio.Event = field(default_factory=trio.Event)
@@ -261,7 +259,7 @@ class _Followed:
 
 
 class Tasks:
-    """The tasks one client follows (Rule 5), and its `tasks/*` requests.
+    """The tasks one client follows, and its `tasks/*` requests.
 
     Args:
         connection: The client's connection.
@@ -299,7 +297,7 @@ class Tasks:
             )
 
     def opt_in(self, params: dict[str, Any]) -> dict[str, Any]:
-        """A `tools/call`'s params, declaring the extension if the client does (Rule 1)."""
+        """A `tools/call`'s params, declaring the extension if the client does."""
         return opt_in(params, self._session) if self.enabled else params
 
     async def follow(
@@ -309,7 +307,7 @@ class Tasks:
         *,
         cancel: bool = True,
     ) -> dict[str, Any]:
-        """`follow` the task on this connection, taking the states it pushes (Rules 2-5)."""
+        """`follow` the task on this connection, taking the states it pushes (Rules 1-3)."""
         with self._following(task.task_id):
             return await follow(
                 task, self.send, self._answer, on_status, cancel=cancel, pushed=self._pushed
@@ -351,7 +349,7 @@ class Tasks:
                 self._listening.poke()
 
     async def _pushed(self, task_id: str, timeout: float) -> TaskInfo | None:  # noqa: ASYNC109
-        """The task's state the server pushed within `timeout` seconds, if any (Rule 5)."""
+        """The task's state the server pushed within `timeout` seconds, if any."""
         followed = self.followed.get(task_id)
         if followed is None:
             await trio.sleep(timeout)

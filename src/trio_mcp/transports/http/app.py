@@ -9,10 +9,10 @@ Rule 1: this package moves messages and knows HTTP; it never sees tools or schem
 Rule 2: every check that can refuse a request runs before its body is handed on, in this order:
         framing (400, and the connection is closed: `asgi.check_framing`), path (404), method
         (405), Host (421) and Origin (403) (`guard`), bearer token (401, or 403 for scopes
-        every request needs: `gate`) here, then the
-        transport's own (Content-Type 415, Accept 406, body size 413 or too slow 408, JSON-RPC
-        shape 400, request metadata or version and session 400/404, limits 429/503:
-        `streamable` Rule 1; then the scopes of what the body asks for, 403). A refused
+        every request needs: `gate`) here, then the transport's own (Content-Type 415, Accept
+        406, body size 413 or too slow 408, JSON-RPC shape 400, request metadata or version
+        and session 400/404, limits 429/503: `transports/http/streamable` Rule 1; then the
+        scopes of what the body asks for, 403). A refused
         request never reaches a session: every refusal is raised as `Refused` and answered
         here, in one shape. The protected resource metadata (RFC 9728) is public: it is
         answered before any of these but framing. The metrics endpoint, when
@@ -195,7 +195,7 @@ class McpHttpApp:
             await self._streamable.delete(headers, send, auth)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
-        """Serve the protected resource metadata (RFC 9728), to anyone (`gate` Rule 2)."""
+        """Serve the protected resource metadata, to anyone (`transports/http/gate` Rule 2)."""
         method = scope["method"]
         if method == "OPTIONS":  # a CORS preflight
             headers = [*_CORS, (b"access-control-max-age", b"86400")]

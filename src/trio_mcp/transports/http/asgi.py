@@ -1,5 +1,9 @@
 """ASGI plumbing shared by the HTTP transports: reading requests, writing whole responses.
 
+A JSON response goes out as one start and one body message, with its Content-Length; an SSE
+stream starts with `SSE_HEADERS` and sends each message as one `event`. Nothing here knows MCP
+sessions or routes; `app`, `streamable` and `legacy_sse` use it.
+
 Rule 1: a check that refuses a request raises `Refused` (an HTTP status and the JSON-RPC error
         for the body); the application answers it with `refuse`, never the handler itself, so a
         refused request always gets the same shape of answer: a JSON-RPC error as JSON.
@@ -9,9 +13,6 @@ Rule 2: a body is read whole before it is handed on, and never past the size lim
         `body_idle_timeout` between two pieces, or is not whole after `body_timeout`, is
         answered 408 and its connection closed, so a client cannot hold a connection (and a
         file descriptor) by sending a body slowly or not at all.
-Rule 3: a JSON response goes out as one start and one body message, with its Content-Length;
-        an SSE stream starts with `SSE_HEADERS` and sends each message as one `event`.
-Nothing here knows MCP sessions or routes; `app`, `streamable` and `legacy_sse` use it.
 """
 
 from __future__ import annotations
@@ -137,10 +138,10 @@ def peer_of(scope: Scope) -> str | None:
 def client_key(address: Any) -> str | None:
     """Who a peer address counts as, for a limit per client address.
 
-    `max_connections_per_address` (`serving` Rule 8) and `RateLimiter`'s `by_client` count
-    by it. An IPv4 address is itself (an IPv4-mapped IPv6 address too); an IPv6 address
-    counts as its /64, the block one host or site usually has whole (its privacy addresses
-    change within it). None for an address that is not an IP one (a Unix socket's).
+    `max_connections_per_address` (`transports/http/serving` Rule 1) and `RateLimiter`'s
+    `by_client` count by it. An IPv4 address is itself (an IPv4-mapped IPv6 address too); an
+    IPv6 address counts as its /64, the block one host or site usually has whole (its privacy
+    addresses change within it). None for an address that is not an IP one (a Unix socket's).
     """
     if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
         return None

@@ -1,15 +1,32 @@
 """Client-side HTTP links (httpx): Streamable HTTP, and the legacy HTTP+SSE transport.
 
-Rule 1: Streamable HTTP is per request: `send` POSTs one message and, for a request, reads its
-        answer (`application/json`, or an SSE stream of notifications ending with the response)
-        onto `incoming` as it arrives, so progress shows live. The session id from the
-        `initialize` answer goes on every later request, with `MCP-Protocol-Version`; the
-        session is ended with DELETE when the link closes. A 2026-07-28 request (one naming
-        its version in `params._meta`) mirrors that version, its method and, for tools/call,
-        the tool's name into MCP-Protocol-Version, Mcp-Method and Mcp-Name (`http_meta`), and
-        the arguments the tool marks with `x-mcp-header` (as the client last listed it, see
-        `mirror_params`) into Mcp-Param-* headers.
-Rule 2: a message is sent again only when it cannot have run: the connection was never made
+Streamable HTTP is per request: `send` POSTs one message and, for a request, reads its answer
+(`application/json`, or an SSE stream of notifications ending with the response) onto `incoming`
+as it arrives, so progress shows live. The session id from the `initialize` answer goes on every
+later request, with `MCP-Protocol-Version`; the session is ended with DELETE when the link
+closes. A 2026-07-28 request (one naming its version in `params._meta`) mirrors that version,
+its method and, for tools/call, the tool's name into MCP-Protocol-Version, Mcp-Method and
+Mcp-Name (`headers.request_headers`), and the arguments the tool marks with `x-mcp-header` (as
+the client last listed it, see `mirror_params`) into Mcp-Param-* headers.
+
+Legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `endpoint` event, then
+every message from the server; each message to the server is POSTed to the endpoint, and when
+the stream ends, `incoming` ends and waiting calls fail.
+
+With `auth` (an `OAuth`), the link's HTTP client carries `oauth.flow.OAuthFlow`, so every
+request (POST, GET stream, DELETE) is authorized the same way: a 401 or 403 it cannot cure comes
+back as the HTTP error it is, and an authorization that fails raises `AuthorizationError` from
+the request that needed it. httpx is imported only when a link is opened, so trio-mcp imports
+without it.
+
+A Streamable HTTP link opened to `listen` (a client that answers server requests), or told to
+`listen` later (a client with list-change or update callbacks), opens the session's GET stream,
+where a handshake-era server sends what belongs to no call of ours, its own requests among
+them. A server that offers none (405) is let go quietly, and so is a session the server no
+longer knows (404: the next POST learns it and the new session opens its own stream); a stream
+that ends or breaks is reopened (Rule 5).
+
+Rule 1: a message is sent again only when it cannot have run: the connection was never made
         (refused, connect timeout), or the server refused it before reading it (429, 503), or
         the caller said it is safe (`retry_safe`). A 502 or 504 (a proxy or load balancer
         lost its server, or waited too long for it) may come after the server ran the message:
@@ -17,26 +34,17 @@ Rule 2: a message is sent again only when it cannot have run: the connection was
         Waits between attempts grow exponentially with full jitter and the attempts are
         bounded (`RetryPolicy`). A 404 naming our session raises `SessionExpiredError`: the
         client decides to start a new session.
-Rule 3: legacy HTTP+SSE (2024-11-05) is a channel: one GET stream brings the `endpoint` event,
-        then every message from the server; each message to the server is POSTed to the
-        endpoint. When the stream ends, `incoming` ends and waiting calls fail.
-Rule 4: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
-        httpx is imported only when a link is opened, so trio-mcp imports without it.
-Rule 5: a Streamable HTTP link opened to `listen` (a client that answers server requests), or
-        told to `listen` later (a client with list-change or update callbacks), opens the
-        session's GET stream once `notifications/initialized` is through (handshake era:
-        a server sends there what belongs to no call of ours, its own requests among them),
-        and again after a new session starts. That send returns once the stream is open (or
-        refused, or `CONNECT_TIMEOUT` later), so that nothing the server sends there as the
-        session's first calls run is lost. A server that offers none (405) is let go quietly,
-        and so is a session the server no longer knows (404: the next POST learns it and the
-        new session opens its own stream); a stream that ends or breaks is reopened (Rule 7).
-Rule 6: a request's event stream that ends (or breaks) before its answer, having carried an
+Rule 2: no read timeout: a tool call may take as long as its caller allows (`trio.fail_after`).
+Rule 3: nothing the server sends on the session's GET stream as the session's first calls run
+        is lost: a link that wants the stream opens it once `notifications/initialized` is
+        through (and again after a new session starts), and the send of that notification
+        returns only once the stream is open (or refused, or `CONNECT_TIMEOUT` later).
+Rule 4: a request's event stream that ends (or breaks) before its answer, having carried an
         event id, is resumed (spec 2025-11-25, Resumability; SEP-1699 polling): after the
         `retry` time the server gave (else `DEFAULT_RETRY`), a GET with `Last-Event-ID` reads
         the rest, as often as it makes progress and at most `RESUME_ATTEMPTS` times. A stream
         with no event id cannot be resumed: the request fails, as before.
-Rule 7: the session's GET stream that ends or breaks is opened again after the `retry` time
+Rule 5: the session's GET stream that ends or breaks is opened again after the `retry` time
         the server gave (else `DEFAULT_RETRY`; never less than `MIN_RETRY`), with
         `Last-Event-ID` naming the last event id it carried (spec 2025-11-25, Resumability;
         SEP-1699 polling). A reopening that carries a message or a new event id is progress
@@ -44,10 +52,6 @@ Rule 7: the session's GET stream that ends or breaks is opened again after the `
         waiting out `RetryPolicy`'s growing delay, the stream is let go with a warning. It
         stops at 404 or 405, when a new session takes its place, and when the link closes;
         nothing of it is ever raised into the client.
-Rule 8: with `auth` (an `OAuth`), the link's HTTP client carries `oauth.flow.OAuthFlow`, so
-        every request (POST, GET stream, DELETE) is authorized the same way: a 401 or 403
-        it cannot cure comes back as the HTTP error it is; an authorization that fails raises
-        `AuthorizationError` from the request that needed it.
 """
 
 from __future__ import annotations
@@ -100,12 +104,12 @@ INCOMING_BUFFER: Final = 256
 # Seconds to establish a connection: a transport concern (a refused or silent host is retried),
 # unlike reads, whose length is the caller's business. httpx's own default is 5 s.
 CONNECT_TIMEOUT: Final = 10.0
-#: Seconds before resuming a request's event stream when the server named no `retry` (Rule 6).
+#: Seconds before resuming a request's event stream when the server named no `retry` (Rule 4).
 DEFAULT_RETRY: Final = 1.0
-#: GETs with `Last-Event-ID` one request's stream may take (Rule 6).
+#: GETs with `Last-Event-ID` one request's stream may take (Rule 4).
 RESUME_ATTEMPTS: Final = 5
 #: Reopenings of the session's GET stream in a row that bring nothing before it is let go
-#: (Rule 7): each waits `retry` (else `DEFAULT_RETRY`), and longer as they fail.
+#: (Rule 5): each waits `retry` (else `DEFAULT_RETRY`), and longer as they fail.
 GET_ATTEMPTS: Final = 5
 #: The shortest wait before the GET stream is reopened, whatever `retry` the server named.
 MIN_RETRY: Final = 0.1
@@ -282,9 +286,9 @@ def _http_client(
         flow = OAuthFlow(auth, url, legacy_sse=legacy_sse)
     return httpx.AsyncClient(
         headers=dict(headers or {}),
-        # OAuth (Rule 8): every request of the link carries the token and answers 401 and 403.
+        # OAuth: every request of the link carries the token and answers 401 and 403.
         auth=flow,
-        # Rule 4: reads are bounded by the caller; connecting is bounded here.
+        # Rule 2: reads are bounded by the caller; connecting is bounded here.
         timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
         # Every call in flight holds a connection (HTTP/1.1): no cap, or concurrent calls past
         # the cap would queue behind long ones.
@@ -293,7 +297,7 @@ def _http_client(
 
 
 class _GetOutcome(enum.Enum):
-    """How one GET of the session's stream ended (Rule 7)."""
+    """How one GET of the session's stream ended (Rule 5)."""
 
     STOP = "stop"  # not to be reopened: no GET stream here (405), or no session (404)
     PROGRESS = "progress"  # it carried messages
@@ -332,7 +336,7 @@ class StreamableHttpLink:
         self._in_send, self._in_receive = incoming
         self._session_id: str | None = None
         self._version: str | None = None
-        # Rule 5: where the GET stream runs, whether it is wanted, and its scope.
+        # Rule 3: where the GET stream runs, whether it is wanted, and its scope.
         self._listener = listener
         self._wants_listen = listen
         self._listening: trio.CancelScope | None = None
@@ -484,7 +488,7 @@ class StreamableHttpLink:
                     await self._listen()
 
     def _param_values(self, params: Mapping[str, Any]) -> dict[str, str]:
-        # Rule 1: one header per mirrored argument that has a header form; none for an absent
+        # One header per mirrored argument that has a header form; none for an absent
         # or null one (spec 2026-07-28, Custom Headers from Tool Parameters).
         name = params.get("name")
         mirrored = self._param_headers.get(name) if isinstance(name, str) else None
@@ -540,7 +544,7 @@ class StreamableHttpLink:
         return False
 
     async def _resume(self, decoder: SseDecoder, request_id: Any) -> None:
-        """Rule 6: get the rest of a request's stream with GET and `Last-Event-ID`."""
+        """Get the rest of a request's stream with GET and `Last-Event-ID` (Rule 4)."""
         for _ in range(RESUME_ATTEMPTS):
             if decoder.last_id is None:
                 break
@@ -579,7 +583,7 @@ class StreamableHttpLink:
             return await self._read_events(response, decoder, request_id, resumable=True)
 
     async def _listen(self) -> None:
-        # Rule 5: one GET stream at a time, for the session just started, open before the
+        # Rule 3: one GET stream at a time, for the session just started, open before the
         # session's first calls.
         if self._listener is None or not self._wants_listen:
             return
@@ -591,7 +595,7 @@ class StreamableHttpLink:
             await opened.wait()
 
     async def listen(self) -> None:
-        """Open the session's GET stream, from now on (Rule 5), unless it is wanted already.
+        """Open the session's GET stream, from now on (Rule 3), unless it is wanted already.
 
         Before the session is initialized it opens once it is; 2026-07-28 has none.
         """
@@ -608,7 +612,7 @@ class StreamableHttpLink:
             self._listening = None
 
     async def _get_stream(self, scope: trio.CancelScope, opened: trio.Event) -> None:
-        # Rule 5: the session's GET stream, reopened while it makes progress (Rule 7).
+        # Rule 3: the session's GET stream, reopened while it makes progress (Rule 5).
         session_id = self._session_id
         resume = SseDecoder()  # what a reconnection needs: the last event id and `retry`
         failures = 0
@@ -648,7 +652,7 @@ class StreamableHttpLink:
     async def _get_once(
         self, session_id: str | None, resume: SseDecoder, opened: trio.Event
     ) -> _GetOutcome:
-        """One GET of the session's stream, read to its end (Rule 7)."""
+        """One GET of the session's stream, read to its end (Rule 5)."""
         headers = {"accept": "text/event-stream"}
         if session_id is not None:
             headers["mcp-session-id"] = session_id
@@ -676,7 +680,7 @@ class StreamableHttpLink:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise  # the link is closing
         except Exception as exc:
-            # Optional by the specification, so never the end of the connection (Rule 7).
+            # Optional by the specification, so never the end of the connection (Rule 5).
             if _is_network_error(exc):
                 logger.info("the GET stream of %s broke: %s", self.url, _describe(exc))
             else:
@@ -684,7 +688,7 @@ class StreamableHttpLink:
         return _GetOutcome.PROGRESS if progress else _GetOutcome.FAILED
 
     def _get_refused(self, response: httpx.Response) -> _GetOutcome | None:
-        # What follows a GET of the session's stream that opened no event stream (Rule 7).
+        # What follows a GET of the session's stream that opened no event stream (Rule 5).
         status = response.status_code
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if status == 405:
@@ -744,9 +748,9 @@ async def open_streamable_http_link(
         url: The endpoint, e.g. http://127.0.0.1:8000/mcp.
         headers: Sent with every request (e.g. `Authorization`).
         retry: How transient failures are retried.
-        listen: Open the session's GET stream once it is initialized (Rule 5); `listen()`
+        listen: Open the session's GET stream once it is initialized (Rule 3); `listen()`
             asks for it later.
-        auth: Authorize every request with OAuth (Rule 8).
+        auth: Authorize every request with OAuth.
 
     Yields:
         The link. On exit the session is ended with DELETE.
@@ -913,7 +917,7 @@ async def open_sse_link(
         url: The event stream's URL.
         headers: Sent with every request.
         retry: How failures to connect are retried.
-        auth: Authorize every request with OAuth (Rule 8).
+        auth: Authorize every request with OAuth.
 
     Yields:
         The link, once the server has named its message endpoint.

@@ -2,7 +2,11 @@
 
 A web page elsewhere can make a browser send requests to a server on this machine by pointing
 a name of its own at 127.0.0.1 (DNS rebinding): the browser then sends that name as the
-request's Host, and the page's origin as its Origin. Both are checked here, in one place.
+request's Host, and the page's origin as its Origin. Both are checked here, in one place, with
+no I/O: `app` asks `source_refusal` and answers what it returns. "*" in either list accepts
+any value, a missing header included. A Host is compared as its parts: the name lower-cased,
+an IP address in its standard form (`[0:0::1]` is `[::1]`), the port as a number; a Host that
+does not parse (`[::1`, `a:b:c`, a port that is no number) names nothing here.
 
 Rule 1: Host must name this server (421 Misdirected Request otherwise, RFC 9110 15.5.20): the
         address the connection came in on (`scope["server"]`) or, when that is a loopback
@@ -14,11 +18,6 @@ Rule 1: Host must name this server (421 Misdirected Request otherwise, RFC 9110 
         port stand for its address.
 Rule 2: Origin, when present, must be one of `allowed_origins` (scheme://host, any port): 403
         otherwise. A request without Origin (not from a browser page) passes.
-Rule 3: "*" in either list accepts any value, a missing header included.
-Rule 4: a Host is compared as its parts: the name lower-cased, an IP address in its standard
-        form (`[0:0::1]` is `[::1]`), the port as a number. A Host that does not parse
-        (`[::1`, `a:b:c`, a port that is no number) names nothing here.
-Nothing here performs I/O: `app` asks `source_refusal` and answers what it returns.
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ def _names_this_server(name: str, port: int | None, server: tuple[str, int] | No
 
 
 def _split_host(text: str) -> tuple[str, int | None] | None:
-    """(name, port) of a Host value or an allowed-hosts entry (Rule 4); None if malformed."""
+    """(name, port) of a Host value or an allowed-hosts entry; None if malformed."""
     text = text.strip()
     if text.startswith("["):
         inside, bracket, rest = text[1:].partition("]")

@@ -3,15 +3,17 @@
 A 2026-07-28 request mirrors fields of its body into headers, so that intermediaries can route
 on them without reading the body: `MCP-Protocol-Version` (the `_meta` protocol version),
 `Mcp-Method` (the method) and, for the methods that name something, `Mcp-Name` (`params.name`
-or `params.uri`).
+or `params.uri`). A value that is not plain visible ASCII (control characters, non-ASCII text,
+leading or trailing spaces), or that looks like the sentinel itself, is sent as
+`=?base64?<base64 of its UTF-8>?=`; only `Mcp-Name` and `Mcp-Param-*` (a tool's
+`x-mcp-header` arguments, which the client sends) may be encoded so. The answer to a
+2026-07-28 request takes the HTTP status that revision gives its error (`modern_status`); any
+other answer is 200. Nothing here performs I/O (no trio, no ASGI): `streamable` (server) and
+`client` apply it.
 
-Rule 1: a value that is not plain visible ASCII (control characters, non-ASCII text, leading or
-        trailing spaces), or that looks like the sentinel itself, is sent as
-        `=?base64?<base64 of its UTF-8>?=`; only `Mcp-Name` and `Mcp-Param-*` (a tool's
-        `x-mcp-header` arguments, which the client sends) may be encoded so.
-Rule 2: decoding is strict: a sentinel whose payload is not valid base64 or not UTF-8 is
+Rule 1: decoding is strict: a sentinel whose payload is not valid base64 or not UTF-8 is
         malformed, never taken as the literal text, so it cannot match a body value by chance.
-Rule 3: the server checks a 2026-07-28 request before it is handed on: its `_meta` carries the
+Rule 2: the server checks a 2026-07-28 request before it is handed on: its `_meta` carries the
         required fields (else -32602), and MCP-Protocol-Version, Mcp-Method and, for tools/call,
         resources/read and prompts/get, Mcp-Name are each sent once and equal the body's
         values, Mcp-Name after sentinel decoding (else -32020 HeaderMismatch). A tools/call
@@ -19,10 +21,6 @@ Rule 3: the server checks a 2026-07-28 request before it is handed on: its `_met
         (`x-mcp-header`): present and matching for an argument in the body, absent for one that
         is not (else -32020). The checks raise `RemoteProtocolError` with that code; the
         transport answers it with 400.
-Rule 4: the answer to a 2026-07-28 request takes the HTTP status that revision gives its error
-        (`modern_status`): 400 for -32020, an unsupported version (-32022) or a missing client
-        capability (-32021), 404 for an unknown method (-32601); any other answer is 200.
-Nothing here performs I/O (no trio, no ASGI): `streamable` (server) and `client` apply it.
 """
 
 from __future__ import annotations
@@ -144,8 +142,9 @@ def request_headers(message: Mapping[str, Any], version: str) -> dict[str, str]:
 
 # -- the server's checks of a 2026-07-28 request -------------------------------------------------
 
-# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own
-# (Rule 4); -32021 is MissingRequiredClientCapabilityError (basic, _meta).
+# spec 2026-07-28: the errors of a 2026-07-28 request that have an HTTP status of their own:
+# 400 for a header mismatch, an unsupported version or a missing client capability (-32021,
+# MissingRequiredClientCapabilityError: basic, _meta), 404 for an unknown method.
 _MODERN_ERROR_STATUS: Final = {
     HEADER_MISMATCH: 400,
     MISSING_CLIENT_CAPABILITY: 400,
@@ -161,7 +160,7 @@ _LABELS: Final = {
 
 
 def modern_status(answer: Any) -> int:
-    """The HTTP status of a 2026-07-28 request's answer: 200 unless its error has one (Rule 4)."""
+    """The HTTP status of a 2026-07-28 request's answer: 200 unless its error has one."""
     error = answer.get("error") if isinstance(answer, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return _MODERN_ERROR_STATUS.get(code, 200) if type(code) is int else 200
@@ -170,7 +169,7 @@ def modern_status(answer: Any) -> int:
 def check_request_metadata(
     raw_headers: Iterable[tuple[bytes, bytes]], headers: Mapping[bytes, bytes], request: Request
 ) -> None:
-    """Refuse a 2026-07-28 request whose `_meta` or standard headers are not right (Rule 3).
+    """Refuse a 2026-07-28 request whose `_meta` or standard headers are not right (Rule 2).
 
     Args:
         raw_headers: The request's headers as received, repeats included.

@@ -1,30 +1,27 @@
 """The legacy HTTP+SSE transport (2024-11-05): a GET stream at /sse, POSTs to /messages.
 
-Rule 1: a GET to /sse opens a session: its stream first sends the `endpoint` event naming
-        `/messages?sessionId=...`, then every message the server sends, until the client
-        disconnects (which cancels the session's work) or the server shuts down.
-Rule 2: a POST to /messages hands its body to the session named in its query string and is
-        answered 202 at once; the answers go on the stream. Bodies queue up to `LEGACY_INBOX`
-        per session; past it, 429. The session reads that queue at once and starts the calls
-        whatever its stream does, so the queue only absorbs bursts: what holds back a client
-        that does not read its stream is Rule 5.
-Rule 3: a legacy session counts its requests from POST to answer (or cancellation) and is held
-        to the same per-session bound as a Streamable HTTP one (`max_in_flight_per_session`,
-        429).
-Rule 4: `begin_shutdown` closes every session's input and refuses new streams (503): each
+A GET to /sse opens a session: its stream first sends the `endpoint` event naming
+`/messages?sessionId=...`, then every message the server sends, until the client disconnects
+(which cancels the session's work) or the server shuts down. A POST to /messages hands its
+body to the session named in its query string and is answered 202 at once; the answers go on
+the stream. The session reads its queue of bodies at once and starts the calls whatever its
+stream does, so the queue only absorbs bursts. Its unsent answers are what it has produced
+and its stream has not yet handed to the server (`_Outbox`); while they are over the bound,
+notifications and the client's answers to the server's requests are still taken (they produce
+no answer, and may let a call finish), so a session holds at most the bound plus the answers of
+the requests it took before reaching it, and an answer larger than the bound still goes out
+whole.
+
+Rule 1: a session is bounded, and drops nothing it took. A POST is refused 429 past its queue
+        of bodies (`LEGACY_INBOX`), and a POST carrying a request past its requests in flight,
+        counted from POST to answer or cancellation (`max_in_flight_per_session`), or while its
+        unsent answers are over `legacy_max_unsent_bytes`. Every request taken is answered on
+        the stream once the client reads it.
+Rule 2: `begin_shutdown` closes every session's input and refuses new streams (503): each
         session finishes the calls it runs, sends their answers, and its stream ends.
-Rule 5: a session's unsent answers are bounded in bytes: what it has produced and its stream
-        has not yet handed to the server (`_Outbox` counts it). While that is more than
-        `legacy_max_unsent_bytes`, a POST carrying a request is refused 429 with Retry-After;
-        notifications and the client's answers to the server's requests are still taken, as
-        they produce no answer (and may let a call finish). Nothing is dropped: every request
-        taken is answered on the stream once the client reads it. So a session holds at most
-        the bound plus the answers of the requests it took before reaching it (at most
-        `max_in_flight_per_session` of them), and an answer larger than the bound still goes
-        out whole.
-Rule 6: with token verification, every POST carries a valid token (401) of the user who opened
-        the stream (else the session is unknown: 404, `sessions` Rule 5) with the scopes its
-        requests need (403). A tool sees the verified token of the stream's GET
+Rule 3: with token verification, every POST carries a valid token (401) of the user who opened
+        the stream (else the session is unknown: 404, `transports/http/sessions` Rule 3) with
+        the scopes its requests need (403). A tool sees the verified token of the stream's GET
         (`Context.auth`): the session's tasks were started by that request.
 """
 
@@ -85,7 +82,7 @@ class LegacySse:
         self._closing = False
 
     def begin_shutdown(self) -> None:
-        """Close the input of every legacy session and refuse new ones (Rule 4)."""
+        """Close the input of every legacy session and refuse new ones (Rule 2)."""
         self._closing = True
         self._sessions.end_legacy()
 
@@ -98,7 +95,8 @@ class LegacySse:
     ) -> None:
         """Serve one session's stream until the client disconnects or the session ends.
 
-        The session is `auth`'s, the verified token of this GET (`sessions` Rule 5).
+        The session is `auth`'s, the verified token of this GET (`transports/http/sessions`
+        Rule 3).
         """
         if self._closing:
             raise Refused(503, "Shutting down", [(b"retry-after", b"5")])
@@ -153,7 +151,7 @@ class LegacySse:
         send: Send,
         auth: AuthInfo | None = None,
     ) -> None:
-        """Queue one POSTed body for its session (Rules 2, 3)."""
+        """Queue one POSTed body for its session (Rule 1)."""
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
         if not sid:
@@ -164,7 +162,7 @@ class LegacySse:
         check_content_type(headers)
         body = await read_body(receive, headers, self.options)
         entry.last_seen = trio.current_time()
-        # Rule 3: the session's own reader would only stop reading (back-pressure) and leave
+        # Rule 1: the session's own reader would only stop reading (back-pressure) and leave
         # the POSTs to queue up to the inbox's size.
         messages, _ = parse(body)
         if self._gate is not None and self._gate.verifier is not None:
@@ -184,7 +182,7 @@ class LegacySse:
                 429, "Too many requests in flight in this session", [(b"retry-after", b"1")]
             )
         if requests and entry.legacy_unsent > self.options.legacy_max_unsent_bytes:
-            # Rule 5: this client does not read its stream (or not fast enough).
+            # Rule 1: this client does not read its stream (or not fast enough).
             raise Refused(
                 429,
                 "Too many answers unsent in this session; read its SSE stream",
@@ -205,7 +203,7 @@ class LegacySse:
 
 
 class _Outbox(trio.abc.SendChannel[bytes]):
-    """A session's frames on their way to its stream, counted while unsent (Rule 5).
+    """A session's frames on their way to its stream, counted while unsent (Rule 1).
 
     A frame counts from when the session sends it, including while the session waits for room
     in the channel, until the stream has handed it to the server.
@@ -240,7 +238,7 @@ def _count(entry: Entry, requests: list[RequestId], messages: Sequence[Any]) -> 
     pending.update(requests)
     entry.legacy_in_flight += len(requests)
     for message in messages:
-        # A cancelled request is never answered (the server runtime's Rule 2): done now.
+        # A cancelled request is never answered (`_runtime/session` Rule 1): done now.
         if isinstance(message, Notification) and message.method == "notifications/cancelled":
             _settle(entry, (message.params or {}).get("requestId"))
 

@@ -1,13 +1,12 @@
 """Limits and security settings of the HTTP transport (`HttpOptions`).
 
-Rule 1: every default limit has a comment giving its precedent or its reason.
-Rule 2: the defaults are safe for a server on this machine: browser pages from elsewhere are
-        refused (DNS-rebinding guard: Host and Origin, see `guard`), and every resource a
-        client can make the server hold (sessions, requests in flight, body bytes, idle time,
-        time to send a request, connections) is bounded.
-Nothing here performs I/O; `app` re-exports these names, where the facade and the CLI find them.
-The options name the server's authorization records (`TokenVerifier`, `ProtectedResource`),
-which live with the verifiers in `trio_mcp.auth`.
+The defaults are safe for a server on this machine: browser pages from elsewhere are refused
+(the DNS-rebinding guard: Host and Origin, see `guard`), and every resource a client can make
+the server hold (sessions, requests in flight, body bytes, idle time, time to send a request,
+connections) is bounded, each default with a comment giving its precedent or its reason.
+Nothing here performs I/O; `app` re-exports these names, where the facade and the CLI find
+them. The options name the server's authorization records (`TokenVerifier`,
+`ProtectedResource`), which live with the verifiers in `trio_mcp.auth`.
 """
 
 from __future__ import annotations
@@ -205,7 +204,7 @@ class HttpOptions:
     # 1 s: the initial reconnection delay of the official TypeScript client, which it uses
     # when the server names none.
     retry_interval: float = 1.0
-    # In memory, bounded (transports/http/replay.py, Rule 2): resuming must work out of the
+    # In memory, bounded (`transports/http/replay` Rule 2): resuming must work out of the
     # box (SEP-1699 polling), and a fleet can hand in a shared store instead.
     event_store: EventStore | None = field(default_factory=MemoryEventStore)
     metrics: MetricsRenderer | None = None

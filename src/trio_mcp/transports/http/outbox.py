@@ -1,21 +1,23 @@
 """A Streamable HTTP session's server-to-client stream: what `GET` at the endpoint carries.
 
-Rule 1: a session in the table has one `Outbox`: the messages of the server's that belong to
-        no request being answered (list changes, resource updates, log messages outside a call,
-        requests to the client outside a call) wait in it, encoded, until the session's `GET`
-        stream takes them, one stream at a time: a stream that starts (`listen`) ends the one
-        before it, whose `next` then returns None. It is bounded in bytes
-        (`HttpOptions.max_unsent_bytes`): past the bound the oldest notifications are dropped,
-        and the next stream opens with a warning log message saying how many. A request to the
-        client is never dropped: when it cannot be queued even after every notification has
-        gone, `put` raises `ConnectionClosed`, which the asking task sees.
+A session in the table has one `Outbox`: the messages of the server's that belong to no request
+being answered (list changes, resource updates, log messages outside a call, requests to the
+client outside a call) wait in it, encoded, until the session's `GET` stream takes them, one
+stream at a time: a stream that starts (`listen`) ends the one before it, whose `next` then
+returns None. Nothing here knows MCP beyond the shape of a JSON-RPC message (a request has an
+`id`).
+
+Rule 1: the queue is bounded in bytes (`HttpOptions.max_unsent_bytes`): past the bound the
+        oldest notifications are dropped, and the next stream opens with a warning log
+        message saying how many. A request to the client is never dropped: when it cannot be
+        queued even after every notification has gone, `put` raises `ConnectionClosed`, which
+        the asking task sees.
 Rule 2: the session's own tasks (its list watcher, its roots handler) run in the application's
         nursery (`spawner`), each under a cancel scope of its own that `close` cancels: they
         end with the session. Their exceptions are logged, never raised into that nursery.
 Rule 3: `close` (the session ended) ends the stream being read at once, and `hang_up` (the
         server is shutting down) once it has taken what was queued (a task's end, told as the
         server stops): `next` then returns None and the stream ends as an HTTP response should.
-Nothing here knows MCP beyond the shape of a JSON-RPC message (a request has an `id`).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ class Outbox:
         return self._listeners > 0
 
     def listen(self) -> int:
-        """A GET stream starts: the one before it ends (Rule 1). Returns its number for `next`."""
+        """A GET stream starts: the one before it ends. Returns its number for `next`."""
         self._listeners += 1
         self._generation += 1
         self._wake.set()

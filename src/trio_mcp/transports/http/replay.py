@@ -1,5 +1,11 @@
 """Resumable SSE streams: the ids of a session's events, and the store that keeps them to replay.
 
+Nothing here knows MCP or HTTP: frames are bytes. A stream still being written (`StreamLog`)
+wakes the readers that resumed it each time it is written to, and once more when it ends
+(`finish`): a reader replays from the store what it has not seen, then waits for the next
+wake-up. Without a store (None) a stream's events still get ids (counted here), but nothing
+can be replayed.
+
 Rule 1: an event store keeps, per stream, the encoded messages that stream carried, numbered
         1, 2, ... in the order they went out; `replay(stream, after)` gives back those numbered
         after `after`, or None when it can no longer give all of them (it never saw the stream,
@@ -13,11 +19,6 @@ Rule 3: a session's streams are numbered: 0 is its GET stream, 1, 2, ... the str
         POSTs that were made resumable, in the order they started. An event's id is
         `<stream>-<n>`; the store key of a stream is `<session id>/<stream>`, so a client can
         only ever name streams of the session its `Mcp-Session-Id` header names.
-Rule 4: a stream still being written (`StreamLog`) wakes the readers that resumed it each time
-        it is written to, and once more when it ends (`finish`): a reader replays from the
-        store what it has not seen, then waits for the next wake-up. Without a store (None) a
-        stream's events still get ids (counted here), but nothing can be replayed.
-Nothing here knows MCP or HTTP: frames are bytes.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def parse_event_id(raw: bytes) -> tuple[int, int] | None:
 
 
 class StreamLog:
-    """One stream of a session as it is written: its event ids, its store, its readers (Rule 4).
+    """One stream of a session as it is written: its event ids, its store, its readers.
 
     Args:
         number: The stream's number in its session (Rule 3).

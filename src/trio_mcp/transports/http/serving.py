@@ -1,46 +1,44 @@
 """Serving the ASGI application over TCP: our own accept loop, Hypercorn's HTTP per connection.
 
-Rule 1: connections are bounded: at most `max_connections` are served at once, by default a
-        share of the process's open-files limit (RLIMIT_NOFILE, see `connection_limit`), so
-        that serving never runs the process out of file descriptors by itself. Past the bound a
-        new connection is still accepted, answered 503 with Retry-After and `Connection:
-        close`, and closed: the client learns at once that the server is busy, instead of
-        waiting in the listen backlog for a timeout. The server then reads what the client
-        still sends until it closes (at most `_LINGER` seconds), so that the close does not
-        reset the connection under the answer; past a bound on those waits, a connection is
-        answered and closed in passing, without waiting.
-Rule 2: running out of descriptors anyway (EMFILE and its kin, e.g. a tool holding files open)
-        never stops the server: accepting pauses for `_RETRY_AFTER_SHORTAGE` and tries again.
-        Each episode of shortage is logged once (a warning when it starts, a note when a
-        connection is accepted again), not once per retry.
-Rule 3: shutting down stops accepting, then tells the open connections: an idle one closes at
-        once, a busy one after its response; all get `graceful_timeout` seconds, after which
-        every connection still open is closed by force (a write to a client that does not
-        read would otherwise hold the shutdown for ever: Hypercorn shields its writes).
-Rule 6: one write to a client may wait `send_timeout` seconds for it to read; past that the
-        connection is closed (its call is cancelled as by a disconnect).
-Rule 4: one connection's failure never ends the server: it is logged and the connection closed.
-Rule 5: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts` (`guard`, Rule 1).
-Rule 7: a process may serve a listening socket it inherited (`listen_fd`) instead of binding
-        one: several worker processes then accept from one socket, and the kernel gives each
-        new connection to one of them (`trio-mcp run --workers`). Each serves its own
-        connections to the end as above; nothing is shared between them but the socket.
-Rule 8: one client address holds at most `max_connections_per_address` of them (IPv6 clients
-        counted by their /64, which one host or site usually has whole): past it, a new
-        connection from that address is answered 429 with Retry-After and closed as in Rule 1,
-        so that one client, slow on purpose or not, cannot fill `max_connections` and lock
-        every other client out. Each episode of refusals from one address is logged once (a
-        warning when it starts). Behind a reverse proxy every connection comes from the
-        proxy's address: there the cap must be raised or set to None (the proxy limits its
-        clients itself: nginx limit_conn, HAProxy src_conn_cur).
-
 Why an accept loop of our own: Hypercorn's trio worker accepts with `trio.serve_listeners`,
 which bounds nothing, cannot answer an overload, and logs a full traceback every 0.1 s for as
 long as descriptors are short (a logging filter could hide the repeats, but only by matching
 trio's wording, and still could not bound or answer anything). Each accepted connection is
 served exactly as Hypercorn's worker serves it (`TCPServer`: HTTP/1.1 by h11, HTTP/2 by h2,
 keep-alive and its idle timer, graceful close); only the accepting is ours. The application
-gets no lifespan events: `McpHttpApp` needs none (its `run` is started beside it).
+gets no lifespan events: `McpHttpApp` needs none (its `run` is started beside it). A process
+may serve a listening socket it inherited (`listen_fd`) instead of binding one: several worker
+processes then accept from one socket, the kernel gives each new connection to one of them
+(`trio-mcp run --workers`), and nothing is shared between them but the socket.
+
+A connection turned away is read from until the client closes it (at most `_LINGER` seconds),
+so the close does not reset the connection under the answer; past a bound on those waits, a
+connection is answered and closed in passing. Each episode of refusals from one address is
+logged once. Behind a reverse proxy every connection comes from the proxy's address: there
+`max_connections_per_address` must be raised or set to None (the proxy limits its clients
+itself: nginx limit_conn, HAProxy src_conn_cur).
+
+Rule 1: connections are bounded, in all and per client: at most `max_connections` are served
+        at once (by default a share of the process's open-files limit, RLIMIT_NOFILE, see
+        `connection_limit`, so serving never runs the process out of file descriptors by
+        itself), and one client address holds at most `max_connections_per_address` of them
+        (IPv6 clients counted by their /64), so one client, slow on purpose or not, cannot lock
+        every other out. Past either bound a new connection is still accepted, answered (503,
+        or 429 for the address) with Retry-After and `Connection: close`, and closed: the
+        client learns at once, instead of waiting in the listen backlog.
+Rule 2: nothing one connection does stops the server. Running out of descriptors anyway
+        (EMFILE and its kin, e.g. a tool holding files open) pauses accepting for
+        `_RETRY_AFTER_SHORTAGE`, logged once per episode (a warning when it starts, a note
+        when a connection is accepted again); a connection's failure is logged, and only that
+        connection closed.
+Rule 3: nothing holds the server for ever. Shutting down stops accepting, then tells the open
+        connections: an idle one closes at once, a busy one after its response; all get
+        `graceful_timeout` seconds, after which every connection still open is closed by force
+        (Hypercorn shields its writes). One write to a client may wait `send_timeout` seconds
+        for it to read; past that the connection is closed (its call is cancelled as by a
+        disconnect).
+Rule 4: binding a wildcard address (0.0.0.0, ::) needs `allowed_hosts`
+        (`transports/http/guard` Rule 1).
 """
 
 from __future__ import annotations
@@ -107,7 +105,7 @@ def _refusal(status: bytes, message: str) -> bytes:
 
 #: Past `max_connections` (Rule 1): the server is busy, whoever asks.
 _BUSY: Final = _refusal(b"503 Service Unavailable", "Too many connections; try again later")
-#: Past `max_connections_per_address` (Rule 8): this client holds its share already.
+#: Past `max_connections_per_address` (Rule 1): this client holds its share already.
 _CROWDED: Final = _refusal(
     b"429 Too Many Requests",
     "Too many connections from your address; close some, or try again later",
@@ -163,7 +161,7 @@ async def serve_app(
         options: `max_connections` and `keep_alive_timeout` are read from it.
         host: Address to bind.
         port: Port to bind; 0 picks a free one.
-        listen_fd: A listening TCP socket this process inherited (Rule 7): served in place of
+        listen_fd: A listening TCP socket this process inherited: served in place of
             binding `host`:`port`, which are then only checked.
         graceful_timeout: Seconds open connections get to finish once shutting down.
         shutdown_trigger: Awaited; when it returns, the server shuts down (Rule 3).
@@ -213,7 +211,7 @@ async def serve_app(
 
 
 def bind_listener(host: str, port: int, options: HttpOptions) -> socket.socket:
-    """Bind and listen on `host`:`port` as `serve_app` does, for processes to inherit (Rule 7).
+    """Bind and listen on `host`:`port` as `serve_app` does, for processes to inherit.
 
     Returns:
         The listening socket, inheritable, with Hypercorn's options (SO_REUSEADDR,
@@ -238,7 +236,7 @@ def listener_url(sock: socket.socket) -> str:
 
 
 def check_bind(host: str, options: HttpOptions) -> None:
-    """Refuse to bind a wildcard address without `allowed_hosts` (Rule 5).
+    """Refuse to bind a wildcard address without `allowed_hosts` (Rule 4).
 
     On every address of the machine, a request may come by any name that reaches it: which
     names are this server's is the deployer's to say (`guard` then checks them).
@@ -287,7 +285,7 @@ class _Connection(TCPServer):
     for its keep-alive timer before it closes its end: the descriptor stays held (and counted
     against `max_connections`) for up to `keep_alive_timeout` after the client has gone. And
     it writes under a shielded cancel scope with no deadline, so a client that stops reading
-    holds the connection, the call that writes to it and a graceful shutdown for ever (Rule 6).
+    holds the connection, the call that writes to it and a graceful shutdown for ever (Rule 3).
     """
 
     send_timeout: float = 60.0
@@ -319,7 +317,7 @@ class _Connection(TCPServer):
 
 
 class _Acceptor:
-    """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2, 4, 8)."""
+    """Accepts connections and hands each to Hypercorn, or turns it away (Rules 1, 2)."""
 
     def __init__(
         self,
@@ -332,7 +330,7 @@ class _Acceptor:
         per_address: int | None = None,
     ) -> None:
         self.app = app
-        self.per_address = per_address  # connections one client address may hold (Rule 8)
+        self.per_address = per_address  # connections one client address may hold (Rule 1)
         self.send_timeout = send_timeout
         self.streams: set[trio.SocketStream] = set()  # connections served now
         self._closed = trio.Event()  # set (and replaced) whenever one closes
@@ -381,7 +379,7 @@ class _Acceptor:
                 _turn_away_now(stream, answer)
 
     def _key(self, stream: trio.SocketStream) -> str | None:
-        """The address `stream` counts against (Rule 8); None when no cap applies."""
+        """The address `stream` counts against (Rule 1); None when no cap applies."""
         if self.per_address is None:
             return None
         try:
@@ -390,7 +388,7 @@ class _Acceptor:
             return None
 
     def _crowded(self, key: str) -> None:
-        """Log an address's episode of refusals once, when it starts (Rule 8)."""
+        """Log an address's episode of refusals once, when it starts (Rule 1)."""
         now = trio.current_time()
         last = self._crowded_at.get(key)
         if last is None or now - last > _EPISODE_GAP:
@@ -426,7 +424,7 @@ class _Acceptor:
             connection.send_timeout = self.send_timeout
             await connection.run()
         except Exception:
-            # Rule 4: Hypercorn handles socket errors itself; anything else is a bug on one
+            # Rule 2: Hypercorn handles socket errors itself; anything else is a bug on one
             # connection, which must not end the others.
             logger.exception("HTTP connection failed")
         finally:

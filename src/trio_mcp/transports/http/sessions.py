@@ -1,27 +1,28 @@
 """The HTTP transport's session table, and what it needs from the MCP side.
 
-Rule 1: the transport sees the MCP side only through `HttpBackend` and its `HttpSession`s:
-        sessions that `handle` one decoded message, and a channel server for the legacy
-        transport. It never sees tools or schemas.
-Rule 2: sessions are bounded: at most `max_sessions` open at once (Streamable HTTP and legacy
-        SSE together), and one with nothing running expires after `session_idle_timeout`, so a
-        later request naming it gets 404, as the spec prescribes, and the client
-        re-initializes. A legacy session never expires while its stream is open. When the
-        table is full, a new session takes the place of a Streamable HTTP session with nothing
-        running: one never used since `initialize` first, else the one idle the longest; it
-        ends as if expired. Abandoned sessions cannot lock new clients out until they expire,
-        and a flood of `initialize` ends sessions in use only once it has ended its own. Only
-        when every session is busy (or legacy) is a new one refused with 503.
-Rule 3: a session enters the table in one place, `add`, which opens it, and leaves it in one
+The transport sees the MCP side only through `HttpBackend` and its `HttpSession`s: sessions
+that `handle` one decoded message, and a channel server for the legacy transport; it never
+sees tools or schemas. A Streamable HTTP session in the table has a server-to-client stream
+(`outbox`), which `add` attaches to it and `end` closes: messages not tied to a call wait there
+for the session's GET stream. The sessions' own tasks run in the nursery of `run`
+(`expire_idle`); without it they do not run (the stream still carries what is sent).
+
+A request naming an expired session gets 404, as the spec prescribes, and the client
+re-initializes. The session that makes room for a new one is one never used since `initialize`
+if there is one, else the one idle the longest, and it ends as if expired: abandoned sessions
+cannot lock new clients out until they expire, and a flood of `initialize` ends sessions in use
+only once it has ended its own.
+
+Rule 1: sessions are bounded: at most `max_sessions` open at once (Streamable HTTP and legacy
+        SSE together), and one not in use (no request running, no GET or legacy stream open)
+        expires after `session_idle_timeout`. When the table is full, a new session takes the
+        place of a Streamable HTTP session not in use; only when every session is in use (or
+        legacy) is a new one refused with 503.
+Rule 2: a session enters the table in one place, `add`, which opens it, and leaves it in one
         place, `end`: a Streamable HTTP session is ended (its running requests are cancelled),
         a legacy session's input is closed so that it finishes what it runs. A session made
         for one request (stateless, 2026-07-28) never enters the table, so is never opened.
-Rule 4: a Streamable HTTP session in the table has a server-to-client stream (`outbox`), which
-        `add` attaches to it and `end` closes: messages not tied to a call wait there for the
-        session's GET stream. A session whose GET stream is open is in use: it never expires
-        and is never ended to make room. The session's own tasks run in the nursery of `run`
-        (`expire_idle`); without it they do not run (the stream still carries what is sent).
-Rule 5: with token verification, a session belongs to whoever opened it: the issuer, subject
+Rule 3: with token verification, a session belongs to whoever opened it: the issuer, subject
         and client of the verified token of its `initialize` (or legacy /sse GET). A request
         naming it with another's token finds no such session (404), so a session id that
         leaked is no credential (spec: security best practices, session hijacking). The same
@@ -200,19 +201,19 @@ class Entry:
     # handed to the server (its client reads slowly or not at all).
     legacy_unsent: int = 0
     # Whether a request (not only notifications) came after `initialize`: a session never used
-    # goes first when the table is full (Rule 2).
+    # goes first when the table is full (Rule 1).
     used: bool = False
-    # Streamable HTTP: the session's server-to-client stream (Rule 4), set by `add`.
+    # Streamable HTTP: the session's server-to-client stream, set by `add`.
     outbox: Outbox | None = None
     # Streamable HTTP: the numbered SSE streams of the session and their event ids, set by
-    # `add` (transports/http/replay.py).
+    # `add` (`transports/http/replay`).
     streams: SessionStreams | None = None
-    # With token verification: who opened the session (Rule 5), set by `add`.
+    # With token verification: who opened the session (Rule 3), set by `add`.
     owner: Principal | None = None
 
     @property
     def listening(self) -> bool:
-        """Whether the session's GET stream is open (it is then in use: Rule 4)."""
+        """Whether the session's GET stream is open (it is then in use: Rule 1)."""
         return self.outbox is not None and self.outbox.listening
 
 
@@ -226,21 +227,21 @@ class SessionTable:
     def __init__(self, options: HttpOptions) -> None:
         self._options = options
         self._entries: dict[str, Entry] = {}
-        # Where sessions start their own tasks, while `expire_idle` runs (Rule 4).
+        # Where sessions start their own tasks, while `expire_idle` runs.
         self._nursery: trio.Nursery | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, sid: str, auth: AuthInfo | None) -> Entry | None:
-        """The session named `sid`, if it is open and the request's token may use it (Rule 5)."""
+        """The session named `sid`, if it is open and the request's token may use it (Rule 3)."""
         entry = self._entries.get(sid)
         if entry is not None and entry.owner != principal_of(auth):
             return None
         return entry
 
     def check_room(self) -> None:
-        """Make room for a new session, or refuse it (503) when none can go (Rule 2)."""
+        """Make room for a new session, or refuse it (503) when none can go (Rule 1)."""
         if len(self._entries) < self._options.max_sessions:
             return
         idle = [
@@ -255,7 +256,7 @@ class SessionTable:
         self.end(sid)
 
     def add(self, sid: str, entry: Entry, auth: AuthInfo | None) -> None:
-        """Open a session under `sid`, owned by the request's verified token (Rule 5)."""
+        """Open a session under `sid`, owned by the request's verified token (Rule 3)."""
         entry.owner = principal_of(auth)
         self._entries[sid] = entry
         if entry.session is not None:
@@ -266,7 +267,7 @@ class SessionTable:
             entry.session.attach(entry.outbox.put, spawn)
 
     def end(self, sid: str) -> None:
-        """Close the session `sid`, if it is open (Rule 3)."""
+        """Close the session `sid`, if it is open (Rule 2)."""
         entry = self._entries.pop(sid, None)
         if entry is None:
             return
@@ -292,7 +293,7 @@ class SessionTable:
     async def expire_idle(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Expire idle sessions until cancelled (Rule 2); run the sessions' tasks (Rule 4)."""
+        """Expire idle sessions until cancelled (Rule 1); run the sessions' tasks."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             try:

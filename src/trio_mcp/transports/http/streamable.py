@@ -1,34 +1,66 @@
 """Streamable HTTP: POST, GET and DELETE at the MCP endpoint, answered in a session or alone.
 
+A POST's answer is `application/json` when the response is the first thing its request
+produces, and an SSE stream when a message of the server's comes first (a notification such as
+progress or a log, or a request to the client): then those messages and finally the response go
+on that stream, in order. The client's answer to a request of the server's comes as a POST of
+its own, answered 202 once the session has routed it to the waiting task.
+
+A request is a 2026-07-28 one when its body names a version in `params._meta` or its
+MCP-Protocol-Version header names such a revision: it stands alone (no session, whatever the
+mode), must be well formed before it is handed on (`transports/http/headers` Rule 2: its
+`_meta`, the headers that mirror its body, the `Mcp-Param-*` header of each argument its tool
+mirrors, which the backend names by tool so this module sees no schema), and its errors take
+the HTTP status that revision gives them (`headers.modern_status`).
+
+A GET naming a session opens that session's server-to-client stream: the messages of the
+server's that no request being answered carries (list changes, resource updates, log messages
+and requests to the client outside a call), which wait for it in the session's bounded queue
+(`outbox`, `HttpOptions.max_unsent_bytes`). One stream at a time: a new GET takes the place of
+the stream open before it, which ends (a client that reconnects is often heard before the
+server has noticed its old connection is gone; refusing it with 409, as the spec allows, would
+lock it out until then). It is refused after Accept (406), the protocol version (400), the
+session (400 missing / 404 unknown) and a Last-Event-ID it cannot resume (Rule 5); in
+stateless mode GET is 405 (`app`). The stream lasts until the client goes, the session ends
+(DELETE, expiry) or the server shuts down. Every open SSE stream carries an SSE comment after
+`HttpOptions.keep_alive_interval` seconds with nothing else to send.
+
+In a session under 2025-11-25 or later (SEP-1699), every SSE stream starts with a priming
+event (an id, `retry:` from `HttpOptions.retry_interval`, empty data) and each of its events
+carries an id, `<stream>-<n>` (`transports/http/replay` Rule 3): the GET stream is stream 0
+however often it is reopened, a POST's stream gets the next number when it starts. Older
+revisions' streams carry no ids (their clients may not expect empty events), and without an
+event store (`HttpOptions.event_store`, in memory by default) neither do POST streams. With
+one, a POST stream that breaks (the client vanished) or is closed by its tool
+(`ctx.close_sse_stream()`, SEP-1699 polling) leaves its call running, and what the call sends
+afterwards, its answer included, goes only to the store. A GET whose `Last-Event-ID` names an
+event of the session replays, in order and with their ids, the events of that stream that
+followed it (after a `retry:` field), then, for a POST's stream, follows the call until its
+answer and ends; for the GET stream, goes on as a fresh GET stream would. Readers that resume
+must reach the process that runs the call (its session is there anyway).
+
 Rule 1: after the application's checks (path, method, Origin, bearer token), a POST is refused,
         in this order, for its Content-Type (415), Accept (406), body size (413) and JSON-RPC
         shape (400), the scopes its requests need that the verified token lacks (403, with
         token verification only: the backend says which, so this module sees no tool), then
-        either the request metadata of a 2026-07-28 request (400, Rule 5)
-        or the protocol version header (400) and the session (400 missing / 404 unknown), and
-        last the limits (429 per session / 503 server-wide). A refused request never reaches
-        a session.
-Rule 2: a request's answer is `application/json` when the response is the first thing it
-        produces, and an SSE stream when a message of the server's comes first (a notification
-        such as progress or a log, or a request to the client): then those messages and finally
-        the response go on that stream, in order. A request of the server's goes only on the
-        stream of the request it serves, and only in a session kept in the table: outside one
-        (stateless mode) the client's answer could reach nothing, and the session is given a
-        carrier that refuses it, saying why (`_no_way_back`); the session itself refuses every
-        request of 2026-07-28. The client's answer comes as a POST of its own, answered 202
-        once the session has routed it to the waiting task. A malformed
-        answer (both result and error, neither, ...: `jsonrpc` Rule 4) is never answered in
-        JSON-RPC: the session named drops it and fails the waiting task at once, and the POST
-        gets 400 with an error that has no id (spec 2025-11-25, Streamable HTTP: a response the
-        server cannot accept gets an HTTP error status, its body "a JSON-RPC error response
-        that has no id"; 202 would say it was accepted).
+        either the request metadata of a 2026-07-28 request (400) or the protocol version
+        header (400) and the session (400 missing / 404 unknown), and last the limits (429 per
+        session / 503 server-wide). A refused request never reaches a session.
+Rule 2: a request of the server's goes only on the stream of the request it serves, and only in
+        a session kept in the table: outside one (stateless mode) the client's answer could
+        reach nothing, so the session is given a carrier that refuses it, saying why
+        (`_no_way_back`); the session itself refuses every request of 2026-07-28. A malformed
+        answer of the client's (both result and error, neither, ...: `_core/jsonrpc` Rule 4) is
+        never answered in JSON-RPC: the session named drops it and fails the waiting task at
+        once, and the POST gets 400 with an error that has no id (spec 2025-11-25, Streamable
+        HTTP; 202 would say it was accepted).
 Rule 3: a client that disconnects while its request runs, before its stream could be resumed
-        (Rule 8), cancels that request, and with it any request of the server's it waits on
+        (Rule 5), cancels that request, and with it any request of the server's it waits on
         (whose `notifications/cancelled` then has no stream to go on and is dropped): that is
         so for JSON answers not yet sent, in stateless mode, in sessions of revisions before
-        2025-11-25 and on servers without an event store (`HttpOptions(event_store=None)`):
-        the answer could never be delivered. Under 2026-07-28 closing the stream MUST be taken
-        as the cancellation, and is.
+        2025-11-25 and on servers without an event store: the answer could never be
+        delivered. Under 2026-07-28 closing the stream MUST be taken as the cancellation, and
+        is.
 Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and, outside
         sessions (stateless mode, 2026-07-28), server-wide (`max_in_flight_sessionless`, 503).
         A request whose answer stays open until the client closes it (a 2026-07-28
@@ -37,51 +69,17 @@ Rule 4: requests are bounded: per session (`max_in_flight_per_session`, 429) and
         429) and server-wide (`max_listens`, 503), so idle streams never starve requests. A
         client is the principal of its verified token, else its network address (2026-07-28
         has no session to tell clients apart by).
-Rule 5: a request is a 2026-07-28 one when its body names a version in `params._meta` or its
-        MCP-Protocol-Version header names such a revision. It stands alone (no session, whatever
-        the mode) and must be well formed before it is handed on: `headers` checks its `_meta`
-        and the headers that mirror its body, among them the `Mcp-Param-*` header of each
-        argument its tool mirrors (the backend says which, by tool name, so this module still
-        sees no schema). Its errors then take the HTTP status that revision gives them
-        (`headers.modern_status`); any other answer is 200.
-Rule 6: a GET naming a session opens that session's server-to-client stream: the messages of
-        the server's that no request being answered carries (list changes, resource updates,
-        log messages and requests to the client outside a call), which wait for it in the
-        session's bounded queue (`outbox`, `HttpOptions.max_unsent_bytes`). One stream at a
-        time: a new GET takes the place of the stream open before it, which ends (a client
-        that reconnects is often heard before the server has noticed its old connection is
-        gone; refusing it with 409, as the spec allows, would lock it out until then). It is
-        refused after Accept (406), the protocol version (400), the session (400 missing /
-        404 unknown) and a Last-Event-ID it cannot resume (Rule 8); in stateless mode GET is
-        405 (`app`). A GET whose Last-Event-ID names a POST's stream resumes that stream
-        instead (Rule 8), beside the GET stream.
-        The stream lasts until the client goes, the session ends (DELETE, expiry) or the
-        server shuts down. Every open SSE stream (GET or a POST's) carries an SSE comment
-        after `HttpOptions.keep_alive_interval` seconds with nothing else to send.
-Rule 7: in a session under 2025-11-25 or later (SEP-1699), every SSE stream (GET or a POST's)
-        starts with a priming event (an id, `retry:` from `HttpOptions.retry_interval`, empty
-        data) and each of its events carries an id, `<stream>-<n>` (`replay`, Rule 3): the GET
-        stream is stream 0 however often it is reopened, a POST's stream gets the next number
-        when it starts. Older revisions' streams carry no ids (their clients may not expect
-        empty events), and without an event store neither do POST streams.
-Rule 8: with an event store (`HttpOptions.event_store`, in memory by default) every event of a
-        session's streams is kept before it is sent, and a POST stream that breaks (the client
-        vanished) or is closed by its tool (`ctx.close_sse_stream()`, SEP-1699 polling) leaves
-        its call running: what the call sends afterwards, its answer included, goes only to the
-        store. A GET whose `Last-Event-ID` names an event of the session replays, in order and
-        with their ids, the events of that stream that followed it (after a `retry:` field),
-        then, for a POST's stream, follows the call until its answer and ends; for the GET
-        stream, goes on as a fresh GET stream would. Refused: an id no stream of this session
-        gave out (400), events the store no longer has (410), and a finished stream with
-        nothing left to send (410: a client that resumes every stream ending without its
-        answer, a cancelled call's for one, would otherwise come back for ever). Readers that
-        resume must reach the process that runs the call (its session is there anyway).
-Rule 9: a POST carries one message. A batch (a JSON array of them) is taken only where the
-        revision in force has batches (2025-03-26: a session's negotiated one, in stateless mode
-        the MCP-Protocol-Version header's or its default): elsewhere, and always with an
-        `initialize` in it (nothing is negotiated yet) or under 2026-07-28, it is refused whole
-        with 400 and a -32600 error (spec 2025-06-18 and later, transports: the body MUST be a
-        single JSON-RPC message), after the session is found and before any of it runs.
+Rule 5: with an event store, every event of a session's streams is kept before it is sent, so
+        a resumed stream misses nothing. A resumption is refused for an id no stream of this
+        session gave out (400), for events the store no longer has (410), and for a finished
+        stream with nothing left to send (410: a client that resumes every stream ending
+        without its answer, a cancelled call's for one, would otherwise come back for ever).
+Rule 6: a POST carries one message. A batch (a JSON array) is taken only where the revision in
+        force has batches (2025-03-26: a session's negotiated one, in stateless mode the
+        MCP-Protocol-Version header's or its default); elsewhere, and always with an
+        `initialize` in it or under 2026-07-28, it is refused whole with 400 and a -32600
+        error (spec 2025-06-18 and later, transports), after the session is found and before
+        any of it runs.
 """
 
 from __future__ import annotations
@@ -193,7 +191,7 @@ class StreamableHttp:
         send: Send,
         auth: AuthInfo | None = None,
     ) -> None:
-        """Answer one POST: a message or a batch (Rules 1, 2), with its verified token."""
+        """Answer one POST: a message or a batch (Rules 1, 6), with its verified token."""
         check_content_type(headers)
         accept = headers.get(b"accept", b"").lower()
         wildcard = b"*/*" in accept
@@ -266,7 +264,7 @@ class StreamableHttp:
         send: Send,
         auth: AuthInfo | None = None,
     ) -> None:
-        """Open the server-to-client stream of the session a GET names (Rule 6)."""
+        """Open the server-to-client stream of the session a GET names."""
         accept = headers.get(b"accept", b"").lower()
         if b"text/event-stream" not in accept and b"*/*" not in accept:
             raise Refused(406, "Accept must list text/event-stream")
@@ -295,7 +293,7 @@ class StreamableHttp:
                 raise Refused(400, "Unknown Last-Event-ID: no stream of this session has it")
             number, after = where
             assert streams is not None
-            if number:  # a POST's stream (Rule 8)
+            if number:  # a POST's stream (Rule 5)
                 await self._resume(streams, number, after, receive, send)
                 return
             if streams.store is not None:
@@ -323,7 +321,7 @@ class StreamableHttp:
         resumed: bool,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
-        if log is not None:  # Rule 7
+        if log is not None:  # ids, from a priming event on
             if resumed:
                 first = self._retry_field() + _replay_events(0, replayed)
             else:
@@ -359,7 +357,7 @@ class StreamableHttp:
     async def _resume(
         self, streams: SessionStreams, number: int, after: int, receive: Receive, send: Send
     ) -> None:
-        """Replay a POST's stream after event `after`, and follow it while it runs (Rule 8)."""
+        """Replay a POST's stream after event `after`, and follow it while it runs (Rule 5)."""
         found = streams.find(number)
         store = streams.store
         if found is None or store is None:
@@ -451,7 +449,7 @@ class StreamableHttp:
                 await send_json(send, 200, encode(answer), _sid(sid))
                 return
         self._handed[key] = handed + 1
-        # Resumable (Rule 8) once the session speaks a revision with priming events.
+        # Resumable (Rule 5) once the session speaks a revision with priming events.
         streams = entry.streams if _primes(session) else None
         try:
             await self._answer(session, message, sid, receive, send, streams=streams, kept=True)
@@ -535,7 +533,7 @@ class StreamableHttp:
                 del self._streams_of[client]
 
     def _modern_version(self, version: bytes | None, messages: Sequence[Any]) -> str | None:
-        """The revision of a 2026-07-28 POST (Rule 5), by its header or its body; else None."""
+        """The revision of a 2026-07-28 POST, by its header or its body; else None."""
         if version is not None and version.decode("latin-1") in self.backend.sessionless_versions:
             return version.decode("latin-1")
         for m in messages:
@@ -547,7 +545,7 @@ class StreamableHttp:
     def _modern_session(
         self, scope: Scope, headers: dict[bytes, bytes], message: Any
     ) -> HttpSession:
-        """The session of a 2026-07-28 POST, once its request is found well formed (Rule 5).
+        """The session of a 2026-07-28 POST, once its request is found well formed.
 
         Its revision has no sessions: it gets one of its own, and an Mcp-Session-Id header is
         ignored (spec 2026-07-28, Streamable HTTP: backward compatibility), in every mode.
@@ -653,7 +651,7 @@ class StreamableHttp:
     ) -> None:
         out_send, out_receive = trio.open_memory_channel[Any](64)
         done = object()
-        # The response's scope: cancelled when the client disconnects (Rules 3, 8).
+        # The response's scope: cancelled when the client disconnects (Rules 3, 5).
         stream = trio.CancelScope()
         writer = _CallStream(send, self.options, streams, _sid(new_sid), modern=modern)
         resumable = streams is not None and streams.resumable
@@ -663,7 +661,7 @@ class StreamableHttp:
 
         async def carry(outgoing: dict[str, Any]) -> None:
             # A request of the server's (or its cancellation) goes on this stream while it
-            # lasts, or into its log once the stream is resumable (Rule 8); otherwise nothing
+            # lasts, or into its log once the stream is resumable (Rule 5); otherwise nothing
             # can carry it to the client (Rules 2, 3).
             if stream.cancel_called and writer.log is None:
                 raise ConnectionClosed("the stream of the request being answered has ended")
@@ -711,7 +709,7 @@ class StreamableHttp:
                     nursery.cancel_scope.cancel()
                     return
                 # The stream broke or was closed, and can be resumed: the call runs on, what
-                # it sends is kept for the client to fetch (Rule 8).
+                # it sends is kept for the client to fetch (Rule 5).
                 while (item := await _next(out_receive)) is not None and item is not done:
                     if item is not _CLOSE:
                         await writer.log.append(encode(item))
@@ -750,7 +748,7 @@ _CLOSE = object()
 
 
 class _CallStream:
-    """Writes one POST's answer: JSON, or an SSE stream, resumable or not (Rules 2, 7, 8)."""
+    """Writes one POST's answer: JSON, or an SSE stream, resumable or not (Rule 5)."""
 
     def __init__(
         self,
@@ -841,7 +839,7 @@ class _CallStream:
             self._streams.end(self.log)
 
 
-#: The first revision whose GET stream starts with a priming event and carries ids (Rule 7).
+#: The first revision whose GET stream starts with a priming event and carries ids.
 PRIMED_FROM = "2025-11-25"
 
 
@@ -850,7 +848,7 @@ def _primes(session: HttpSession | None) -> bool:
     return version is not None and version >= PRIMED_FROM  # ISO dates order as strings
 
 
-#: The SSE comment an open stream sends when it has said nothing for a while (Rule 6).
+#: The SSE comment an open stream sends when it has said nothing for a while.
 KEEP_ALIVE = b": keep-alive\n\n"
 
 
@@ -876,7 +874,7 @@ def _dropped_notice(outbox: Outbox) -> dict[str, Any]:
 
 
 def _check_batch(message: Any, version: str | None) -> None:
-    """Refuse a batch (a JSON array) where the revision in force has none (Rule 9).
+    """Refuse a batch (a JSON array) where the revision in force has none (Rule 6).
 
     Raises:
         Refused: 400 with -32600, naming the revisions that have batches.
