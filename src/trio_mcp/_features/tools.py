@@ -19,7 +19,7 @@ from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.types import ToolAnnotations
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
-from .reflect import check_scopes, discover, marker
+from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
@@ -142,14 +142,7 @@ def tool(
     )  # fmt: skip
 
     def mark(fn: F) -> F:
-        target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
-        try:
-            setattr(target, _ATTR, meta)
-        except AttributeError:
-            raise ToolDefinitionError(
-                f"@tool cannot tag {fn!r}: it takes no attributes; wrap it in a function"
-            ) from None
-        return fn
+        return tag(fn, _ATTR, meta, "@tool")
 
     return mark
 
