@@ -20,7 +20,7 @@ from .._core.types import ToolAnnotations
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
 from .reflect import check_scopes, discover, marker, tag
-from .registry import Registry
+from .registry import Registry, described
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
 from .tasks import TaskSupport, task_support
@@ -186,11 +186,7 @@ class Tool:
         if cached is not None:
             return cached
         known = revision(version)
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title and known.structured:
-            wire["title"] = self.title
-        if self.description:
-            wire["description"] = self.description
+        wire = described({"name": self.name}, self.title, self.description, known)
         wire["inputSchema"] = self.input_schema
         if self.output_schema is not None and known.structured:
             wire["outputSchema"] = self.output_schema
