@@ -240,19 +240,16 @@ def task_info(wire: Any, method: str = "tasks/get") -> TaskInfo:
     if "error" in wire and not (isinstance(error, dict) and isinstance(error.get("code"), int)):
         raise RemoteProtocolError(f"{method} answered a task whose error is no JSON-RPC error")
     requests = wire.get("inputRequests")
-    text = wire.get("statusMessage")
-    created = wire.get("createdAt")
-    updated = wire.get("lastUpdatedAt")
     return TaskInfo(
         task_id=wire["taskId"],
         status=status,
-        status_message=text if isinstance(text, str) else None,
-        created_at=created if isinstance(created, str) else None,
-        last_updated_at=updated if isinstance(updated, str) else None,
+        status_message=_text(wire, "statusMessage"),
+        created_at=_text(wire, "createdAt"),
+        last_updated_at=_text(wire, "lastUpdatedAt"),
         ttl=_seconds(wire.get("ttlMs")),
         poll_interval=_seconds(wire.get("pollIntervalMs")),
-        result=result if isinstance(result, dict) else None,
-        error=error if isinstance(error, dict) else None,
+        result=_object(wire, "result"),
+        error=_object(wire, "error"),
         input_requests=dict(requests) if isinstance(requests, dict) else {},
         raw=wire,
     )
@@ -339,13 +336,11 @@ def tool_result(result: Any) -> ToolResult:
         raise RemoteProtocolError(
             f"tools/call answered with resultType {kind!r}, which this client does not handle"
         )
-    structured = result.get("structuredContent")
-    meta = result.get("_meta")
     return ToolResult(
         content=tuple(content_block(block) for block in result.get("content", [])),
-        structured=structured if isinstance(structured, dict) else None,
+        structured=_object(result, "structuredContent"),
         is_error=result.get("isError") is True,
-        meta=meta if isinstance(meta, dict) else None,
+        meta=_object(result, "_meta"),
         raw=result,
     )
 
@@ -358,18 +353,14 @@ def tool_info(wire: Any) -> ToolInfo:
     """
     if not isinstance(wire, dict) or not isinstance(wire.get("name"), str):
         raise RemoteProtocolError(f"malformed tool in tools/list: {str(wire)[:200]}")
-    schema = wire.get("inputSchema")
-    output = wire.get("outputSchema")
-    annotations = wire.get("annotations")
-    description = wire.get("description")
-    title = wire.get("title")
+    schema = _object(wire, "inputSchema")
     return ToolInfo(
         name=wire["name"],
-        description=description if isinstance(description, str) else None,
-        input_schema=schema if isinstance(schema, dict) else {"type": "object"},
-        output_schema=output if isinstance(output, dict) else None,
-        title=title if isinstance(title, str) else None,
-        annotations=annotations if isinstance(annotations, dict) else None,
+        description=_text(wire, "description"),
+        input_schema={"type": "object"} if schema is None else schema,
+        output_schema=_object(wire, "outputSchema"),
+        title=_text(wire, "title"),
+        annotations=_object(wire, "annotations"),
         raw=wire,
     )
 

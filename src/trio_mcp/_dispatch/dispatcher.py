@@ -770,16 +770,7 @@ class Dispatcher:
             assert isinstance(target, Resource)
             return self._read_result(session, call, scope, target, target.value)
         uri = call.name
-        try:
-            kwargs = self._kwargs(call)
-        except ArgumentsInvalid as exc:
-            raise self._invalid_variables(call, exc) from None
-        book = self._book(call, scope)
-        context = self._context(
-            target.context_param, call, scope, notify=notify, requester=requester, book=book
-        )
-        if context is not None:
-            kwargs = {**kwargs, target.context_param: context}  # type: ignore[dict-item]
+        kwargs, book = self._prepared(call, scope, notify, requester, self._invalid_variables)
         try:
             value = await self._run(target, kwargs, book)
         except ToolTimedOut:
@@ -900,16 +891,7 @@ class Dispatcher:
         requester: Requester | None,
     ) -> dict[str, Any]:
         found = self._gettable(call)
-        try:
-            kwargs = self._kwargs(call)
-        except ArgumentsInvalid as exc:
-            raise self._invalid_prompt(call, exc) from None
-        book = self._book(call, scope)
-        context = self._context(
-            found.context_param, call, scope, notify=notify, requester=requester, book=book
-        )
-        if context is not None:
-            kwargs = {**kwargs, found.context_param: context}  # type: ignore[dict-item]
+        kwargs, book = self._prepared(call, scope, notify, requester, self._invalid_prompt)
         try:
             value = await self._run(found, kwargs, book)
             if isinstance(value, _InputRound):
@@ -1264,6 +1246,31 @@ class Dispatcher:
         if book is not None and book.pending:
             return self._input_required(book)
         return value
+
+    def _prepared(
+        self,
+        call: ResolvedRequest,
+        scope: RequestScope,
+        notify: NotificationSender,
+        requester: Requester | None,
+        invalid: Callable[[ResolvedRequest, ArgumentsInvalid], RemoteProtocolError],
+    ) -> tuple[dict[str, Any], AskBook | None]:
+        """A read's or prompt's arguments (with its `Context`, if it takes one), and answers.
+
+        Raises:
+            RemoteProtocolError: `invalid`'s error for arguments that fail validation, and
+                `_book`'s.
+        """
+        try:
+            kwargs = self._kwargs(call)
+        except ArgumentsInvalid as exc:
+            raise invalid(call, exc) from None
+        book = self._book(call, scope)
+        param: str | None = call.target.context_param
+        context = self._context(param, call, scope, notify=notify, requester=requester, book=book)
+        if context is not None:
+            kwargs = {**kwargs, param: context}  # type: ignore[dict-item]
+        return kwargs, book
 
     def _context(
         self,

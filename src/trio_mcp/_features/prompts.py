@@ -19,7 +19,7 @@ from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
 from .reflect import check_scopes, discover, marker, tag
-from .registry import Registry
+from .registry import Registry, described
 from .schema import CompiledTool, compile_signature
 from .signature import describe_function
 
@@ -167,11 +167,7 @@ class Prompt:
         if cached is not None:
             return cached
         known = revision(version)
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title and known.structured:
-            wire["title"] = self.title
-        if self.description:
-            wire["description"] = self.description
+        wire = described({"name": self.name}, self.title, self.description, known)
         if self.arguments:
             wire["arguments"] = list(self.arguments)
         if self.icons and known.icons:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from .._core.jsonrpc import INVALID_PARAMS
+from .._core.versions import Revision
 from .._exceptions import RemoteProtocolError, ToolDefinitionError
 
-__all__ = ["Named", "Registry", "page_of"]
+__all__ = ["Named", "Registry", "described", "page_of"]
 
 
 class Named(Protocol):
@@ -159,6 +160,17 @@ def page_of(
         return items[start:], None
     end = start + page_size
     return items[start:end], (_encode_cursor(kind, end) if end < len(items) else None)
+
+
+def described(
+    wire: dict[str, Any], title: str | None, description: str | None, known: Revision
+) -> dict[str, Any]:
+    """A listing entry `wire` with the item's `title` (2025-06-18 on) and its `description`."""
+    if title and known.structured:
+        wire["title"] = title
+    if description:
+        wire["description"] = description
+    return wire
 
 
 def _encode_cursor(kind: str, offset: int) -> str:

@@ -32,7 +32,7 @@ from .._core.versions import revision
 from .._exceptions import RemoteProtocolError, ToolDefinitionError
 from .completion import Completer, completers_for, declared_completers
 from .reflect import check_scopes, discover, marker, tag
-from .registry import Registry
+from .registry import Registry, described
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature
 from .signature import describe_function
 from .uri_template import UnsafeValue, UriTemplate
@@ -191,10 +191,7 @@ class _Described:
 
     def _describe(self, wire: dict[str, Any], version: str) -> dict[str, Any]:
         known = revision(version)
-        if self.title and known.structured:
-            wire["title"] = self.title
-        if self.description:
-            wire["description"] = self.description
+        described(wire, self.title, self.description, known)
         if self.mime_type:
             wire["mimeType"] = self.mime_type
         if self.icons and known.icons:

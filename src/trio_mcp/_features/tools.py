@@ -18,8 +18,8 @@ from .._core.param_headers import InvalidHeaderAnnotation, header_params
 from .._core.types import ToolAnnotations
 from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
-from .reflect import check_scopes, discover, marker
-from .registry import Registry
+from .reflect import check_scopes, discover, marker, tag
+from .registry import Registry, described
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
 from .tasks import TaskSupport, task_support
@@ -141,14 +141,7 @@ def tool(
     )  # fmt: skip
 
     def mark(fn: F) -> F:
-        target = fn.__func__ if isinstance(fn, staticmethod | classmethod) else fn
-        try:
-            setattr(target, _ATTR, meta)
-        except AttributeError:
-            raise ToolDefinitionError(
-                f"@tool cannot tag {fn!r}: it takes no attributes; wrap it in a function"
-            ) from None
-        return fn
+        return tag(fn, _ATTR, meta, "@tool")
 
     return mark
 
@@ -192,11 +185,7 @@ class Tool:
         if cached is not None:
             return cached
         known = revision(version)
-        wire: dict[str, Any] = {"name": self.name}
-        if self.title and known.structured:
-            wire["title"] = self.title
-        if self.description:
-            wire["description"] = self.description
+        wire = described({"name": self.name}, self.title, self.description, known)
         wire["inputSchema"] = self.input_schema
         if self.output_schema is not None and known.structured:
             wire["outputSchema"] = self.output_schema

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import trio
 
@@ -46,6 +46,7 @@ __all__ = [
     "Broker",
     "Deliver",
     "InProcessBroker",
+    "queued",
 ]
 
 logger = logging.getLogger("trio_mcp")
@@ -58,6 +59,8 @@ TASK_SIGNAL: Final = "tasks/signal"
 #: Messages from other workers one worker may have queued and not yet delivered (Rule 2): a
 #: burst of updates far past what clients re-read anyway, a few hundred KiB at most.
 BROKER_QUEUE: Final = 1024
+
+T = TypeVar("T")
 
 #: What a subscription calls with each message another worker published: `(topic, payload)`.
 Deliver = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -120,17 +123,7 @@ class InProcessBroker:
 
     def _offer(self, topic: str, payload: dict[str, Any]) -> None:
         assert self._inbox is not None
-        try:
-            self._inbox.send_nowait((topic, payload))
-        except trio.WouldBlock:
-            if not self._dropping:
-                self._dropping = True
-                logger.warning(
-                    "broker: %d messages from other servers wait for delivery; dropping more",
-                    self.max_queue,
-                )
-        else:
-            self._dropping = False
+        self._dropping = queued(self._inbox, (topic, payload), self._dropping, "servers")
 
     async def serve(
         self, deliver: Deliver, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -151,3 +144,23 @@ class InProcessBroker:
                     await deliver(topic, payload)
         finally:
             self._inbox = None
+
+
+def queued(inbox: trio.MemorySendChannel[T], message: T, dropping: bool, senders: str) -> bool:
+    """Queue `message` from another worker for delivery, or drop it when `inbox` is full.
+
+    Returns:
+        Whether messages are being dropped now: a drop is logged once per episode (Rule 3),
+        the first after `dropping` was False.
+    """
+    try:
+        inbox.send_nowait(message)
+    except trio.WouldBlock:
+        if not dropping:
+            logger.warning(
+                "broker: %d messages from other %s wait for delivery; dropping more",
+                inbox.statistics().max_buffer_size,
+                senders,
+            )
+        return True
+    return False

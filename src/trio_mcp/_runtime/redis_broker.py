@@ -33,7 +33,7 @@ from typing import Any, Final
 
 import trio
 
-from .broker import BROKER_QUEUE, Deliver
+from .broker import BROKER_QUEUE, Deliver, queued
 from .redis_client import RedisConnection, redis_errors, require_redis
 from .redis_client import safe_url as _safe
 
@@ -172,18 +172,9 @@ class RedisBroker:
 
         def hand(message: _Message) -> None:  # on the loop's thread
             try:
-                send.send_nowait(message)
+                self._dropping = queued(send, message, self._dropping, "workers")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 stop.set()  # `serve` is ending: nothing takes messages any more
-            except trio.WouldBlock:
-                if not self._dropping:
-                    self._dropping = True
-                    logger.warning(
-                        "broker: %d messages from other workers wait for delivery; dropping more",
-                        self.max_queue,
-                    )
-            else:
-                self._dropping = False
 
         def handed(message: _Message) -> None:  # in the subscription thread
             trio.from_thread.run_sync(hand, message, trio_token=token)

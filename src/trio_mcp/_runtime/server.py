@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, Literal, Protocol, TypeVar, overload
 
 import trio
 
@@ -111,6 +111,15 @@ H = TypeVar("H", bound=SessionHook)
 
 #: What `Server.on_roots_changed` registers.
 RootsHandler = TypeVar("RootsHandler", bound=Callable[[Context], Awaitable[None]])
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class _Adds(Protocol[T_contra]):
+    """A registry (or the resources' pair of them) as `_add_all` fills it."""
+
+    def add(self, new: T_contra) -> None: ...
 
 
 class Server:
@@ -533,16 +542,7 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         tools = [make_tool(fn) for fn in discover_tools(obj)]
-        # Register into a scratch registry first: a clash (within `obj` or with a tool already
-        # registered) then raises before this server's registry has changed at all.
-        trial = ToolRegistry()
-        for existing in self._registry:
-            trial.add(existing)
-        for new in tools:
-            trial.add(new)
-        for new in tools:
-            self._registry.add(new)
-        return tools
+        return _add_all(self._registry, ToolRegistry(), self._registry, tools)
 
     def add_raw_tool(
         self,
@@ -747,14 +747,8 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         made = [make_resource(fn) for fn in discover_resources(obj)]
-        trial = ResourceRegistry()  # a clash raises before this server's registry changed
-        for existing in (*self._resource_registry.static, *self._resource_registry.templates):
-            trial.add(existing)
-        for new in made:
-            trial.add(new)
-        for new in made:
-            self._resource_registry.add(new)
-        return made
+        registry = self._resource_registry
+        return _add_all(registry, ResourceRegistry(), (*registry.static, *registry.templates), made)
 
     @property
     def resources(self) -> list[Resource]:
@@ -892,14 +886,7 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         made = [make_prompt(fn) for fn in discover_prompts(obj)]
-        trial = PromptRegistry()
-        for existing in self._prompt_registry:
-            trial.add(existing)
-        for new in made:
-            trial.add(new)
-        for new in made:
-            self._prompt_registry.add(new)
-        return made
+        return _add_all(self._prompt_registry, PromptRegistry(), self._prompt_registry, made)
 
     @property
     def prompts(self) -> list[Prompt]:
@@ -1149,3 +1136,16 @@ class Server:
         # session and on every listen stream that follows them before the streams end.
         if await self._task_runtime.stop_all(nursery):
             await self._listening.sent_all()
+
+
+def _add_all(registry: _Adds[T], trial: _Adds[T], existing: Iterable[T], made: list[T]) -> list[T]:
+    """Register all of `made` in `registry`, or none of them; returns `made`.
+
+    They go into the empty `trial` first, after what `registry` holds (`existing`): a clash
+    (among them, or with one registered) then raises before `registry` has changed at all.
+    """
+    for item in (*existing, *made):
+        trial.add(item)
+    for new in made:
+        registry.add(new)
+    return made

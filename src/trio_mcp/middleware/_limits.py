@@ -145,6 +145,13 @@ class ResultSizeLimit(Middleware):
         self.resources = resources
         self.prompts = prompts
 
+    def _over(self, limited: bool, result: dict[str, Any], key: str) -> int | None:
+        """The size of a result to cut: limited, with its `key`, over `max_bytes`; else None."""
+        if not limited or key not in result:
+            return None
+        size = _size(result)
+        return size if size > self.max_bytes else None
+
     def _note(self, size: int) -> str:
         return f"...truncated: the result was {size:,} bytes, over the {self.max_bytes:,} limit"
 
@@ -170,10 +177,8 @@ class ResultSizeLimit(Middleware):
     async def on_call_tool(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
         """Cut a tool's result that is too large."""
         result = await call_next(request)
-        if not self.tools or "content" not in result:
-            return result  # an input_required round
-        size = _size(result)
-        if size <= self.max_bytes:
+        size = self._over(self.tools, result, "content")  # no content: an input_required round
+        if size is None:
             return result
         note = self._note(size)
         drop = ("structuredContent",)
@@ -198,10 +203,8 @@ class ResultSizeLimit(Middleware):
     ) -> dict[str, Any]:
         """Cut a read's contents that are too large."""
         result = await call_next(request)
-        if not self.resources or "contents" not in result:
-            return result
-        size = _size(result)
-        if size <= self.max_bytes:
+        size = self._over(self.resources, result, "contents")
+        if size is None:
             return result
         note = {"uri": request.name or "", "mimeType": "text/plain", "text": self._note(size)}
         shell = self._shell(result, "contents", note)
@@ -210,10 +213,8 @@ class ResultSizeLimit(Middleware):
     async def on_get_prompt(self, request: ResolvedRequest, call_next: CallNext) -> dict[str, Any]:
         """Cut a prompt's messages that are too large."""
         result = await call_next(request)
-        if not self.prompts or "messages" not in result:
-            return result
-        size = _size(result)
-        if size <= self.max_bytes:
+        size = self._over(self.prompts, result, "messages")
+        if size is None:
             return result
         note = {"role": "user", "content": {"type": "text", "text": self._note(size)}}
         shell = self._shell(result, "messages", note)

@@ -12,7 +12,7 @@ from typing import Any, Final
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._dispatch.resolve import ResolvedRequest
 from .._exceptions import ProtocolError, RequestError, ToolError
-from .._features.resources import Resource, ResourceTemplate
+from ._observe import bounded_target
 
 __all__ = ["Outcome", "outcome_of_exception", "outcome_of_result", "series_target"]
 
@@ -59,10 +59,5 @@ def series_target(request: ResolvedRequest) -> str | None:
     if kind in ("tool", "prompt", "completion"):
         return request.name if request.target is not None or kind == "completion" else UNKNOWN
     if kind in ("resource", "subscribe"):
-        target = request.target
-        if isinstance(target, ResourceTemplate):
-            return target.uri_template
-        if isinstance(target, Resource):
-            return target.uri
-        return UNKNOWN
+        return bounded_target(request) or UNKNOWN
     return None

@@ -112,15 +112,20 @@ ServerRequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 NoticeHandler = Callable[[dict[str, Any]], None]
 
 
-async def call_handler(handler: Callable[[Any], Awaitable[None] | None], arg: Any) -> None:
-    """Run a user's callback (sync or async); what it raises is logged, never raised."""
-    # A handler's bug must not stop the reader (every other call would hang).
+async def call_handler(
+    handler: Callable[[Any], Awaitable[None] | None],
+    arg: Any,
+    what: str = "a progress, log, update or list-change handler",
+) -> None:
+    """Run a user's callback (sync or async); what it raises is logged as `what`'s, never raised."""
+    # A handler's bug must not stop the reader (every other call would hang), nor end a task's
+    # call (its status handler is only a display).
     try:
         value = handler(arg)
         if inspect.isawaitable(value):
             await value
     except Exception:
-        logger.exception("a progress, log, update or list-change handler failed")
+        logger.exception("%s failed", what)
 
 
 class ServerConnection:

@@ -32,7 +32,6 @@ Rule 3: whatever ends the following before the task settled (the caller cancelle
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -55,7 +54,7 @@ from ..._exceptions import (
 )
 from ..._features.tasks import TASKS_EXTENSION
 from ..peer import CANCEL_NOTICE_SECONDS
-from .connection import ServerConnection
+from .connection import ServerConnection, call_handler
 from .listen import Listening, subscription_of
 
 __all__ = [
@@ -176,7 +175,7 @@ async def _follow(
     while not task.terminal:
         state = (task.status, task.status_message, tuple(task.input_requests))
         if on_status is not None and state != seen:
-            await _tell(on_status, task)
+            await call_handler(on_status, task, "a task status handler")
         seen = state
         waiting = {k: v for k, v in task.input_requests.items() if k not in answered}
         if task.status == "input_required" and waiting:
@@ -198,7 +197,7 @@ async def _follow(
             await trio.sleep(poll_interval(task))
         task = last[0] = await get(send, task.task_id)
     if on_status is not None:
-        await _tell(on_status, task)
+        await call_handler(on_status, task, "a task status handler")
     if task.result is None and task.error is None and task.status != "cancelled":
         # A task created settled carries neither result nor error: tasks/get inlines them.
         task = last[0] = await get(send, task.task_id)
@@ -236,16 +235,6 @@ async def _cancel_quietly(send: TaskSender, task_id: str) -> None:
             logger.debug("could not cancel task %s: %s", task_id, exc)
     if scope.cancelled_caught:
         logger.debug("the cancellation of task %s was not answered in time", task_id)
-
-
-async def _tell(handler: TaskStatusHandler, task: TaskInfo) -> None:
-    # A status handler's bug must not end the call: it is only a display.
-    try:
-        value = handler(task)
-        if inspect.isawaitable(value):
-            await value
-    except Exception:
-        logger.exception("a task status handler failed")
 
 
 @dataclass(eq=False, slots=True)

@@ -268,23 +268,12 @@ class StreamableHttp:
         accept = headers.get(b"accept", b"").lower()
         if b"text/event-stream" not in accept and b"*/*" not in accept:
             raise Refused(406, "Accept must list text/event-stream")
-        version = headers.get(b"mcp-protocol-version")
-        if version is not None and version.decode("latin-1") not in self.backend.versions:
-            raise Refused(
-                400,
-                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-                f"supported: {', '.join(self.backend.versions)}",
-            )
-        raw = headers.get(b"mcp-session-id")
-        if raw is None:
-            raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
-        entry = self._sessions.get(raw.decode("latin-1"), auth)
-        if entry is None or entry.outbox is None:
-            raise Refused(404, "Unknown or expired session; initialize a new one")
+        self._check_version(headers.get(b"mcp-protocol-version"))
+        entry, session, outbox = self._named_session(headers, auth)
         if self._hung_up:
             raise Refused(503, "Server shutting down", [(b"retry-after", b"5")])
         streams = entry.streams
-        primed = streams is not None and _primes(entry.session)
+        primed = streams is not None and _primes(session)
         last = headers.get(b"last-event-id")
         replayed: list[tuple[int, bytes]] = []
         if last is not None:
@@ -298,7 +287,6 @@ class StreamableHttp:
                 return
             if streams.store is not None:
                 replayed = await streams.store.replay(streams.listen.key, after) or []
-        outbox = entry.outbox
         stream = outbox.listen()
         try:
             log = streams.listen if primed and streams is not None else None
@@ -573,12 +561,7 @@ class StreamableHttp:
         auth: AuthInfo | None,
     ) -> tuple[str | None, HttpSession, Entry | None]:
         """The session a handshake-era POST belongs to: (its id if new, it, its table entry)."""
-        if version is not None and version.decode("latin-1") not in self.backend.versions:
-            raise Refused(
-                400,
-                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-                f"supported: {', '.join(self.backend.versions)}",
-            )
+        self._check_version(version)
         if self.options.stateless:
             # No session: a handshake-era client is served under its header's version (the
             # spec's default when absent is 2025-03-26); 2026-07-28 requests carry their own.
@@ -601,15 +584,35 @@ class StreamableHttp:
             new = Entry(session, trio.current_time())
             self._sessions.add(sid, new, auth)
             return sid, session, new
+        entry, session, _ = self._named_session(headers, auth)
+        entry.last_seen = trio.current_time()
+        entry.used = entry.used or request
+        return None, session, entry
+
+    def _check_version(self, version: bytes | None) -> None:
+        """Refuse (400) an `MCP-Protocol-Version` header naming a revision not served here."""
+        if version is not None and version.decode("latin-1") not in self.backend.versions:
+            raise Refused(
+                400,
+                f"Unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+                f"supported: {', '.join(self.backend.versions)}",
+            )
+
+    def _named_session(
+        self, headers: dict[bytes, bytes], auth: AuthInfo | None
+    ) -> tuple[Entry, HttpSession, Outbox]:
+        """The open session a handshake-era request names: its table entry, it, its GET stream.
+
+        Raises:
+            Refused: 400 without `Mcp-Session-Id`; 404 when it names no session open to `auth`.
+        """
         raw = headers.get(b"mcp-session-id")
         if raw is None:
             raise Refused(400, "Missing Mcp-Session-Id header; send initialize first")
         entry = self._sessions.get(raw.decode("latin-1"), auth)
-        if entry is None or entry.session is None:
+        if entry is None or entry.session is None or entry.outbox is None:
             raise Refused(404, "Unknown or expired session; initialize a new one")
-        entry.last_seen = trio.current_time()
-        entry.used = entry.used or request
-        return None, entry.session, entry
+        return entry, entry.session, entry.outbox
 
     async def _answer(
         self,
