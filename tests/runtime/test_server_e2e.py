@@ -437,6 +437,32 @@ def test_add_tools_is_all_or_nothing() -> None:
     assert server.tools == []
 
 
+def test_add_tools_is_all_or_nothing_against_a_disabled_tool() -> None:
+    # A disabled tool still holds its name: a module clashing with it registers nothing.
+    module = types.ModuleType("clashing")
+
+    @tool("fresh")
+    def fresh() -> int:
+        return 1
+
+    @tool("held")
+    def held_again() -> int:
+        return 2
+
+    module.fresh, module.held_again = fresh, held_again  # type: ignore[attr-defined]
+    server = Server()
+
+    @server.tool("held")
+    def held() -> int:
+        return 0
+
+    server.set_enabled("tool", "held", False)
+    with pytest.raises(ToolDefinitionError, match="duplicate tool name 'held'"):
+        server.add_tools(module)
+    server.set_enabled("tool", "held", True)
+    assert [t.name for t in server.tools] == ["held"]
+
+
 async def test_unencodable_result_is_answered_with_an_error() -> None:
     server = Server()
 

@@ -121,6 +121,10 @@ class Registry(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         return iter(self._listed())
 
+    def registered(self) -> list[T]:
+        """Every registered item, disabled ones too (iterating gives the enabled ones)."""
+        return list(self._items.values())
+
     def _listed(self) -> list[T]:
         if self._order is None:
             disabled = self._disabled

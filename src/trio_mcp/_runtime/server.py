@@ -542,7 +542,7 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         tools = [make_tool(fn) for fn in discover_tools(obj)]
-        return _add_all(self._registry, ToolRegistry(), self._registry, tools)
+        return _add_all(self._registry, ToolRegistry(), self._registry.registered(), tools)
 
     def add_raw_tool(
         self,
@@ -748,7 +748,12 @@ class Server:
         """
         made = [make_resource(fn) for fn in discover_resources(obj)]
         registry = self._resource_registry
-        return _add_all(registry, ResourceRegistry(), (*registry.static, *registry.templates), made)
+        return _add_all(
+            registry,
+            ResourceRegistry(),
+            (*registry.static.registered(), *registry.templates.registered()),
+            made,
+        )
 
     @property
     def resources(self) -> list[Resource]:
@@ -886,7 +891,9 @@ class Server:
             ToolDefinitionError: when one cannot be registered (none of them is, then).
         """
         made = [make_prompt(fn) for fn in discover_prompts(obj)]
-        return _add_all(self._prompt_registry, PromptRegistry(), self._prompt_registry, made)
+        return _add_all(
+            self._prompt_registry, PromptRegistry(), self._prompt_registry.registered(), made
+        )
 
     @property
     def prompts(self) -> list[Prompt]:
@@ -1141,8 +1148,9 @@ class Server:
 def _add_all(registry: _Adds[T], trial: _Adds[T], existing: Iterable[T], made: list[T]) -> list[T]:
     """Register all of `made` in `registry`, or none of them; returns `made`.
 
-    They go into the empty `trial` first, after what `registry` holds (`existing`): a clash
-    (among them, or with one registered) then raises before `registry` has changed at all.
+    They go into the empty `trial` first, after what `registry` holds (`existing`, disabled
+    items too): a clash (among them, or with one registered) then raises before `registry` has
+    changed at all.
     """
     for item in (*existing, *made):
         trial.add(item)
