@@ -63,7 +63,7 @@ from trio_mcp.cli._output import (
 from trio_mcp.cli._parse import UsageError, parse_command_line, split_server_command
 from trio_mcp.cli._serve import _http_options, unregistered_tools
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 #: A file of @tool functions and no `server`: `trio-mcp run` makes the server.
 CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from tests.fixtures import primitives_server as fixture
-from tests.runtime.test_client import SDK_SERVER, TIMEOUT, http_server, sdk_http_server
+from tests.runtime.client.test_client import SDK_SERVER, TIMEOUT, http_server, sdk_http_server
 from trio_mcp import (
     CacheHint,
     Completion,

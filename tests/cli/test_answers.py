@@ -40,7 +40,7 @@ from trio_mcp.cli._answers import (
 
 pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASKING_TOOLS = str(ROOT / "tests" / "fixtures" / "asking_tools.py")
 TIMEOUT = scaled(60)
 

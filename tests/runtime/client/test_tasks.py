@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from tests.fixtures import task_tools
 from tests.helpers import MODERN
-from tests.runtime.test_client import http_server
+from tests.runtime.client.test_client import http_server
 from tests.timing import scaled
 from trio_mcp import (
     AcceptedElicitation,

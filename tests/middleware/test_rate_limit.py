@@ -3,7 +3,7 @@
 The arithmetic and the in-memory store run on a fake clock (no sleeping); the server tests run
 in process (`trio_mcp.testing.connect`, a raw memory peer) in both eras, and over Streamable
 HTTP for the keys only HTTP has (a token's principal, the client's address). The Redis store is
-tested against a real Redis in tests/transports/test_redis_rate.py.
+tested against a real Redis in tests/middleware/test_redis_rate.py.
 """
 
 from __future__ import annotations
