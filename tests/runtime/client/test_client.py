@@ -415,21 +415,6 @@ async def test_server_logs_go_to_python_logging_without_a_handler(
     assert any("handler failed" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
-async def test_every_handshake_version_is_negotiated(version: str) -> None:
-    async with open_client(demo_tools.build_server(), protocol_version=version) as client:
-        assert client.protocol_version == version
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
-
-
-async def test_an_older_server_answers_with_its_version() -> None:
-    server = Server("old", versions=("2024-11-05",))
-    server.add_tools(demo_tools.calculator)
-    async with open_client(server) as client:
-        assert client.protocol_version == "2024-11-05"
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
-
-
 @pytest.mark.parametrize("kind", TRANSPORTS)
 async def test_modern_revision_uses_per_request_meta(kind: str) -> None:
     progress: list[Progress] = []
@@ -443,14 +428,6 @@ async def test_modern_revision_uses_per_request_meta(kind: str) -> None:
             assert result.raw["resultType"] == "complete"
             await client.call_tool("wh40k.battle_simulation", progress=progress.append)
     assert [p.progress for p in progress] == [1, 2, 3]
-
-
-async def test_modern_revision_falls_back_to_the_handshake() -> None:
-    server = Server("handshake-only", versions=HANDSHAKE_VERSIONS)
-    server.add_tools(demo_tools.calculator)
-    async with open_client(server, protocol_version="2026-07-28") as client:
-        assert client.protocol_version == HANDSHAKE_VERSIONS[0]
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
 
 
 async def test_unknown_client_version_is_refused() -> None:
