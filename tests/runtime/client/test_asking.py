@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ import trio.testing
 from tests.fixtures import asking_tools
 from tests.helpers import LATEST, MODERN, REPO_ROOT, scripted
 from tests.http_helpers import serve
+from tests.sdk_servers import SDK_ASKING_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
     AcceptedElicitation,
@@ -49,7 +49,6 @@ from trio_mcp._core.meta import CAPABILITIES
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 ASKING_TOOLS = str(FIXTURES / "asking_tools.py")
-SDK_ASKING_SERVER = str(FIXTURES / "sdk_asking_server.py")
 #: Bounds a test's waits (virtual seconds under the autojump clock, real ones elsewhere).
 TIMEOUT = scaled(60)
 
@@ -826,25 +825,6 @@ async def test_the_sdk_server_asks_over_stdio(version: str) -> None:
             assert cancelled == {"action": "cancel"}
 
 
-@asynccontextmanager
-async def sdk_http_server() -> AsyncIterator[str]:
-    """Run the asking SDK server over Streamable HTTP in a subprocess; yields its URL."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_ASKING_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
@@ -852,7 +832,7 @@ async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
     answering = Answering(AcceptedElicitation({"confident": True}))
     with trio.fail_after(TIMEOUT):
         async with (
-            sdk_http_server() as url,
+            sdk_http_server(SDK_ASKING_SERVER) as url,
             open_client(url, protocol_version=version, asking=answering.asking()) as client,
         ):
             assert client.protocol_version == version
@@ -864,7 +844,7 @@ async def test_a_request_tied_to_no_call_comes_on_the_get_stream() -> None:
     # client with handlers opens once the session is initialized.
     with trio.fail_after(TIMEOUT):
         async with (
-            sdk_http_server() as url,
+            sdk_http_server(SDK_ASKING_SERVER) as url,
             open_client(
                 url,
                 asking=Asking(roots=[Root("file:///aside")]),

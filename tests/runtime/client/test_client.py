@@ -11,7 +11,6 @@ import functools
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ import demo_tools
 from tests.fixtures import echo_tools
 from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
 from tests.http_helpers import read_request, serve_bare
+from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
     Client,
@@ -50,7 +50,6 @@ ROOT = REPO_ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 ECHO_TOOLS = str(FIXTURES / "echo_tools.py")
 CLIENT_TOOLS = str(FIXTURES / "client_tools.py")
-SDK_SERVER = str(FIXTURES / "sdk_server.py")
 #: Bounds any one test's waits on a subprocess or a socket.
 TIMEOUT = scaled(60)
 
@@ -685,30 +684,11 @@ async def test_sdk_server_over_stdio() -> None:
     assert progress == [Progress(i, 3, f"step {i}") for i in (1, 2, 3)]
 
 
-@asynccontextmanager
-async def sdk_http_server() -> AsyncIterator[str]:
-    """Run the SDK server over Streamable HTTP in a subprocess; yields its URL."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 @pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     progress: list[Progress] = []
     with trio.fail_after(TIMEOUT):
-        async with sdk_http_server() as url, open_client(url) as client:
+        async with sdk_http_server(SDK_SERVER) as url, open_client(url) as client:
             assert client.server_info["name"] == "sdk-peer"
             assert client.session_id is not None
             assert {tool.name for tool in await client.list_tools()} == {"add", "fail", "steps"}

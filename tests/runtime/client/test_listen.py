@@ -9,18 +9,15 @@ gracefully, one refused, one that never opens.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from tests.helpers import MODERN, REPO_ROOT
+from tests.helpers import MODERN
 from tests.http_helpers import read_request, serve_bare
+from tests.sdk_servers import SDK_LISTEN_SERVER, sdk_server
 from tests.timing import scaled
 from trio_mcp import ConnectionClosed, RequestError, Server, open_client
 from trio_mcp._runtime.client import listen as listen_stream
@@ -265,29 +262,6 @@ async def test_a_refused_listen_is_not_asked_again() -> None:
 
 # -- the official SDK's server -------------------------------------------------------------------
 
-SDK_LISTEN_SERVER = str(REPO_ROOT / "tests" / "fixtures" / "sdk_listen_server.py")
-
-
-@asynccontextmanager
-async def _sdk(kind: str) -> AsyncIterator[Any]:
-    if kind == "stdio":
-        yield [sys.executable, SDK_LISTEN_SERVER]
-        return
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_LISTEN_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["stdio", "http"])
@@ -301,7 +275,10 @@ async def test_the_sdk_server_s_announcements_reach_the_callbacks(kind: str) -> 
             both.set()
 
     with trio.fail_after(TIMEOUT):
-        async with _sdk(kind) as target, open_client(target, protocol_version=MODERN) as client:
+        async with (
+            sdk_server(SDK_LISTEN_SERVER, kind) as target,
+            open_client(target, protocol_version=MODERN) as client,
+        ):
             assert client.protocol_version == MODERN
             client.on_list_changed("tools", hear)
             await client.subscribe("sdk://watched", hear)

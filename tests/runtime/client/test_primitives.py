@@ -18,7 +18,8 @@ import pytest
 import trio
 
 from tests.fixtures import primitives_server as fixture
-from tests.runtime.client.test_client import SDK_SERVER, TIMEOUT, http_server, sdk_http_server
+from tests.runtime.client.test_client import TIMEOUT, http_server
+from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from trio_mcp import (
     CacheHint,
     Completion,
@@ -283,5 +284,5 @@ async def test_sdk_server_over_stdio() -> None:
 @pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     with trio.fail_after(TIMEOUT):
-        async with sdk_http_server() as url, open_client(url) as client:
+        async with sdk_http_server(SDK_SERVER) as url, open_client(url) as client:
             await exercise_sdk(client)
