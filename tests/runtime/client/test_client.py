@@ -24,7 +24,7 @@ import trio
 import demo_tools
 from tests.fixtures import echo_tools
 from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
-from tests.http_helpers import read_request, serve_bare
+from tests.http_helpers import http_response, json_response, read_request, serve_bare
 from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
@@ -867,17 +867,6 @@ async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None
         async with open_client("http://127.0.0.1:9/mcp", retry=retry):
             pass
     assert "gave up after 3 attempt(s)" in str(info.value)
-
-
-def http_response(status: str, body: bytes = b"", *headers: str) -> bytes:
-    lines = [f"HTTP/1.1 {status}", *headers, "connection: close", f"content-length: {len(body)}"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-
-
-def json_response(message: Any, *headers: str) -> bytes:
-    return http_response(
-        "200 OK", json.dumps(message).encode(), "content-type: application/json", *headers
-    )
 
 
 class BareHttp:
