@@ -29,6 +29,7 @@ import demo_tools
 import demo_tools.tour
 import trio_mcp
 from tests.helpers import DEMO_TOOLS
+from tests.http_helpers import serve
 from tests.processes import ROOT, TIMEOUT, cli, cli_async, serving
 from trio_mcp import (
     Progress,
@@ -41,7 +42,6 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._run import serve_http
 from trio_mcp.cli._arguments import (
     convert_value,
     parse_arguments,
@@ -413,20 +413,13 @@ def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str)
 
 @pytest.mark.slow
 async def test_tools_and_call_over_http_and_legacy_sse() -> None:
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http, demo_tools.build_server(), port=0, shutdown_trigger=stop.wait
-            )
-        )
-        base = binds[0]
+    async with serve() as served:
+        base = served.base
         listed = await cli_async("tools", base + "/mcp")
         assert listed.returncode == 0, listed.stderr
         assert b"calculator.power  Raise a number to a power" in listed.stdout
         called = await cli_async("call", base + "/sse", "calculator.power", "base=2", "exponent=8")
         assert (called.returncode, called.stdout) == (0, b"256\n"), called.stderr
-        stop.set()
 
 
 @pytest.mark.slow
@@ -811,14 +804,8 @@ def test_resource_prompt_and_completion_errors_exit_2(args: tuple[str, ...], mes
 
 @pytest.mark.slow
 async def test_resources_prompts_and_completion_over_http() -> None:
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http, demo_tools.build_server(), port=0, shutdown_trigger=stop.wait
-            )
-        )
-        url = binds[0] + "/mcp"
+    async with serve() as served:
+        url = served.url
         listed = await cli_async("resources", url)
         assert listed.returncode == 0, listed.stderr
         assert b"wh40k://units/{faction}/{unit_id}  unit" in listed.stdout
@@ -833,7 +820,6 @@ async def test_resources_prompts_and_completion_over_http() -> None:
         assert got.stdout.startswith(b"user: You are a tactician of the tyranids.")
         completed = await cli_async("complete", url, "wh40k.battle_briefing", "battlefield", "i")
         assert (completed.returncode, completed.stdout) == (0, b"ice_world\n"), completed.stderr
-        stop.set()
 
 
 # -- helpers --------------------------------------------------------------------------------------

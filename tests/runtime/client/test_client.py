@@ -24,7 +24,7 @@ import trio
 import demo_tools
 from tests.fixtures import echo_tools
 from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
-from tests.http_helpers import http_response, json_response, read_request, serve_bare
+from tests.http_helpers import Gate, http_response, json_response, read_request, serve, serve_bare
 from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
@@ -58,53 +58,6 @@ def serve_command(target: str) -> list[str]:
     return [sys.executable, "-m", "trio_mcp", "run", target]
 
 
-class Gate:
-    """In-process tools that wait for the test: `gate.wait` blocks until cancelled."""
-
-    def __init__(self) -> None:
-        self.started = trio.Event()
-        self.cancelled = trio.Event()
-        self.entered = 0
-
-    def server(self, **options: Any) -> Server:
-        server = demo_tools.build_server()
-        for name, value in options.items():
-            setattr(server, name, value)
-        gate = self
-
-        @server.tool("gate.wait", "Wait until cancelled")
-        async def wait() -> str:
-            gate.entered += 1
-            gate.started.set()
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                gate.cancelled.set()
-                raise
-            return "never"
-
-        return server
-
-
-@asynccontextmanager
-async def http_server(
-    server: Server | None = None, port: int = 0
-) -> AsyncIterator[tuple[str, trio.Event]]:
-    """Serve over HTTP on a loopback port; yields (base URL, stop event)."""
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http,
-                server or demo_tools.build_server(),
-                port=port,
-                shutdown_trigger=stop.wait,
-            )
-        )
-        yield binds[0], stop
-        stop.set()
-
-
 def port_of(base: str) -> int:
     return int(base.rsplit(":", 1)[1])
 
@@ -123,8 +76,8 @@ async def target_for(kind: str, server: Server | None = None) -> AsyncIterator[A
     elif kind == "stdio":
         yield [sys.executable, "-m", "demo_tools"]
     else:
-        async with http_server(server) as (base, _):
-            yield base + ("/sse" if kind == "sse" else "/mcp")
+        async with serve(server) as served:
+            yield served.base + ("/sse" if kind == "sse" else "/mcp")
 
 
 @asynccontextmanager
@@ -226,7 +179,7 @@ async def test_cancelled_call_tells_the_server_and_frees_its_id(kind: str) -> No
 
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(cancel_when_started)
-                    await client.call_tool("gate.wait")
+                    await client.call_tool("test.wait")
             assert scope.cancelled_caught
             await gate.cancelled.wait()  # the server's tool was cancelled, not left running
             assert client.in_flight == 0
@@ -242,7 +195,7 @@ async def test_calls_left_waiting_when_the_client_closes_fail() -> None:
 
                 async def outlives_the_client() -> None:
                     with pytest.raises(ConnectionClosed, match="the client was closed"):
-                        await client.call_tool("gate.wait")
+                        await client.call_tool("test.wait")
 
                 nursery.start_soon(outlives_the_client)
                 await gate.started.wait()
@@ -255,7 +208,7 @@ async def test_timeout_through_fail_after(autojump_clock: trio.testing.MockClock
     async with open_client(gate.server()) as client:
         with pytest.raises(trio.TooSlowError):
             with trio.fail_after(30):
-                await client.call_tool("gate.wait")
+                await client.call_tool("test.wait")
         assert client.in_flight == 0
         with trio.fail_after(1):
             await gate.cancelled.wait()
@@ -704,11 +657,11 @@ async def test_sdk_server_over_streamable_http() -> None:
 
 async def test_http_session_ended_by_the_server_is_initialized_again() -> None:
     with trio.fail_after(TIMEOUT):
-        async with http_server() as (base, _), open_client(base + "/mcp") as client:
+        async with serve() as served, open_client(served.url) as client:
             first = client.session_id
             assert first is not None
             async with httpx.AsyncClient() as raw:
-                response = await raw.delete(base + "/mcp", headers={"mcp-session-id": first})
+                response = await raw.delete(served.url, headers={"mcp-session-id": first})
                 assert response.status_code == 204
 
             async def add() -> None:
@@ -1032,15 +985,15 @@ async def test_a_server_shutting_down_answers_pending_calls(path: str) -> None:
     gate = Gate()
     with trio.fail_after(TIMEOUT):
         server = gate.server(timeouts=Timeouts(shutdown=0.1))
-        async with http_server(server) as (base, stop), open_client(base + path) as client:
+        async with serve(server) as served, open_client(served.base + path) as client:
             async with trio.open_nursery() as nursery:
 
                 async def pending() -> None:
                     with pytest.raises(RequestError, match="Server shutting down") as refused:
-                        await client.call_tool("gate.wait")
+                        await client.call_tool("test.wait")
                     assert refused.value.code == -32000
 
                 nursery.start_soon(pending)
                 await gate.started.wait()
-                stop.set()  # graceful shutdown: 0.1 s of grace, then the answers
+                served.stop.set()  # graceful shutdown: 0.1 s of grace, then the answers
             assert gate.cancelled.is_set()
