@@ -92,6 +92,17 @@ class BareServer:
             await stream.send_all(response_head("202 Accepted", "content-length: 0"))
         await stream.aclose()
 
+    async def until_the_tools_change(self) -> None:
+        """Serve a client that listens (it has a roots handler) until it hears the tools change."""
+        heard = trio.Event()
+        with trio.fail_after(TIMEOUT):
+            async with (
+                serve_bare(self.handle) as url,
+                open_client(url, asking=Asking(roots=ROOTS)) as client,
+            ):
+                client.on_list_changed("tools", lambda kind: heard.set())
+                await heard.wait()
+
     async def wait_gets(self, count: int) -> None:
         while len(self.gets) < count:
             self.got = trio.Event()
@@ -116,17 +127,7 @@ async def test_a_broken_get_stream_is_reopened_from_the_last_event_id() -> None:
             await trio.sleep_forever()
 
     server = BareServer(script)
-    heard = trio.Event()
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(
-                url,
-                asking=Asking(roots=ROOTS),
-            ) as client,
-        ):
-            client.on_list_changed("tools", lambda kind: heard.set())
-            await heard.wait()
+    await server.until_the_tools_change()
     assert server.gets == [None, "0-2"]
 
 
@@ -142,17 +143,7 @@ async def test_each_reopening_that_brings_an_event_id_starts_the_count_again() -
         await stream.send_all(SSE_HEAD + _chunk(body) + b"0\r\n\r\n")
 
     server = BareServer(script)
-    heard = trio.Event()
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(
-                url,
-                asking=Asking(roots=ROOTS),
-            ) as client,
-        ):
-            client.on_list_changed("tools", lambda kind: heard.set())
-            await heard.wait()
+    await server.until_the_tools_change()
     assert server.gets == [None] + [f"0-{n}" for n in range(1, polls + 1)]
 
 
