@@ -877,17 +877,23 @@ async def test_http_request_is_not_sent_twice_unless_retry_safe() -> None:
             assert server.calls == 1 + 4
 
 
-async def test_http_busy_server_is_asked_again() -> None:
-    answers = [http_response("503 Service Unavailable", b"", "retry-after: 0")]
+def ok_after(answers: list[bytes]) -> Callable[[Any], bytes]:
+    """A bare server's answers: what `answers` holds while it holds any (the last first), then
+    a tool result saying "ok"."""
 
     def respond(message: Any) -> bytes:
         if answers:
             return answers.pop()
         return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
 
+    return respond
+
+
+async def test_http_busy_server_is_asked_again() -> None:
+    answers = [http_response("503 Service Unavailable", b"", "retry-after: 0")]
     with trio.fail_after(TIMEOUT):
         async with (
-            bare_http(respond) as (url, server),
+            bare_http(ok_after(answers)) as (url, server),
             open_client(url, retry=FAST_RETRY) as client,
         ):
             assert (await client.call_tool("t")).text == "ok"
@@ -905,15 +911,9 @@ async def test_http_a_proxy_that_lost_its_server_is_asked_again_only_when_safe(
     """A balancer's 502 or 504 may come after the server ran the call: a call is not sent
     again unless the caller says it is safe; one that is, is sent again (bounded)."""
     answers = [http_response(status, b"<html>upstream failed</html>")]
-
-    def respond(message: Any) -> bytes:
-        if answers:
-            return answers.pop()
-        return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
-
     with trio.fail_after(TIMEOUT):
         async with (
-            bare_http(respond) as (url, server),
+            bare_http(ok_after(answers)) as (url, server),
             open_client(url, retry=FAST_RETRY) as client,
         ):
             code = status.split(maxsplit=1)[0]
