@@ -103,6 +103,18 @@ class BareServer:
                 client.on_list_changed("tools", lambda kind: heard.set())
                 await heard.wait()
 
+    async def until_the_client_gives_up(self, caplog: pytest.LogCaptureFixture, said: str) -> None:
+        """Serve a client that listens until it logs that it gave up on the GET stream (`said`);
+        its connection, unharmed, still answers a ping."""
+        caplog.set_level(logging.DEBUG, "trio_mcp")
+        with trio.fail_after(TIMEOUT):
+            async with (
+                serve_bare(self.handle) as url,
+                open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
+            ):
+                await _gave_up(caplog, said)
+                await client.ping()
+
     async def wait_gets(self, count: int) -> None:
         while len(self.gets) < count:
             self.got = trio.Event()
@@ -161,15 +173,7 @@ async def test_reopening_without_progress_stops_after_a_bounded_number_of_attemp
         # "dropped": the connection closes before any answer
 
     server = BareServer(script)
-    caplog.set_level(logging.DEBUG, "trio_mcp")
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
-        ):
-            await _gave_up(caplog, "gave up on the GET stream")
-            # The connection itself is unharmed.
-            await client.ping()
+    await server.until_the_client_gives_up(caplog, "gave up on the GET stream")
     assert server.gets == [None] * GET_ATTEMPTS
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, [r.message for r in warnings]
@@ -183,14 +187,7 @@ async def test_a_404_or_405_ends_the_get_stream_at_once(
         await stream.send_all(response_head(status, "content-length: 0"))
 
     server = BareServer(script)
-    caplog.set_level(logging.DEBUG, "trio_mcp")
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
-        ):
-            await _gave_up(caplog, text or "offers no GET stream")
-            await client.ping()
+    await server.until_the_client_gives_up(caplog, text or "offers no GET stream")
     assert server.gets == [None]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
