@@ -79,6 +79,7 @@ async def said(*args: str) -> str:
     return served.stderr
 
 
+@pytest.mark.slow
 async def test_run_warns_of_an_audience_for_another_host() -> None:
     async with serve_oauth() as oauth:
         auth = ("--auth-issuer", oauth.issuer)

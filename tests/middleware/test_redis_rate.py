@@ -382,6 +382,7 @@ async def test_two_servers_in_one_process_share_one_limit(redis_server: RedisPro
     )
 
 
+@pytest.mark.slow
 async def test_a_fleet_limits_a_sessionless_client_by_its_address_across_workers(
     redis_server: RedisProcess,
 ) -> None:

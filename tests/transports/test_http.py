@@ -856,6 +856,7 @@ async def test_every_message_of_a_session_matches_the_schema(version: str) -> No
 # -- concurrency, cancellation, shutdown -------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_fifty_concurrent_sessions() -> None:
     count = 50
     gate = Gate(expected=count)

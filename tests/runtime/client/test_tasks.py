@@ -222,6 +222,7 @@ def test_malformed_tasks_are_refused(wire: dict[str, Any]) -> None:
         task_info(wire)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ERAS)
 @pytest.mark.parametrize("kind", ["stdio", "streamable-http"])
 async def test_over_real_transports(kind: str, version: str) -> None:
