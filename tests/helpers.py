@@ -19,6 +19,7 @@ from xml.etree import ElementTree
 
 import trio
 
+from tests.schema_check import validate_server_message
 from tests.timing import scaled
 from trio_mcp import AuthInfo, Client, Server
 from trio_mcp._exceptions import reraise_lone
@@ -27,12 +28,19 @@ from trio_mcp._runtime.options import SessionOptions
 from trio_mcp.transports import memory_channel_pair
 from trio_mcp.transports.links import ChannelLink
 
-#: The newest handshake-era revision and the per-request one: the two the tests speak most.
 #: The repository's root folder.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+#: The newest handshake-era revision and the per-request one: the two the tests speak most.
 LATEST = "2025-11-25"
 MODERN = "2026-07-28"
+#: The `_meta` of a 2026-07-28 request from a client that declares no capabilities.
+MODERN_META: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: Bounds one in-memory session of a test (`session`): its handshake, requests and end.
+SESSION_TIMEOUT = scaled(60)
 #: The demo server's tools, in registration order.
 DEMO_TOOLS = [
     "calculator.add",
@@ -135,6 +143,27 @@ async def open_memory_peer(
             await peer.initialize()
         yield peer
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def session(server: Server, version: str) -> AsyncIterator[RawPeer]:
+    """A raw peer of `server` in memory speaking `version`: it has shaken hands under a
+    handshake-era revision, and shakes none under 2026-07-28 (`ask` sends the `_meta`)."""
+    with trio.fail_after(SESSION_TIMEOUT):
+        async with open_memory_peer(server, initialize=False) as peer:
+            if version != MODERN:
+                await peer.initialize(version)
+            yield peer
+
+
+async def ask(peer: RawPeer, method: str, params: dict[str, Any] | None, version: str) -> Any:
+    """Send a request (with `MODERN_META` under 2026-07-28); check the response against the
+    official schema of `version` and return it."""
+    if version == MODERN:
+        params = {**(params or {}), "_meta": MODERN_META}
+    response = await peer.request(method, params)
+    validate_server_message(response, version, method)
+    return response
 
 
 def python_json(script: str, *args: str) -> Any:

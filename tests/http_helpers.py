@@ -313,6 +313,24 @@ async def serve_bare(handler: Callable[[trio.SocketStream], Awaitable[None]]) ->
         nursery.cancel_scope.cancel()
 
 
+def response_head(status: str, *headers: str) -> bytes:
+    """The head of an HTTP/1.1 response (`status` as "200 OK") that closes its connection."""
+    return (
+        "\r\n".join([f"HTTP/1.1 {status}", *headers, "connection: close"]) + "\r\n\r\n"
+    ).encode()
+
+
+def http_response(status: str, body: bytes = b"", *headers: str) -> bytes:
+    """A whole response: its head, with `headers` and the body's length, then `body`."""
+    return response_head(status, *headers, f"content-length: {len(body)}") + body
+
+
+def json_response(message: Any, *headers: str) -> bytes:
+    """A 200 whose body is `message` as JSON."""
+    body = json.dumps(message).encode()
+    return http_response("200 OK", body, "content-type: application/json", *headers)
+
+
 # -- raw HTTP/1.1 from the client side, for malformed or stalled requests -------------------------
 
 

@@ -1,9 +1,9 @@
 """A `redis-server` of a test's own, and a fleet of `trio-mcp run` workers on it.
 
-Shared by the Redis tests (tests/transports/test_redis_broker.py, test_redis_tasks.py; their
-`redis_server` fixture is in tests/transports/conftest.py). A Redis starts on a free loopback
-port, in a temporary directory, with nothing saved; what waits for another process polls for
-its condition, bounded by the test's own deadline.
+Shared by the Redis tests (tests/runtime/test_redis_broker.py, test_redis_tasks.py,
+tests/middleware/test_redis_rate.py; their `redis_server` fixture is in tests/conftest.py). A
+Redis starts on a free loopback port, in a temporary directory, with nothing saved; what waits
+for another process polls for its condition, bounded by the test's own deadline.
 """
 
 from __future__ import annotations

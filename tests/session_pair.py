@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 from trio_mcp import RequestError
+from trio_mcp._core.answering import Answerable
 from trio_mcp._core.client_session import ClientSession, Next
 from trio_mcp._core.jsonrpc import Request, dumps, loads, parse
 from trio_mcp._core.server_session import ServerSession
@@ -37,8 +38,12 @@ class SessionPair:
         *,
         server_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
         registry: ToolRegistry | None = None,
+        capabilities: dict[str, Any] | None = None,
+        answerable: Answerable | None = None,
     ) -> None:
-        self.client = ClientSession(wanted, {"name": "pair", "version": "0"})
+        self.client = ClientSession(
+            wanted, {"name": "pair", "version": "0"}, capabilities, answerable
+        )
         self.server = ServerSession(
             server_info={"name": "pair-server", "version": "1"},
             capabilities={"tools": {"listChanged": False}},

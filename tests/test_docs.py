@@ -14,7 +14,7 @@ import pytest
 
 import trio_mcp.testing
 from tests.helpers import REPO_ROOT, run_pytest
-from trio_mcp import Context, Server, tool
+from tests.testing.test_connect import buggy_server
 
 DOC = REPO_ROOT / "docs" / "testing.md"
 _FILE_BLOCK = re.compile(r"```(?:python|toml)\n# ([\w.]+\.(?:py|toml))\n(.*?)```", re.DOTALL)
@@ -62,14 +62,7 @@ def test_every_test_on_the_page_passes(tmp_path: Path) -> None:
 
 async def test_the_sample_violation_is_what_connect_raises() -> None:
     (sample,) = re.findall(r"```text\n(.*?)\n```", DOC.read_text(), re.DOTALL)
-
-    @tool("halfway")
-    async def halfway(ctx: Context) -> str:
-        await ctx.report_progress("half")  # type: ignore[arg-type]
-        return "done"
-
-    server = Server("buggy")
-    server.add_tool(halfway)
+    server = buggy_server()  # the page's tool that reports its progress as "half"
     with pytest.raises(trio_mcp.testing.SchemaViolationError) as caught:
         async with trio_mcp.testing.connect(server) as client:
             await client.call_tool("halfway", progress=lambda _: None)

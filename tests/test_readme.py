@@ -87,16 +87,10 @@ def fuller_example_source() -> str:
 async def test_the_fuller_example_plans_reports_progress_and_refuses_bad_squads(
     tmp_path: Path,
 ) -> None:
-    import importlib.util  # noqa: PLC0415 - only this test loads a module from a file
-
     from trio_mcp import Progress, open_client  # noqa: PLC0415
 
     (tmp_path / "planner.py").write_text(fuller_example_source())
-    spec = importlib.util.spec_from_file_location("readme_planner", tmp_path / "planner.py")
-    assert spec is not None
-    assert spec.loader is not None
-    planner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(planner)
+    planner = load(tmp_path / "planner.py", "readme_planner")
     progress: list[tuple[float, float | None, str | None]] = []
 
     def on_progress(update: Progress) -> None:
@@ -155,17 +149,11 @@ def codex_source() -> str:
 
 
 async def test_the_codex_example_reads_prompts_and_completes(tmp_path: Path) -> None:
-    import importlib.util  # noqa: PLC0415 - only this test loads a module from a file
-
     import trio_mcp.testing  # noqa: PLC0415
     from trio_mcp import RequestError  # noqa: PLC0415
 
     (tmp_path / "codex.py").write_text(codex_source())
-    spec = importlib.util.spec_from_file_location("readme_codex", tmp_path / "codex.py")
-    assert spec is not None
-    assert spec.loader is not None
-    codex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(codex)
+    codex = load(tmp_path / "codex.py", "readme_codex")
     async with trio_mcp.testing.connect(codex.server) as client:
         motto = await client.request("resources/read", {"uri": "wh40k://codex/motto"})
         unit = await client.request("resources/read", {"uri": "wh40k://units/orks/7"})

@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from tests.auth.test_http_auth import SCOPES, Notes, params, protected
+from tests.auth.verifiers import verifier_for
 from tests.features.test_tasks import meta
 from tests.helpers import MODERN
 from tests.http_helpers import serve
@@ -50,11 +51,7 @@ from trio_mcp.oauth.rules import AuthorizationResponse, check_authorization_resp
 
 async def test_introspection_without_audience_takes_the_canonical_uri_of_the_metadata() -> None:
     async with serve_oauth(token_format="opaque") as oauth:
-        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
-        assert rs.client_secret is not None
-        verifier = IntrospectionVerifier(
-            oauth.endpoint("introspect"), rs.client_id, rs.client_secret
-        )
+        verifier = verifier_for(oauth, "introspection", audience=None)
         resource = "http://mcp.example/mcp"
         md = ProtectedResource(authorization_servers=(oauth.issuer,), resource=resource)
         async with serve(Notes().server(), auth=verifier, resource_metadata=md) as s:
@@ -70,11 +67,7 @@ async def test_introspection_without_audience_takes_the_canonical_uri_of_the_met
 
 async def test_introspection_without_any_canonical_uri_refuses_to_start() -> None:
     async with serve_oauth(token_format="opaque") as oauth:
-        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
-        assert rs.client_secret is not None
-        verifier = IntrospectionVerifier(
-            oauth.endpoint("introspect"), rs.client_id, rs.client_secret
-        )
+        verifier = verifier_for(oauth, "introspection", audience=None)
         md = ProtectedResource(authorization_servers=(oauth.issuer,))
         with pytest.raises(ValueError, match="canonical URI"):
             http_app(Notes().server(), HttpOptions(auth=verifier, resource_metadata=md))
@@ -84,11 +77,7 @@ async def test_introspection_without_any_canonical_uri_refuses_to_start() -> Non
 
 async def test_introspection_any_audience_only_when_asked() -> None:
     async with serve_oauth(token_format="opaque") as oauth:
-        rs = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
-        assert rs.client_secret is not None
-        verifier = IntrospectionVerifier(
-            oauth.endpoint("introspect"), rs.client_id, rs.client_secret, allow_any_audience=True
-        )
+        verifier = verifier_for(oauth, "introspection", audience=None, allow_any_audience=True)
         md = ProtectedResource(authorization_servers=(oauth.issuer,))
         async with serve(Notes().server(), auth=verifier, resource_metadata=md) as s:
             other = oauth.mint(audience="https://some-other-api.example/", scopes=["mcp"])

@@ -18,16 +18,16 @@ UNSET_AUDIENCE = "http://unset.invalid/mcp"
 def verifier_for(
     oauth: OAuthServer, kind: Literal["jwt", "introspection"], **options: Any
 ) -> JwtVerifier | IntrospectionVerifier:
-    """A `JwtVerifier` on `oauth`'s JWKS, or an `IntrospectionVerifier` registered with it."""
+    """A `JwtVerifier` on `oauth`'s JWKS, or an `IntrospectionVerifier` registered with it.
+
+    `audience` is the placeholder unless `options` name one (None: the verifier's default).
+    """
+    options.setdefault("audience", UNSET_AUDIENCE)
     if kind == "jwt":
         options.setdefault("jwks_url", oauth.endpoint("jwks"))
-        return JwtVerifier(issuer=oauth.issuer, audience=UNSET_AUDIENCE, **options)
+        return JwtVerifier(issuer=oauth.issuer, **options)
     registered = oauth.register_client(token_endpoint_auth_method="client_secret_basic")
     assert registered.client_secret is not None
     return IntrospectionVerifier(
-        oauth.endpoint("introspect"),
-        registered.client_id,
-        registered.client_secret,
-        audience=UNSET_AUDIENCE,
-        **options,
+        oauth.endpoint("introspect"), registered.client_id, registered.client_secret, **options
     )

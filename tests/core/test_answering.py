@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.session_pair import SessionPair
 from trio_mcp import RemoteProtocolError
 from trio_mcp._core.answering import (
     Answerable,
@@ -19,8 +20,8 @@ from trio_mcp._core.answering import (
     retry_params,
     with_defaults,
 )
-from trio_mcp._core.client_session import ClientSession
 from trio_mcp._core.meta import CAPABILITIES
+from trio_mcp._core.versions import HANDSHAKE_VERSIONS
 
 ALL = Answerable(("form", "url"), sampling=True, roots=True)
 
@@ -83,18 +84,25 @@ def test_declared_modes(capabilities: dict[str, Any], modes: tuple[str, ...]) ->
 
 
 def test_the_session_declares_them_at_initialize_and_in_each_modern_request() -> None:
-    handshake = ClientSession("2025-11-25", {"name": "c"}, answerable=ALL)
-    params = handshake.initialize_params()
-    assert params["capabilities"] == ALL.capabilities("2025-11-25")
-    assert handshake.declared == params["capabilities"]
+    handshake = SessionPair("2025-11-25", answerable=ALL)
+    handshake.start()
+    assert handshake.server.client_capabilities == ALL.capabilities("2025-11-25")
+    assert handshake.client.declared == handshake.server.client_capabilities
 
-    modern = ClientSession("2026-07-28", {"name": "c"}, {"experimental": {"x": {}}}, ALL)
-    modern.begin_discover()
-    meta = modern.request_meta({})
-    assert meta[CAPABILITIES] == {"experimental": {"x": {}}, **ALL.capabilities("2026-07-28")}
+    experimental: dict[str, Any] = {"experimental": {"x": {}}}
+    modern = SessionPair("2026-07-28", capabilities=experimental, answerable=ALL)
+    modern.start()
+    meta = modern.client.request_meta({})
+    assert meta[CAPABILITIES] == {**experimental, **ALL.capabilities("2026-07-28")}
     # Falling back to the handshake declares what that revision knows.
-    assert modern.initialize_params()["capabilities"]["roots"] == {"listChanged": True}
-    assert modern.declared["roots"] == {"listChanged": True}
+    fallback = SessionPair(
+        "2026-07-28", server_versions=HANDSHAKE_VERSIONS, capabilities=experimental, answerable=ALL
+    )
+    fallback.start()
+    assert fallback.sent == ["server/discover", "initialize"]
+    assert fallback.server.client_capabilities["roots"] == {"listChanged": True}
+    assert fallback.server.client_capabilities["experimental"] == {"x": {}}
+    assert fallback.client.declared == fallback.server.client_capabilities
 
 
 # -- defaults (SEP-1034) --------------------------------------------------------------------------

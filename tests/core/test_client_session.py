@@ -21,11 +21,11 @@ EVERYTHING = (MODERN, *HANDSHAKE_VERSIONS)
         (MODERN, (MODERN,), ["server/discover"], MODERN, True),
         # A modern client and a handshake-era server: -32022 lists handshake revisions.
         (MODERN, HANDSHAKE_VERSIONS, ["server/discover", "initialize"], LATEST, False),
-        # A handshake-era client never probes; the server echoes a revision it speaks...
-        ("2025-06-18", EVERYTHING, ["initialize"], "2025-06-18", False),
-        ("2024-11-05", EVERYTHING, ["initialize"], "2024-11-05", False),
-        # ...or offers its newest, which the client speaks too.
+        # A handshake-era client never probes; the server echoes each revision it speaks...
+        *[(version, EVERYTHING, ["initialize"], version, False) for version in HANDSHAKE_VERSIONS],
+        # ...or offers its newest, which the client speaks too, older or newer than asked.
         ("2024-11-05", ("2025-11-25",), ["initialize"], "2025-11-25", False),
+        (LATEST, ("2024-11-05",), ["initialize"], "2024-11-05", False),
     ],
 )
 def test_start(

@@ -449,6 +449,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_dumps_loads_round_trip(value: Any) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.deploy.procs import PID_SERVER, ROOT, TIMEOUT, Served, balancer, free_port, render
-from tests.deploy.procs import serving as serving_process
+from tests.deploy.procs import PID_SERVER, balancer, free_port, render
+from tests.processes import ROOT, TIMEOUT, Served
+from tests.processes import serving as serving_process
 from trio_mcp import Client, ConnectionClosed, open_client
 
 pytestmark = pytest.mark.slow  # every test here starts processes: seconds each

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
 import trio
 
-from tests.deploy.procs import PID_SERVER, ROOT, TIMEOUT, alive, serving
+from tests.deploy.procs import PID_SERVER, alive
+from tests.processes import TIMEOUT, cli, serving
 from trio_mcp import open_client
 
 pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
@@ -34,15 +33,7 @@ def _worker_pids(stderr: str) -> list[int]:
 
 
 def test_workers_without_stateless_are_refused_with_the_reason_and_the_way_out() -> None:
-    args = ("run", PID_SERVER, "--transport", "http", "--workers", "3")
-    done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=ROOT,
-    )
+    done = cli("run", PID_SERVER, "--transport", "http", "--workers", "3")
     assert done.returncode == 2
     assert "--workers 3 needs --stateless" in done.stderr
     assert "lives in the process that started it" in done.stderr
@@ -51,14 +42,7 @@ def test_workers_without_stateless_are_refused_with_the_reason_and_the_way_out()
 
 
 def test_workers_need_http() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp", "run", PID_SERVER, "--workers", "2"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=ROOT,
-    )
+    done = cli("run", PID_SERVER, "--workers", "2")
     assert done.returncode == 2
     assert "--workers serves HTTP" in done.stderr
 

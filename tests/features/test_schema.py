@@ -86,6 +86,29 @@ def _two_numbers(a: str, b: str, first: str = "a", second: str = "b") -> dict[st
     }
 
 
+def _forces(imperial: str, enemy: str, description: str = "") -> dict[str, Any]:
+    """The two sides a wh40k tool takes, with their defaults and `description` after each name."""
+    return {
+        "imperial_force": {
+            "description": "Imperial force" + description,
+            "type": "string",
+            "default": imperial,
+        },
+        "enemy_force": {
+            "description": "Enemy force" + description,
+            "type": "string",
+            "default": enemy,
+        },
+    }
+
+
+#: Both sides chosen at random when left empty (the battle simulation and the wager).
+RANDOM_FORCES = {
+    "type": "object",
+    "properties": _forces("", "", " (random when empty)"),
+    "additionalProperties": False,
+}
+
 DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
     "calculator.add": (_two_numbers("First number", "Second number"), WRAPPED_NUMBER),
     "calculator.subtract": (
@@ -165,22 +188,7 @@ DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
         },
     ),
     "wh40k.battle_simulation": (
-        {
-            "type": "object",
-            "properties": {
-                "imperial_force": {
-                    "description": "Imperial force (random when empty)",
-                    "type": "string",
-                    "default": "",
-                },
-                "enemy_force": {
-                    "description": "Enemy force (random when empty)",
-                    "type": "string",
-                    "default": "",
-                },
-            },
-            "additionalProperties": False,
-        },
+        RANDOM_FORCES,
         {
             "description": "How a simulated battle went.",
             "type": "object",
@@ -206,39 +214,13 @@ DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
     ),
     # The two that ask the client return text: no output schema.
     "wh40k.wager": (
-        {
-            "type": "object",
-            "properties": {
-                "imperial_force": {
-                    "description": "Imperial force (random when empty)",
-                    "type": "string",
-                    "default": "",
-                },
-                "enemy_force": {
-                    "description": "Enemy force (random when empty)",
-                    "type": "string",
-                    "default": "",
-                },
-            },
-            "additionalProperties": False,
-        },
+        RANDOM_FORCES,
         None,
     ),
     "wh40k.battle_report": (
         {
             "type": "object",
-            "properties": {
-                "imperial_force": {
-                    "description": "Imperial force",
-                    "type": "string",
-                    "default": "Ultramarines",
-                },
-                "enemy_force": {
-                    "description": "Enemy force",
-                    "type": "string",
-                    "default": "Orks of the Goff clan",
-                },
-            },
+            "properties": _forces("Ultramarines", "Orks of the Goff clan"),
             "additionalProperties": False,
         },
         None,
@@ -259,16 +241,7 @@ DEMO_GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {
                     "type": "integer",
                     "default": 40000,
                 },
-                "imperial_force": {
-                    "description": "Imperial force",
-                    "type": "string",
-                    "default": "Cadian 8th",
-                },
-                "enemy_force": {
-                    "description": "Enemy force",
-                    "type": "string",
-                    "default": "Black Legion",
-                },
+                **_forces("Cadian 8th", "Black Legion"),
             },
             "additionalProperties": False,
         },

@@ -7,7 +7,7 @@ every step is told at most once per poll interval. Two servers sharing one store
 said, one in-process broker bus) stand for two workers: a task's states reach a listener on the
 other worker, answers sent there reach the task (with a broker at once, without one by the
 worker's own look in the mailbox), and a cancel there stops the work long before a lease
-renewal would have (tests/transports/test_redis_tasks.py does the same across processes).
+renewal would have (tests/runtime/test_redis_tasks.py does the same across processes).
 """
 
 from __future__ import annotations

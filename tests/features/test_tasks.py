@@ -3,7 +3,7 @@
 In memory through a raw peer (both eras), and once over Streamable HTTP; trio's autojump clock
 stands in for the time the tools sleep. Two servers sharing one store stand for a fleet's
 workers: the leases, a task settled on one worker that another runs, a dead worker's task
-(tests/transports/test_redis_tasks.py does the same across processes, with Redis).
+(tests/runtime/test_redis_tasks.py does the same across processes, with Redis).
 """
 
 from __future__ import annotations

@@ -270,6 +270,7 @@ def _uris_for(draw: st.DrawFn, template: UriTemplate) -> str:
     return uri + "".join(draw(st.lists(_URI_PIECE, max_size=2)))
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(template=_templates(), data=st.data())
 def test_the_linear_matcher_agrees_with_the_regex_it_replaced(
@@ -283,6 +284,7 @@ def test_the_linear_matcher_agrees_with_the_regex_it_replaced(
 _HEX_LITERAL = st.text(alphabet="x.%41é/", min_size=1, max_size=3)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None)
 @given(template=_templates(_HEX_LITERAL), data=st.data())
 def test_values_start_and_end_between_units(template: str, data: st.DataObject) -> None:

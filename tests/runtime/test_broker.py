@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.helpers import MODERN, RawPeer, open_memory_peer
+from tests.helpers import MODERN_META, RawPeer, open_memory_peer
 from tests.timing import scaled
 from trio_mcp import InProcessBroker, Server
 from trio_mcp._runtime.broker import LIST_CHANGED, RESOURCE_UPDATED
@@ -26,10 +26,6 @@ TIMEOUT = scaled(60)
 URI = "test://watched"
 OTHER = "test://other"
 UPDATED = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": URI}}
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 def _nothing() -> str:
@@ -191,7 +187,7 @@ async def test_a_listen_stream_hears_an_update_made_on_another_worker() -> None:
         async with fleet() as (a, b), open_memory_peer(a, initialize=False) as on_a:
             listen_id = await on_a.start_request(
                 "subscriptions/listen",
-                {"_meta": META, "notifications": {"resourceSubscriptions": [URI]}},
+                {"_meta": MODERN_META, "notifications": {"resourceSubscriptions": [URI]}},
             )
             ack = await on_a.receive()
             assert ack["method"] == "notifications/subscriptions/acknowledged"

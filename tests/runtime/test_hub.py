@@ -63,17 +63,13 @@ async def test_channel_sessions_are_counted_while_open() -> None:
 async def test_a_client_that_vanishes_is_forgotten(autojump_clock: trio.abc.Clock) -> None:
     server, _release = waiting_server()  # never released: the call outlives its client
     with trio.fail_after(TIMEOUT):
-        client, server_end = memory_channel_pair()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(server.serve_connection, server_end.receive, server_end.send)
-            peer = RawPeer(client.send, client.receive)
-            await peer.initialize()
+        async with raw_session(server) as (peer, _):
             await peer.start_request("tools/call", {"name": "wait", "arguments": {}})
             await trio.testing.wait_all_tasks_blocked()
             assert len(server._hub) == 1
             # Gone without a word: both ends dropped, a call still running.
-            await client.send.aclose()
-            await client.receive.aclose()
+            await peer.close()
+            await peer._receive.aclose()
         # The loop ended (after the shutdown grace, which cancelled the call).
         assert len(server._hub) == 0
 
@@ -117,13 +113,9 @@ async def test_a_broadcast_goes_on_the_wire_as_a_notification() -> None:
 async def test_a_closed_session_is_not_written_to(autojump_clock: trio.abc.Clock) -> None:
     server, release = waiting_server()
     with trio.fail_after(TIMEOUT):
-        client, server_end = memory_channel_pair()
-        async with trio.open_nursery() as nursery:
-            await nursery.start(server.serve_connection, server_end.receive, server_end.send)
-            peer = RawPeer(client.send, client.receive)
-            await peer.initialize()
+        async with raw_session(server) as (peer, _):
             call = await peer.start_request("tools/call", {"name": "wait", "arguments": {}})
-            await client.send.aclose()  # the input ends; the call runs on in the grace period
+            await peer.close()  # the input ends; the call runs on in the grace period
             await trio.testing.wait_all_tasks_blocked()
             assert len(server._hub) == 1  # still running a call...
             assert await server._hub.notify_all("notifications/message", HELLO) == 0  # ...closed

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,6 +14,7 @@ import trio
 
 from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
+from tests.processes import cli
 from tests.timing import scaled
 from trio_mcp import Context, LifespanError, Server, SessionInfo
 from trio_mcp.testing import connect
@@ -140,14 +139,7 @@ def test_trio_mcp_run_exits_1_with_the_lifespans_error_and_serves_nothing(tmp_pa
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}
     }}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp", "run", str(module)],
-        input=json.dumps(init) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    done = cli("run", str(module), input=json.dumps(init) + "\n")
     assert done.returncode == 1
     assert done.stdout == ""  # nothing was served
     assert "no database at db:5432" in done.stderr

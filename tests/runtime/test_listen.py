@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import MODERN, RawPeer, open_memory_peer
+from tests.helpers import MODERN, MODERN_META, RawPeer, open_memory_peer
 from tests.schema_check import validate_server_message
 from tests.timing import LONG_GRACE, scaled
 from trio_mcp import Limits, Server, Timeouts
@@ -25,10 +25,6 @@ from trio_mcp.transports import memory_channel_pair
 
 TIMEOUT = scaled(60)
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 def _nothing() -> str:
@@ -47,7 +43,7 @@ def build_server(**options: Any) -> Server:
 async def listen(peer: RawPeer, **notifications: Any) -> tuple[int, Any]:
     """Open a listen stream; its id and its first message (checked against the schema)."""
     request_id = await peer.start_request(
-        "subscriptions/listen", {"_meta": META, "notifications": notifications}
+        "subscriptions/listen", {"_meta": MODERN_META, "notifications": notifications}
     )
     first = await peer.receive()
     validate_server_message(first, MODERN)
@@ -141,7 +137,7 @@ async def test_cancelling_ends_the_listen_unanswered_and_frees_it() -> None:
             await peer.notify("notifications/cancelled", {"requestId": request_id})
             await settled(server, 0)
             server.add_tool(_nothing, name="second", inline=True)
-            listed = await peer.request("tools/list", {"_meta": META})
+            listed = await peer.request("tools/list", {"_meta": MODERN_META})
             assert "result" in listed
             # Neither the change nor any answer to the cancelled listen came.
             assert [m for m in peer.log if m.get("id") == request_id] == []
@@ -153,7 +149,7 @@ async def test_listens_count_against_the_in_flight_limit() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server, initialize=False) as peer:
             first, _ = await listen(peer, toolsListChanged=True)
-            params = {"_meta": META, "notifications": {"toolsListChanged": True}}
+            params = {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}}
             held = await peer.start_request("subscriptions/listen", params)  # waits its turn
             busy = await peer.request("subscriptions/listen", params)
             assert busy["error"]["message"].startswith("Server busy"), busy
@@ -210,7 +206,7 @@ async def test_a_malformed_filter_is_invalid_params(params: dict[str, Any]) -> N
     server = build_server()
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(server, initialize=False) as peer:
-            response = await peer.request("subscriptions/listen", {**params, "_meta": META})
+            response = await peer.request("subscriptions/listen", {**params, "_meta": MODERN_META})
     assert response["error"]["code"] == -32602
     assert len(server._listening) == 0
 
@@ -218,7 +214,7 @@ async def test_a_malformed_filter_is_invalid_params(params: dict[str, Any]) -> N
 async def test_discover_announces_what_a_listen_delivers() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_memory_peer(build_server(), initialize=False) as peer:
-            response = await peer.request("server/discover", {"_meta": META})
+            response = await peer.request("server/discover", {"_meta": MODERN_META})
     capabilities = response["result"]["capabilities"]
     assert capabilities["tools"] == {"listChanged": True}
     assert capabilities["prompts"] == {"listChanged": True}

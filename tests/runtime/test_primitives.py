@@ -7,8 +7,6 @@ against the official schema of the revision it speaks (`check`).
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -16,36 +14,13 @@ import trio
 import trio.testing
 
 from tests.fixtures import primitives_server as fixture
-from tests.helpers import RawPeer, init_params, open_memory_peer
+from tests.helpers import MODERN, RawPeer, ask, init_params, open_memory_peer, session
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
 from trio_mcp import CacheHint, Server
 from trio_mcp.transports import memory_channel_pair
 
 TIMEOUT = scaled(60)
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
-async def ask(peer: RawPeer, method: str, params: dict[str, Any] | None, version: str) -> Any:
-    """Send a request (with `_meta` under 2026-07-28); check and return the response."""
-    if version == MODERN:
-        params = {**(params or {}), "_meta": META}
-    response = await peer.request(method, params)
-    validate_server_message(response, version, method)
-    return response
-
-
-@asynccontextmanager
-async def session(server: Server, version: str) -> AsyncIterator[RawPeer]:
-    with trio.fail_after(TIMEOUT):
-        async with open_memory_peer(server, initialize=False) as peer:
-            if version != MODERN:
-                await peer.initialize(version)
-            yield peer
 
 
 async def result(

@@ -10,7 +10,7 @@ deadlock fails at its `fail_after` instead of hanging, and no test sleeps to wai
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -133,17 +133,25 @@ def catching_server() -> Server:
     return server
 
 
+async def caught_by_the_tool(handler: Callable[[dict[str, Any]], Awaitable[Any]] | None) -> Any:
+    """Call `ask` on `catching_server()`, `handler` answering its roots/list (none: the method
+    has no handler): what the tool reports of the error it met."""
+    with trio.fail_after(TIMEOUT):
+        async with open_client(catching_server()) as client:
+            if handler is not None:
+                client._connection.handlers["roots/list"] = handler
+            result = await client.call_tool("ask")
+    return result.structured
+
+
 async def test_an_error_answer_raises_request_error_in_the_tool(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async def refuse(params: dict[str, Any]) -> Any:
         raise RequestError("no roots here", -32042, {"why": "test"})
 
-    with trio.fail_after(TIMEOUT):
-        async with open_client(catching_server()) as client:
-            client._connection.handlers["roots/list"] = refuse
-            result = await client.call_tool("ask")
-    assert result.structured == {
+    caught = await caught_by_the_tool(refuse)
+    assert caught == {
         "code": -32042,
         "message": "no roots here",
         "data": {"why": "test"},
@@ -156,13 +164,10 @@ async def test_a_failing_handler_is_answered_with_an_internal_error(
     async def broken(params: dict[str, Any]) -> Any:
         raise ValueError("the disk is gone")
 
-    with trio.fail_after(TIMEOUT):
-        async with open_client(catching_server()) as client:
-            client._connection.handlers["roots/list"] = broken
-            result = await client.call_tool("ask")
-    assert result.structured is not None
-    assert result.structured["code"] == -32603
-    message = result.structured["message"]
+    caught = await caught_by_the_tool(broken)
+    assert caught is not None
+    assert caught["code"] == -32603
+    message = caught["message"]
     assert message == "Internal error in roots/list: ValueError: the disk is gone"
     assert "Traceback" not in message
     assert "Traceback" in caplog.text  # the traceback stays on the client's side, in its log
@@ -176,11 +181,8 @@ async def test_a_handler_raising_a_protocol_error_is_answered_with_its_code(
     async def strict(params: dict[str, Any]) -> Any:
         raise RemoteProtocolError("Invalid params: no cursor here", -32602)
 
-    with trio.fail_after(TIMEOUT):
-        async with open_client(catching_server()) as client:
-            client._connection.handlers["roots/list"] = strict
-            result = await client.call_tool("ask")
-    assert result.structured == {
+    caught = await caught_by_the_tool(strict)
+    assert caught == {
         "code": -32602,
         "message": "Invalid params: no cursor here",
         "data": None,
@@ -195,23 +197,18 @@ async def test_an_answer_with_no_json_form_is_answered_with_an_internal_error(
     async def odd(params: dict[str, Any]) -> Any:
         return {"roots": object()}
 
-    with trio.fail_after(TIMEOUT):
-        async with open_client(catching_server()) as client:
-            client._connection.handlers["roots/list"] = odd
-            result = await client.call_tool("ask")
-    assert result.structured is not None
-    assert result.structured["code"] == -32603
-    assert "no JSON form" in result.structured["message"]
+    caught = await caught_by_the_tool(odd)
+    assert caught is not None
+    assert caught["code"] == -32603
+    assert "no JSON form" in caught["message"]
 
 
 async def test_methods_without_a_handler_are_still_refused(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    with trio.fail_after(TIMEOUT):
-        async with open_client(catching_server()) as client:
-            result = await client.call_tool("ask")
-    assert result.structured is not None
-    assert result.structured["code"] == -32601
+    caught = await caught_by_the_tool(None)
+    assert caught is not None
+    assert caught["code"] == -32601
 
 
 # -- c: cancellation ---------------------------------------------------------------------------

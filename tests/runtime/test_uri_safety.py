@@ -10,28 +10,19 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
-from tests.helpers import RawPeer, open_memory_peer
-from tests.schema_check import validate_server_message
+from tests.helpers import MODERN, ask, session
 from tests.timing import scaled
 from trio_mcp import Limits, ResourceContents, Server, ToolDefinitionError
 from trio_mcp._features.directories import _open_beneath
 
 TIMEOUT = scaled(60)
 HANDSHAKE = "2025-11-25"
-MODERN = "2026-07-28"
 ERAS = [HANDSHAKE, MODERN]
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 # What each era answers for a URI that names nothing.
 NOT_FOUND = {HANDSHAKE: -32002, MODERN: -32602}
 TRAVERSALS = [
@@ -42,23 +33,6 @@ TRAVERSALS = [
     "file:///files/a%5C..%5Cb",
     "file:///files/a%00.txt",
 ]
-
-
-@asynccontextmanager
-async def session(server: Server, version: str) -> AsyncIterator[RawPeer]:
-    with trio.fail_after(TIMEOUT):
-        async with open_memory_peer(server, initialize=False) as peer:
-            if version != MODERN:
-                await peer.initialize(version)
-            yield peer
-
-
-async def ask(peer: RawPeer, method: str, params: dict[str, Any], version: str) -> Any:
-    if version == MODERN:
-        params = {**params, "_meta": META}
-    response = await peer.request(method, params)
-    validate_server_message(response, version, method)
-    return response
 
 
 def naive_files(data: Path, **options: Any) -> Server:

@@ -55,9 +55,9 @@ async def test_a_whole_demo_session_conforms_in_every_revision(
     assert [p.progress for p in progress] == [1, 2, 3]
 
 
-async def test_a_server_message_that_breaks_the_schema_ends_the_connection() -> None:
-    # A tool's bug: progress must be a number. The client's reader meets the notification
-    # first and the error comes out of the `async with`.
+def buggy_server() -> Server:
+    """A server with a tool's bug: `halfway` reports progress as a string (it is a number)."""
+
     @tool("halfway")
     async def halfway(ctx: Context) -> str:
         await ctx.report_progress("half")  # type: ignore[arg-type]
@@ -65,6 +65,13 @@ async def test_a_server_message_that_breaks_the_schema_ends_the_connection() -> 
 
     server = Server("buggy")
     server.add_tool(halfway)
+    return server
+
+
+async def test_a_server_message_that_breaks_the_schema_ends_the_connection() -> None:
+    # A tool's bug: progress must be a number. The client's reader meets the notification
+    # first and the error comes out of the `async with`.
+    server = buggy_server()
     with pytest.raises(SchemaViolationError) as caught:
         async with trio_mcp.testing.connect(server) as client:
             await client.call_tool("halfway", progress=lambda _: None)
@@ -78,13 +85,7 @@ async def test_a_server_message_that_breaks_the_schema_ends_the_connection() -> 
 
 
 async def test_without_the_check_the_same_session_goes_on() -> None:
-    @tool("halfway")
-    async def halfway(ctx: Context) -> str:
-        await ctx.report_progress("half")  # type: ignore[arg-type]
-        return "done"
-
-    server = Server("buggy")
-    server.add_tool(halfway)
+    server = buggy_server()
     async with trio_mcp.testing.connect(server, check_schema=False) as client:
         result = await client.call_tool("halfway", progress=lambda _: None)
     assert result.text == "done"

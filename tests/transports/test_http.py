@@ -4,7 +4,7 @@ Every server here is `serve_http` on port 0 in the test's nursery (Hypercorn's t
 every client is plain httpx under trio, so the tests see the bytes on the wire: status codes,
 headers, SSE framing. Tools that must be "in the middle of a call" wait on a `Gate` event, so no
 test sleeps to wait for something to happen; the only sleeps let an idle timeout elapse.
-The official SDK's HTTP clients are in `test_http_interop.py`.
+The official SDK's HTTP clients are in `tests/interop/test_sdk_http.py`.
 """
 
 from __future__ import annotations
@@ -856,6 +856,7 @@ async def test_every_message_of_a_session_matches_the_schema(version: str) -> No
 # -- concurrency, cancellation, shutdown -------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_fifty_concurrent_sessions() -> None:
     count = 50
     gate = Gate(expected=count)

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from tests.helpers import LATEST
-from tests.http_helpers import read_request, serve, serve_bare
+from tests.http_helpers import json_response, read_request, response_head, serve, serve_bare
 from tests.timing import scaled
 from tests.transports.test_http_stream import small_server
 from trio_mcp import Asking, Root, open_client
@@ -37,23 +37,8 @@ QUICK = RetryPolicy(base_delay=0.001, max_delay=0.01)
 CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
-def _head(status: str, *headers: str) -> bytes:
-    return (
-        "\r\n".join([f"HTTP/1.1 {status}", *headers, "connection: close"]) + "\r\n\r\n"
-    ).encode()
-
-
 def _json(message: Any) -> bytes:
-    body = json.dumps(message).encode()
-    return (
-        _head(
-            "200 OK",
-            "content-type: application/json",
-            "mcp-session-id: s1",
-            f"content-length: {len(body)}",
-        )
-        + body
-    )
+    return json_response(message, "mcp-session-id: s1")
 
 
 def _chunk(data: bytes) -> bytes:
@@ -68,7 +53,7 @@ def _priming(event_id: str) -> bytes:
     return f"id: {event_id}\nretry: 10\ndata: \n\n".encode()
 
 
-SSE_HEAD = _head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
+SSE_HEAD = response_head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
 
 #: Writes the answer to the n-th GET (0 first) on the stream.
 GetScript = Callable[[int, trio.SocketStream], Awaitable[None]]
@@ -96,7 +81,7 @@ class BareServer:
                 self.got.set()
                 await self.script(len(self.gets) - 1, stream)
             else:  # the DELETE that ends the session
-                await stream.send_all(_head("204 No Content"))
+                await stream.send_all(response_head("204 No Content"))
             await stream.aclose()
             return
         message = json.loads(body)
@@ -104,8 +89,31 @@ class BareServer:
             result = INIT if message["method"] == "initialize" else {}
             await stream.send_all(_json({"jsonrpc": "2.0", "id": message["id"], "result": result}))
         else:
-            await stream.send_all(_head("202 Accepted", "content-length: 0"))
+            await stream.send_all(response_head("202 Accepted", "content-length: 0"))
         await stream.aclose()
+
+    async def until_the_tools_change(self) -> None:
+        """Serve a client that listens (it has a roots handler) until it hears the tools change."""
+        heard = trio.Event()
+        with trio.fail_after(TIMEOUT):
+            async with (
+                serve_bare(self.handle) as url,
+                open_client(url, asking=Asking(roots=ROOTS)) as client,
+            ):
+                client.on_list_changed("tools", lambda kind: heard.set())
+                await heard.wait()
+
+    async def until_the_client_gives_up(self, caplog: pytest.LogCaptureFixture, said: str) -> None:
+        """Serve a client that listens until it logs that it gave up on the GET stream (`said`);
+        its connection, unharmed, still answers a ping."""
+        caplog.set_level(logging.DEBUG, "trio_mcp")
+        with trio.fail_after(TIMEOUT):
+            async with (
+                serve_bare(self.handle) as url,
+                open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
+            ):
+                await _gave_up(caplog, said)
+                await client.ping()
 
     async def wait_gets(self, count: int) -> None:
         while len(self.gets) < count:
@@ -131,17 +139,7 @@ async def test_a_broken_get_stream_is_reopened_from_the_last_event_id() -> None:
             await trio.sleep_forever()
 
     server = BareServer(script)
-    heard = trio.Event()
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(
-                url,
-                asking=Asking(roots=ROOTS),
-            ) as client,
-        ):
-            client.on_list_changed("tools", lambda kind: heard.set())
-            await heard.wait()
+    await server.until_the_tools_change()
     assert server.gets == [None, "0-2"]
 
 
@@ -157,17 +155,7 @@ async def test_each_reopening_that_brings_an_event_id_starts_the_count_again() -
         await stream.send_all(SSE_HEAD + _chunk(body) + b"0\r\n\r\n")
 
     server = BareServer(script)
-    heard = trio.Event()
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(
-                url,
-                asking=Asking(roots=ROOTS),
-            ) as client,
-        ):
-            client.on_list_changed("tools", lambda kind: heard.set())
-            await heard.wait()
+    await server.until_the_tools_change()
     assert server.gets == [None] + [f"0-{n}" for n in range(1, polls + 1)]
 
 
@@ -179,21 +167,13 @@ async def test_reopening_without_progress_stops_after_a_bounded_number_of_attemp
 
     async def script(n: int, stream: trio.SocketStream) -> None:
         if how == "refused":
-            await stream.send_all(_head("500 Oops", "content-length: 0"))
+            await stream.send_all(response_head("500 Oops", "content-length: 0"))
         elif how == "empty":
             await stream.send_all(SSE_HEAD + b"0\r\n\r\n")
         # "dropped": the connection closes before any answer
 
     server = BareServer(script)
-    caplog.set_level(logging.DEBUG, "trio_mcp")
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
-        ):
-            await _gave_up(caplog, "gave up on the GET stream")
-            # The connection itself is unharmed.
-            await client.ping()
+    await server.until_the_client_gives_up(caplog, "gave up on the GET stream")
     assert server.gets == [None] * GET_ATTEMPTS
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, [r.message for r in warnings]
@@ -204,17 +184,10 @@ async def test_a_404_or_405_ends_the_get_stream_at_once(
     status: str, text: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def script(n: int, stream: trio.SocketStream) -> None:
-        await stream.send_all(_head(status, "content-length: 0"))
+        await stream.send_all(response_head(status, "content-length: 0"))
 
     server = BareServer(script)
-    caplog.set_level(logging.DEBUG, "trio_mcp")
-    with trio.fail_after(TIMEOUT):
-        async with (
-            serve_bare(server.handle) as url,
-            open_client(url, asking=Asking(roots=ROOTS), retry=QUICK) as client,
-        ):
-            await _gave_up(caplog, text or "offers no GET stream")
-            await client.ping()
+    await server.until_the_client_gives_up(caplog, text or "offers no GET stream")
     assert server.gets == [None]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.http_helpers import read_request, serve, serve_bare
+from tests.http_helpers import json_response, read_request, response_head, serve, serve_bare
 from tests.timing import scaled
 from trio_mcp import Context, Progress, RemoteProtocolError, Server, open_client
 from trio_mcp.transports.http.client import SseDecoder, SseEvent
@@ -22,23 +22,8 @@ TIMEOUT = scaled(60)
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s"}}
 
 
-def _head(status: str, *headers: str) -> bytes:
-    return (
-        "\r\n".join([f"HTTP/1.1 {status}", *headers, "connection: close"]) + "\r\n\r\n"
-    ).encode()
-
-
 def _json(message: Any) -> bytes:
-    body = json.dumps(message).encode()
-    return (
-        _head(
-            "200 OK",
-            "content-type: application/json",
-            "mcp-session-id: s1",
-            f"content-length: {len(body)}",
-        )
-        + body
-    )
+    return json_response(message, "mcp-session-id: s1")
 
 
 class PollingServer:
@@ -64,11 +49,11 @@ class PollingServer:
         if not body:
             last = headers.get("last-event-id")
             if last is None:  # the DELETE that ends the session
-                await stream.send_all(_head("204 No Content"))
+                await stream.send_all(response_head("204 No Content"))
             else:
                 self.resumes.append((trio.current_time(), last))
                 if self.resume_status != "200 OK":
-                    await stream.send_all(_head(self.resume_status, "content-length: 0"))
+                    await stream.send_all(response_head(self.resume_status, "content-length: 0"))
                 else:
                     answer = {
                         "jsonrpc": "2.0",
@@ -76,7 +61,7 @@ class PollingServer:
                         "result": {"content": [{"type": "text", "text": "resumed"}]},
                     }
                     await stream.send_all(
-                        _head("200 OK", "content-type: text/event-stream")
+                        response_head("200 OK", "content-type: text/event-stream")
                         + f"id: e2\ndata: {json.dumps(answer)}\n\n".encode()
                     )
             await stream.aclose()
@@ -85,7 +70,7 @@ class PollingServer:
         if message.get("method") == "tools/call":
             self.pending = message
             await stream.send_all(
-                _head("200 OK", "content-type: text/event-stream", "mcp-session-id: s1")
+                response_head("200 OK", "content-type: text/event-stream", "mcp-session-id: s1")
                 + self.priming
             )
             self.closed_at = trio.current_time()
@@ -93,7 +78,7 @@ class PollingServer:
             result = INIT if message["method"] == "initialize" else {}
             await stream.send_all(_json({"jsonrpc": "2.0", "id": message["id"], "result": result}))
         else:
-            await stream.send_all(_head("202 Accepted", "content-length: 0"))
+            await stream.send_all(response_head("202 Accepted", "content-length: 0"))
         await stream.aclose()
 
 
@@ -152,7 +137,9 @@ class BreakingServer(PollingServer):
                 f"id: e2\nevent: message\ndata: {json.dumps(progress)}\n\n".encode()
             )
             await stream.send_all(
-                _head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
+                response_head(
+                    "200 OK", "content-type: text/event-stream", "transfer-encoding: chunked"
+                )
                 + f"{len(events):x}\r\n".encode()
                 + events
                 + b"\r\nff\r\nid: e3\nda"  # cut short in the middle of the next event

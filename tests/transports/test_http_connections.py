@@ -340,6 +340,7 @@ async def test_running_out_of_file_descriptors_is_logged_once_and_serving_goes_o
 CROWDED = "the most one client address may"
 
 
+@pytest.mark.slow
 async def test_one_address_cannot_take_the_connections_every_client_needs() -> None:
     """Defect 24.6: 1,100 connections from one address, each dribbling a request body, held
     every one of the 896 connections a server with 1,024 open files serves: every other client
@@ -531,6 +532,7 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_send_timeout() -
         await served_still(served)
 
 
+@pytest.mark.slow
 async def test_a_client_that_stops_reading_does_not_hold_a_shutdown() -> None:
     """Defect: SIGTERM never ended a server with a client not reading its stream."""
     gate = Gate()

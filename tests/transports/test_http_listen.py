@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import trio
 
-from tests.helpers import LATEST, MODERN
+from tests.helpers import LATEST, MODERN, MODERN_META
 from tests.http_helpers import POST_HEADERS, Served, serve
 from tests.schema_check import validate_server_message
 from tests.timing import scaled
@@ -24,10 +24,6 @@ from trio_mcp.transports.http.headers import request_headers
 
 TIMEOUT = scaled(60)
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 def _nothing() -> str:
@@ -75,7 +71,7 @@ async def listening(
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "subscriptions/listen",
-        "params": {"_meta": META, "notifications": notifications},
+        "params": {"_meta": MODERN_META, "notifications": notifications},
     }
     headers = {**POST_HEADERS, **request_headers(message, MODERN), **(headers or {})}
     async with served.http.stream("POST", served.url, headers=headers, json=message) as response:
@@ -154,7 +150,7 @@ async def test_a_listen_takes_no_slot_of_the_requests_in_flight() -> None:
             ):
                 await first.next()
                 await second.next()
-                listed = await client.request("tools/list", {"_meta": META})
+                listed = await client.request("tools/list", {"_meta": MODERN_META})
                 assert listed.status == 200, listed.response.text
 
 
@@ -163,7 +159,7 @@ def listen_message(request_id: int) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "subscriptions/listen",
-        "params": {"_meta": META, "notifications": {"toolsListChanged": True}},
+        "params": {"_meta": MODERN_META, "notifications": {"toolsListChanged": True}},
     }
 
 
@@ -214,7 +210,7 @@ async def test_listens_are_bounded_per_client_and_other_clients_are_served() -> 
                     assert ok.status_code == 200
                     ack = await Stream(ok).next()
                     assert ack["method"] == "notifications/subscriptions/acknowledged"
-                listed = await served.client(MODERN).request("tools/list", {"_meta": META})
+                listed = await served.client(MODERN).request("tools/list", {"_meta": MODERN_META})
                 assert listed.status == 200
             await settled(server, 0)
             async with listening(served, 5, toolsListChanged=True) as again:

@@ -15,17 +15,13 @@ from typing import Any
 import trio
 
 from tests.fixtures import primitives_server as fixture
+from tests.helpers import MODERN, MODERN_META
 from tests.http_helpers import McpHttp, serve
 from tests.schema_check import validate_server_message
 from tests.stdio_peer import ROOT, open_server
 from tests.timing import scaled
 
 HANDSHAKE = "2025-11-25"
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 SERVER = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
 BRIEFING = {"type": "ref/prompt", "name": "wh40k.battle_briefing"}
 NOWHERE = "wh40k://nowhere"
@@ -189,7 +185,7 @@ ERRORS: list[tuple[str, str, dict[str, Any], int, str, dict[str, Any] | None]] =
 
 
 def with_meta(version: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {**params, "_meta": META} if version == MODERN else params
+    return {**params, "_meta": MODERN_META} if version == MODERN else params
 
 
 def check(answer: Any, version: str, case: tuple[Any, ...]) -> None:

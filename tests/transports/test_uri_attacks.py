@@ -13,6 +13,7 @@ from typing import Any
 import trio
 
 from tests.fixtures import uri_server as fixture
+from tests.helpers import MODERN, MODERN_META
 from tests.http_helpers import McpHttp, serve
 from tests.schema_check import validate_server_message
 from tests.stdio_peer import ROOT, open_server
@@ -20,11 +21,6 @@ from tests.timing import scaled
 
 TIMEOUT = scaled(120)
 HANDSHAKE = "2025-11-25"
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 SERVER = str(ROOT / "tests" / "fixtures" / "uri_server.py")
 LONG = "file:///files/" + "a" * 70_000
 # 64 KiB of dots that cannot match: minutes of backtracking for the regex matcher.
@@ -78,7 +74,7 @@ ATTACKS: list[tuple[str, str, int, str, dict[str, Any]]] = [
 
 
 def params(version: str, uri: str) -> dict[str, Any]:
-    return {"uri": uri, "_meta": META} if version == MODERN else {"uri": uri}
+    return {"uri": uri, "_meta": MODERN_META} if version == MODERN else {"uri": uri}
 
 
 def check(answer: Any, version: str, case: tuple[Any, ...]) -> None:

@@ -36,8 +36,8 @@ from mcp.types import TextContent
 
 from tests.helpers import DEMO_TOOLS, init_params
 from tests.http_helpers import POST_HEADERS, parse_sse
+from tests.interop.test_sdk import PRIMITIVES, exercise_demo_codex, exercise_primitives
 from tests.stdio_peer import ROOT
-from tests.test_interop_sdk import PRIMITIVES, exercise_demo_codex, exercise_primitives
 from tests.timing import scaled
 
 #: Bounds the server's start, one SDK session, and the server's stop, each.

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from tests.fixtures import task_tools
 from tests.helpers import MODERN
-from tests.runtime.test_client import http_server
+from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import (
     AcceptedElicitation,
@@ -222,6 +222,7 @@ def test_malformed_tasks_are_refused(wire: dict[str, Any]) -> None:
         task_info(wire)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ERAS)
 @pytest.mark.parametrize("kind", ["stdio", "streamable-http"])
 async def test_over_real_transports(kind: str, version: str) -> None:
@@ -246,9 +247,9 @@ async def test_over_real_transports(kind: str, version: str) -> None:
                 result, asked, told, took = await calls(client)
         else:
             async with (
-                http_server(task_tools.server) as (base, _),
+                serve(task_tools.server) as served,
                 open_client(
-                    base + "/mcp",
+                    served.url,
                     protocol_version=version,
                     tasks=True,
                     asking=Asking(elicitation=yes),

@@ -279,6 +279,11 @@ def _introspected(oauth: OAuthServer) -> list[str]:
     return [seen.params["token"] for seen in oauth.log if seen.endpoint == "introspect"]
 
 
+def _asked_scopes(oauth: OAuthServer) -> list[str | None]:
+    """The scope each authorization request asked for, in order."""
+    return [seen.params.get("scope") for seen in oauth.log if seen.endpoint == "authorize"]
+
+
 def _user(**options: Any) -> OAuth:
     """An unattended user who approves: the authorization server redirects at once."""
     redirect = AutoRedirect()
@@ -391,10 +396,7 @@ async def test_insufficient_scope_steps_up_with_the_union_of_scopes() -> None:
                 await client.list_tools()
                 result = await client.call_tool("write_note", {"text": "x"})
                 assert [item.text for item in result.content] == ["saved x"]  # type: ignore[union-attr]
-            scopes = [
-                seen.params.get("scope") for seen in oauth.log if seen.endpoint == "authorize"
-            ]
-            assert scopes == ["mcp", "mcp notes:write"]
+            assert _asked_scopes(oauth) == ["mcp", "mcp notes:write"]
 
 
 async def test_a_scope_the_server_never_grants_ends_the_step_up() -> None:
@@ -417,10 +419,7 @@ async def test_a_scope_the_server_never_grants_ends_the_step_up() -> None:
                 assert await client.list_tools()  # the session itself still works
             # One authorization for the session, one step-up for the call.
             assert oauth.requests["authorize"] == 2
-            scopes = [
-                seen.params.get("scope") for seen in oauth.log if seen.endpoint == "authorize"
-            ]
-            assert scopes == ["mcp", "mcp admin"]
+            assert _asked_scopes(oauth) == ["mcp", "mcp admin"]
 
 
 async def test_a_refused_token_error_quotes_the_servers_description() -> None:

@@ -9,18 +9,15 @@ gracefully, one refused, one that never opens.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from tests.helpers import MODERN, REPO_ROOT
-from tests.http_helpers import read_request, serve_bare
+from tests.helpers import MODERN
+from tests.http_helpers import json_response, read_request, response_head, serve_bare
+from tests.sdk_servers import SDK_LISTEN_SERVER, sdk_server
 from tests.timing import scaled
 from trio_mcp import ConnectionClosed, RequestError, Server, open_client
 from trio_mcp._runtime.client import listen as listen_stream
@@ -114,24 +111,12 @@ async def test_a_server_without_resource_subscriptions_is_not_asked() -> None:
 # -- bare 2026-07-28 servers over loopback HTTP ---------------------------------------------------
 
 
-def _head(status: str, *headers: str) -> bytes:
-    return (
-        "\r\n".join([f"HTTP/1.1 {status}", *headers, "connection: close"]) + "\r\n\r\n"
-    ).encode()
-
-
-def _json(message: Any) -> bytes:
-    body = json.dumps(message).encode()
-    head = _head("200 OK", "content-type: application/json", f"content-length: {len(body)}")
-    return head + body
-
-
 def _chunk(message: Any) -> bytes:
     data = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-SSE_HEAD = _head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
+SSE_HEAD = response_head("200 OK", "content-type: text/event-stream", "transfer-encoding: chunked")
 DISCOVERED = {
     "resultType": "complete",
     "supportedVersions": [MODERN],
@@ -171,7 +156,7 @@ class ListenServer:
         message = json.loads(body)
         if message["method"] == "server/discover":
             await stream.send_all(
-                _json({"jsonrpc": "2.0", "id": message["id"], "result": DISCOVERED})
+                json_response({"jsonrpc": "2.0", "id": message["id"], "result": DISCOVERED})
             )
         else:
             assert message["method"] == "subscriptions/listen"
@@ -227,7 +212,7 @@ async def test_a_listen_cut_short_or_closed_is_reopened_and_hears_what_follows()
 @pytest.mark.usefixtures("quick")
 async def test_a_listen_that_never_opens_is_given_up_after_bounded_attempts() -> None:
     async def script(n: int, listen: dict[str, Any], stream: trio.SocketStream) -> None:
-        await stream.send_all(_head("500 Oops", "content-length: 0"))
+        await stream.send_all(response_head("500 Oops", "content-length: 0"))
 
     server = ListenServer(script)
     with trio.fail_after(TIMEOUT):
@@ -248,7 +233,7 @@ async def test_a_listen_that_never_opens_is_given_up_after_bounded_attempts() ->
 async def test_a_refused_listen_is_not_asked_again() -> None:
     async def script(n: int, listen: dict[str, Any], stream: trio.SocketStream) -> None:
         error = {"code": -32602, "message": "no such resource"}
-        await stream.send_all(_json({"jsonrpc": "2.0", "id": listen["id"], "error": error}))
+        await stream.send_all(json_response({"jsonrpc": "2.0", "id": listen["id"], "error": error}))
 
     server = ListenServer(script)
     with trio.fail_after(TIMEOUT):
@@ -265,29 +250,6 @@ async def test_a_refused_listen_is_not_asked_again() -> None:
 
 # -- the official SDK's server -------------------------------------------------------------------
 
-SDK_LISTEN_SERVER = str(REPO_ROOT / "tests" / "fixtures" / "sdk_listen_server.py")
-
-
-@asynccontextmanager
-async def _sdk(kind: str) -> AsyncIterator[Any]:
-    if kind == "stdio":
-        yield [sys.executable, SDK_LISTEN_SERVER]
-        return
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_LISTEN_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["stdio", "http"])
@@ -301,7 +263,10 @@ async def test_the_sdk_server_s_announcements_reach_the_callbacks(kind: str) -> 
             both.set()
 
     with trio.fail_after(TIMEOUT):
-        async with _sdk(kind) as target, open_client(target, protocol_version=MODERN) as client:
+        async with (
+            sdk_server(SDK_LISTEN_SERVER, kind) as target,
+            open_client(target, protocol_version=MODERN) as client,
+        ):
             assert client.protocol_version == MODERN
             client.on_list_changed("tools", hear)
             await client.subscribe("sdk://watched", hear)

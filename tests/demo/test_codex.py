@@ -1,9 +1,9 @@
 """The demo's codex: its resources, template and prompt, golden lists, and the tour that shows them.
 
-Golden files: `tests/golden/demo_<list>.json` hold the demo server's `resources/list`,
+Golden files: `tests/demo/golden/demo_<list>.json` hold the demo server's `resources/list`,
 `resources/templates/list` and `prompts/list` results (protocol 2025-11-25), as the schema-
 checked in-process client receives them. After an intended change, regenerate them with
-`TRIO_MCP_UPDATE_GOLDEN=1 python -m pytest tests/test_demo_codex.py` and review the diff.
+`TRIO_MCP_UPDATE_GOLDEN=1 python -m pytest tests/demo/test_codex.py` and review the diff.
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -24,8 +23,9 @@ import trio
 import trio.testing
 
 from tests.fixtures import asking_tools
-from tests.helpers import LATEST, MODERN, REPO_ROOT, scripted
+from tests.helpers import LATEST, MODERN, REPO_ROOT, ScriptedServer, scripted
 from tests.http_helpers import serve
+from tests.sdk_servers import SDK_ASKING_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
     AcceptedElicitation,
@@ -49,7 +49,6 @@ from trio_mcp._core.meta import CAPABILITIES
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 ASKING_TOOLS = str(FIXTURES / "asking_tools.py")
-SDK_ASKING_SERVER = str(FIXTURES / "sdk_asking_server.py")
 #: Bounds a test's waits (virtual seconds under the autojump clock, real ones elsewhere).
 TIMEOUT = scaled(60)
 
@@ -76,6 +75,11 @@ SAMPLE: dict[str, Any] = {
     "systemPrompt": "You are a poet.",
 }
 ROOTS = [Root("file:///work", "work"), Root("file:///tmp")]
+
+
+def modern(server: ScriptedServer, **asking: Any) -> AbstractAsyncContextManager[Client]:
+    """A client of the scripted `server` under 2026-07-28, answering as `Asking(**asking)`."""
+    return scripted(server, protocol_version=MODERN, asking=Asking(**asking))
 
 
 async def sample(request: SamplingRequest) -> SamplingResult:
@@ -139,11 +143,7 @@ async def test_each_modern_request_declares_them_in_its_meta() -> None:
         await send({"jsonrpc": "2.0", "id": message["id"], "result": DISCOVERED})
 
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(roots=ROOTS, elicitation=_never_elicit),
-        ) as client:
+        async with modern(server, roots=ROOTS, elicitation=_never_elicit) as client:
             assert client.protocol_version == MODERN
     assert seen == [{"elicitation": {"form": {}, "url": {}}, "roots": {}}]
 
@@ -584,10 +584,8 @@ async def test_call_tool_answers_every_input_request_and_sends_again(
         DONE,
     )
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=elicit, sampling=sample_together, roots=roots),
+        async with modern(
+            server, elicitation=elicit, sampling=sample_together, roots=roots
         ) as client:
             result = await client.call_tool("deploy", {"env": "prod"})
     assert result.text == "done"
@@ -639,11 +637,7 @@ async def test_prompts_and_resources_go_through_the_loop_too() -> None:
         return AcceptedElicitation({})
 
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=elicit),
-        ) as client:
+        async with modern(server, elicitation=elicit) as client:
             assert (await client.get_prompt("greet", {"who": "me"})).messages == ()
             assert (await client.read_resource("x://a")).contents[0].text == "hi"
     answer = {"who": {"action": "accept", "content": {"name": "John Doe", "age": 30}}}
@@ -659,11 +653,7 @@ async def test_prompts_and_resources_go_through_the_loop_too() -> None:
 async def test_rounds_are_bounded() -> None:
     server = Rounds(*[needs({}, f"s{i}") for i in range(10)])
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(max_input_rounds=3),
-        ) as client:
+        async with modern(server, max_input_rounds=3) as client:
             with pytest.raises(RemoteProtocolError, match="after 3 round"):
                 await client.call_tool("t")
             assert len(server.calls) == 4  # the call and three retries
@@ -674,11 +664,7 @@ async def test_rounds_are_bounded() -> None:
 async def test_asking_for_what_was_not_declared_is_a_protocol_error() -> None:
     server = Rounds(needs({"poem": {"method": "sampling/createMessage", "params": SAMPLE}}))
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=_never_elicit),
-        ) as client:
+        async with modern(server, elicitation=_never_elicit) as client:
             with pytest.raises(RemoteProtocolError, match="'poem' \\(sampling/createMessage\\)"):
                 await client.call_tool("t")
     assert len(server.calls) == 1  # not sent again
@@ -691,11 +677,7 @@ async def test_malformed_input_requests_are_a_protocol_error() -> None:
         needs({"x": {"method": "tools/list"}}),
     )
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=_never_elicit),
-        ) as client:
+        async with modern(server, elicitation=_never_elicit) as client:
             with pytest.raises(RemoteProtocolError, match='needs "message"'):
                 await client.call_tool("t")
             with pytest.raises(RemoteProtocolError, match="neither inputRequests"):
@@ -732,11 +714,7 @@ async def test_a_handler_that_raises_ends_the_call_with_its_exception() -> None:
         DONE,
     )
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=elicit, sampling=slow_sample),
-        ) as client:
+        async with modern(server, elicitation=elicit, sampling=slow_sample) as client:
             with pytest.raises(BoomError, match="no answer"):
                 await client.call_tool("t")
             assert cancelled.is_set()
@@ -826,25 +804,6 @@ async def test_the_sdk_server_asks_over_stdio(version: str) -> None:
             assert cancelled == {"action": "cancel"}
 
 
-@asynccontextmanager
-async def sdk_http_server() -> AsyncIterator[str]:
-    """Run the asking SDK server over Streamable HTTP in a subprocess; yields its URL."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_ASKING_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", [LATEST, MODERN])
 async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
@@ -852,7 +811,7 @@ async def test_the_sdk_server_asks_over_streamable_http(version: str) -> None:
     answering = Answering(AcceptedElicitation({"confident": True}))
     with trio.fail_after(TIMEOUT):
         async with (
-            sdk_http_server() as url,
+            sdk_http_server(SDK_ASKING_SERVER) as url,
             open_client(url, protocol_version=version, asking=answering.asking()) as client,
         ):
             assert client.protocol_version == version
@@ -864,7 +823,7 @@ async def test_a_request_tied_to_no_call_comes_on_the_get_stream() -> None:
     # client with handlers opens once the session is initialized.
     with trio.fail_after(TIMEOUT):
         async with (
-            sdk_http_server() as url,
+            sdk_http_server(SDK_ASKING_SERVER) as url,
             open_client(
                 url,
                 asking=Asking(roots=[Root("file:///aside")]),
@@ -905,11 +864,7 @@ async def test_cancelling_the_call_cancels_the_answers_it_waits_on(
 
     server = Rounds(needs({"q": {"method": "elicitation/create", "params": FORM}}, "s"), DONE)
     with trio.fail_after(TIMEOUT):
-        async with scripted(
-            server,
-            protocol_version=MODERN,
-            asking=Asking(elicitation=stuck),
-        ) as client:
+        async with modern(server, elicitation=stuck) as client:
             with trio.move_on_after(1) as scope:
                 await client.call_tool("t")
             assert scope.cancelled_caught

@@ -14,7 +14,7 @@ import trio
 
 from tests.helpers import MODERN
 from tests.http_helpers import serve
-from tests.runtime.observed import TIMEOUT, cancel_a_hanging_call, make_server
+from tests.middleware.observed import TIMEOUT, cancel_a_hanging_call, make_server
 from trio_mcp import AcceptedElicitation, Asking, ElicitRequest, RequestError
 from trio_mcp.http import HttpOptions
 from trio_mcp.middleware import OpenTelemetryMiddleware, PrometheusMiddleware, trace_context_meta

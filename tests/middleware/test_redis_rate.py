@@ -23,7 +23,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.helpers import MODERN, open_memory_peer, python_json
+from tests.helpers import MODERN, MODERN_META, open_memory_peer, python_json
 from tests.http_helpers import McpHttp
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, REDIS_SERVER, RedisProcess, fleet
 from tests.timing import scaled
@@ -38,10 +38,6 @@ pytestmark = NEEDS_REDIS_PACKAGE
 #: Bounds each test: two worker processes start on 2 shared cores in a few seconds.
 TIMEOUT = scaled(60)
 PREFIX = "trio-mcp-test:rate:"
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 class Clock:
@@ -386,6 +382,7 @@ async def test_two_servers_in_one_process_share_one_limit(redis_server: RedisPro
     )
 
 
+@pytest.mark.slow
 async def test_a_fleet_limits_a_sessionless_client_by_its_address_across_workers(
     redis_server: RedisProcess,
 ) -> None:
@@ -397,7 +394,7 @@ async def test_a_fleet_limits_a_sessionless_client_by_its_address_across_workers
             httpx.AsyncClient(timeout=TIMEOUT) as http,
         ):
             on = [McpHttp(http, worker.url, MODERN) for worker in workers]
-            replies = [(await on[n % 2].call("where", {}, **META)).result for n in range(5)]
+            replies = [(await on[n % 2].call("where", {}, **MODERN_META)).result for n in range(5)]
     texts = [reply["content"][0]["text"] for reply in replies]
     assert texts[:3] == ["served by A", "served by B", "served by A"]  # 3 an hour, fleet-wide
     for refused in replies[3:]:

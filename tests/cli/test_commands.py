@@ -29,7 +29,8 @@ import demo_tools
 import demo_tools.tour
 import trio_mcp
 from tests.helpers import DEMO_TOOLS
-from tests.timing import scaled
+from tests.http_helpers import serve
+from tests.processes import ROOT, TIMEOUT, cli, cli_async, serving
 from trio_mcp import (
     Progress,
     PromptMessage,
@@ -41,7 +42,6 @@ from trio_mcp import (
     ToolInfo,
     ToolResult,
 )
-from trio_mcp._run import serve_http
 from trio_mcp.cli._arguments import (
     convert_value,
     parse_arguments,
@@ -63,7 +63,6 @@ from trio_mcp.cli._output import (
 from trio_mcp.cli._parse import UsageError, parse_command_line, split_server_command
 from trio_mcp.cli._serve import _http_options, unregistered_tools
 
-ROOT = Path(__file__).resolve().parent.parent
 ECHO_TOOLS = str(ROOT / "tests" / "fixtures" / "echo_tools.py")
 #: A file of @tool functions and no `server`: `trio-mcp run` makes the server.
 CLIENT_TOOLS = str(ROOT / "tests" / "fixtures" / "client_tools.py")
@@ -73,32 +72,6 @@ FORGOTTEN_TOOLS = str(ROOT / "tests" / "fixtures" / "forgotten_tools.py")
 PRIMITIVES = str(ROOT / "tests" / "fixtures" / "primitives_server.py")
 #: Tools that run as tasks (polled every 50 ms).
 TASK_TOOLS = str(ROOT / "tests" / "fixtures" / "task_tools.py")
-TIMEOUT = scaled(60)
-
-
-def cli(*args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m trio_mcp ARGS...` and capture its output."""
-    return subprocess.run(
-        [sys.executable, "-m", "trio_mcp", *args],
-        stdin=stdin,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=ROOT,
-    )
-
-
-async def cli_async(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """`cli` for tests that serve something in their own event loop meanwhile."""
-    with trio.fail_after(TIMEOUT):
-        return await trio.run_process(
-            [sys.executable, "-m", "trio_mcp", *args],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            cwd=ROOT,
-        )
 
 
 # -- subprocess -----------------------------------------------------------------------------------
@@ -440,48 +413,32 @@ def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], message: str)
 
 @pytest.mark.slow
 async def test_tools_and_call_over_http_and_legacy_sse() -> None:
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http, demo_tools.build_server(), port=0, shutdown_trigger=stop.wait
-            )
-        )
-        base = binds[0]
+    async with serve() as served:
+        base = served.base
         listed = await cli_async("tools", base + "/mcp")
         assert listed.returncode == 0, listed.stderr
         assert b"calculator.power  Raise a number to a power" in listed.stdout
         called = await cli_async("call", base + "/sse", "calculator.power", "base=2", "exponent=8")
         assert (called.returncode, called.stdout) == (0, b"256\n"), called.stderr
-        stop.set()
 
 
 @pytest.mark.slow
 async def test_run_over_http_accepts_the_allowed_hosts() -> None:
-    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
-    process = await trio.lowlevel.open_process(
-        [*command, "--port", "0", "--allow-host", "mcp.example"], stderr=subprocess.PIPE, cwd=ROOT
-    )
-    assert process.stderr is not None
-    try:
+    args = ("demo_tools", "--transport", "http", "--port", "0", "--allow-host", "mcp.example")
+    async with serving(*args) as served:
+        url = await served.url()
+        message = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+        }
         with trio.fail_after(TIMEOUT):
-            printed = b""
-            while b"/mcp\n" not in printed:
-                printed += await process.stderr.receive_some()
-            url = printed.decode().split("serving MCP on ")[1].split()[0]
-            message = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-            headers = {
-                "accept": "application/json, text/event-stream",
-                "mcp-protocol-version": "2025-11-25",
-            }
             async with httpx.AsyncClient() as http:
                 named = await http.post(
                     url, json=message, headers={**headers, "host": "mcp.example"}
                 )
                 other = await http.post(url, json=message, headers={**headers, "host": "x.example"})
-    finally:
-        process.terminate()
-        await process.wait()
+        await served.stop()
     assert named.status_code == 400  # past the Host check: no session yet
     assert other.status_code == 421
 
@@ -847,14 +804,8 @@ def test_resource_prompt_and_completion_errors_exit_2(args: tuple[str, ...], mes
 
 @pytest.mark.slow
 async def test_resources_prompts_and_completion_over_http() -> None:
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http, demo_tools.build_server(), port=0, shutdown_trigger=stop.wait
-            )
-        )
-        url = binds[0] + "/mcp"
+    async with serve() as served:
+        url = served.url
         listed = await cli_async("resources", url)
         assert listed.returncode == 0, listed.stderr
         assert b"wh40k://units/{faction}/{unit_id}  unit" in listed.stdout
@@ -869,7 +820,6 @@ async def test_resources_prompts_and_completion_over_http() -> None:
         assert got.stdout.startswith(b"user: You are a tactician of the tyranids.")
         completed = await cli_async("complete", url, "wh40k.battle_briefing", "battlefield", "i")
         assert (completed.returncode, completed.stdout) == (0, b"ice_world\n"), completed.stderr
-        stop.set()
 
 
 # -- helpers --------------------------------------------------------------------------------------

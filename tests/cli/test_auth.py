@@ -8,8 +8,6 @@ from its RFC 8414 metadata while the test awaits.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 
 import httpx
 import pytest
@@ -17,29 +15,21 @@ import trio
 
 from tests.http_helpers import POST_HEADERS
 from tests.oauth_server import serve_oauth
-from tests.stdio_peer import ROOT
-from tests.timing import scaled
+from tests.processes import TIMEOUT, cli_async, serving
 from trio_mcp.cli._serve import audience_mismatch
 
-TIMEOUT = scaled(60)
 AUDIENCE = "http://mcp.test/mcp"
+#: The demo server over Streamable HTTP on a free port (what `run` takes, past the word).
+HTTP_DEMO = ("demo_tools", "--transport", "http", "--port", "0")
 
 
 async def test_run_protects_the_server_with_a_jwt_verifier() -> None:
     async with serve_oauth() as oauth:
-        command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
-        args = ["--port", "0", "--auth-issuer", oauth.issuer, "--auth-audience", AUDIENCE]
-        process = await trio.lowlevel.open_process(
-            [*command, *args, "--auth-scopes", "mcp"], stderr=subprocess.PIPE, cwd=ROOT
-        )
-        assert process.stderr is not None
-        try:
+        auth = ["--auth-issuer", oauth.issuer, "--auth-audience", AUDIENCE, "--auth-scopes", "mcp"]
+        async with serving(*HTTP_DEMO, *auth) as served:
+            url = await served.url()
+            base = url.removesuffix("/mcp")
             with trio.fail_after(TIMEOUT):
-                printed = b""
-                while b"/mcp\n" not in printed:
-                    printed += await process.stderr.receive_some()
-                url = printed.decode().split("serving MCP on ")[1].split()[0]
-                base = url.removesuffix("/mcp")
                 ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
                 headers = {**POST_HEADERS, "mcp-protocol-version": "2025-11-25"}
                 async with httpx.AsyncClient() as http:
@@ -51,9 +41,7 @@ async def test_run_protects_the_server_with_a_jwt_verifier() -> None:
                     bearer = {**headers, "authorization": f"Bearer {other}"}
                     foreign = await http.post(url, json=ping, headers=bearer)
                     doc = await http.get(base + "/.well-known/oauth-protected-resource/mcp")
-        finally:
-            process.terminate()
-            await process.wait()
+            await served.stop()
     assert anonymous.status_code == 401
     assert anonymous.headers["www-authenticate"] == (
         'Bearer scope="mcp", resource_metadata="http://mcp.test/.well-known/'
@@ -75,10 +63,7 @@ async def test_run_protects_the_server_with_a_jwt_verifier() -> None:
 
 
 async def test_run_needs_both_issuer_and_audience() -> None:
-    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
-    done = await trio.run_process(
-        [*command, "--auth-issuer", "http://as.test"], capture_stderr=True, check=False, cwd=ROOT
-    )
+    done = await cli_async("run", *HTTP_DEMO, "--auth-issuer", "http://as.test")
     assert done.returncode == 2
     # A usage error of `run`: its own usage line, not the top-level one.
     lines = done.stderr.decode().splitlines()
@@ -86,30 +71,19 @@ async def test_run_needs_both_issuer_and_audience() -> None:
     assert lines[-1] == "trio-mcp run: error: --auth-issuer and --auth-audience go together"
 
 
-async def serving(*args: str) -> str:
+async def said(*args: str) -> str:
     """What `trio-mcp run demo_tools --transport http --port 0 ARGS` says up to serving."""
-    command = [sys.executable, "-m", "trio_mcp", "run", "demo_tools", "--transport", "http"]
-    process = await trio.lowlevel.open_process(
-        [*command, "--port", "0", *args], stderr=subprocess.PIPE, cwd=ROOT
-    )
-    assert process.stderr is not None
-    try:
-        with trio.fail_after(TIMEOUT):
-            printed = b""
-            while b"serving MCP on " not in printed or not printed.endswith(b"\n"):
-                chunk = await process.stderr.receive_some()
-                assert chunk, printed
-                printed += chunk
-    finally:
-        process.terminate()
-        await process.wait()
-    return printed.decode()
+    async with serving(*HTTP_DEMO, *args) as served:
+        await served.url()
+        await served.stop()
+    return served.stderr
 
 
+@pytest.mark.slow
 async def test_run_warns_of_an_audience_for_another_host() -> None:
     async with serve_oauth() as oauth:
         auth = ("--auth-issuer", oauth.issuer)
-        other = await serving(
+        other = await said(
             "--host", "127.0.0.1", *auth, "--auth-audience", "http://localhost:8202/mcp"
         )
         warned = [line for line in other.splitlines() if "--auth-audience" in line]
@@ -120,7 +94,7 @@ async def test_run_warns_of_an_audience_for_another_host() -> None:
             "refuse a resource named for another host; give the URL clients connect to (or "
             "--allow-host localhost:8202)"
         )
-        allowed = await serving(
+        allowed = await said(
             *auth, "--auth-audience", "http://mcp.test/mcp", "--allow-host", "mcp.test"
         )
         assert "--auth-audience" not in allowed

@@ -18,7 +18,9 @@ import pytest
 import trio
 
 from tests.fixtures import primitives_server as fixture
-from tests.runtime.test_client import SDK_SERVER, TIMEOUT, http_server, sdk_http_server
+from tests.http_helpers import serve
+from tests.runtime.client.test_client import TIMEOUT
+from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from trio_mcp import (
     CacheHint,
     Completion,
@@ -144,8 +146,8 @@ async def test_over_a_stdio_subprocess(version: str) -> None:
 async def test_over_streamable_http(version: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with (
-            http_server(fixture.server) as (base, _),
-            open_client(base + "/mcp", protocol_version=version) as client,
+            serve(fixture.server) as served,
+            open_client(served.url, protocol_version=version) as client,
         ):
             await exercise(client, version)
 
@@ -183,8 +185,8 @@ async def test_subscription_updates_reach_the_handler(kind: str, version: str) -
 @asynccontextmanager
 async def _target(kind: str) -> AsyncIterator[Any]:
     if kind == "http":
-        async with http_server(fixture.server) as (base, _):
-            yield base + "/mcp"
+        async with serve(fixture.server) as served:
+            yield served.url
     else:
         yield fixture.server if kind == "memory" else PRIMITIVES
 
@@ -283,5 +285,5 @@ async def test_sdk_server_over_stdio() -> None:
 @pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     with trio.fail_after(TIMEOUT):
-        async with sdk_http_server() as url, open_client(url) as client:
+        async with sdk_http_server(SDK_SERVER) as url, open_client(url) as client:
             await exercise_sdk(client)

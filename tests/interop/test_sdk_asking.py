@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import pytest
@@ -130,8 +130,8 @@ def _as_dict(item: object) -> dict[str, Any] | None:
     return None
 
 
-class _TapRead:
-    """The SDK's read stream, keeping each message it yields."""
+class _Tap:
+    """One of the SDK's streams, keeping each message that passes through it in `kept`."""
 
     def __init__(self, inner: Any, kept: list[dict[str, Any]]) -> None:
         self._inner = inner
@@ -144,6 +144,23 @@ class _TapRead:
         message = _as_dict(item)
         if message is not None:
             self._kept.append(message)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(kind, exc, tb)
+        return result
+
+
+class _TapRead(_Tap):
+    """The SDK's read stream, keeping each message it yields."""
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
@@ -158,48 +175,13 @@ class _TapRead:
         self._keep(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> _TapRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(kind, exc, tb)
-        return result
-
-
-class _TapWrite:
+class _TapWrite(_Tap):
     """The SDK's write stream, keeping each message sent through it."""
 
-    def __init__(self, inner: Any, kept: list[dict[str, Any]]) -> None:
-        self._inner = inner
-        self._kept = kept
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
     async def send(self, item: Any, /) -> None:
-        message = _as_dict(item)
-        if message is not None:
-            self._kept.append(message)
+        self._keep(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _TapWrite:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(kind, exc, tb)
-        return result
 
 
 @asynccontextmanager

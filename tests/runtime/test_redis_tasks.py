@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,7 +25,8 @@ import trio
 
 from tests.helpers import MODERN, python_json
 from tests.http_helpers import McpHttp
-from tests.redis_helpers import NEEDS_REDIS_PACKAGE, ROOT, RedisProcess, Worker, fleet
+from tests.processes import cli
+from tests.redis_helpers import NEEDS_REDIS_PACKAGE, RedisProcess, Worker, fleet
 from tests.timing import scaled
 from trio_mcp import RemoteProtocolError
 from trio_mcp.tasks import RedisTaskStore, TaskRecord
@@ -390,15 +390,7 @@ async def test_the_command_line_gives_a_server_redis_for_its_tasks_and_its_broke
 
 def test_the_command_line_refuses_a_store_that_is_not_redis() -> None:
     store = ["--task-store", "http://user:secret@example.com/"]
-    done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp", "run", "tests/fixtures/echo_tools.py", *store],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    done = cli("run", "tests/fixtures/echo_tools.py", *store, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert "--task-store takes a redis://, rediss:// or unix:// URL" in done.stderr
     assert "secret" not in done.stderr

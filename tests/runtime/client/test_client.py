@@ -11,7 +11,6 @@ import functools
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,7 +24,8 @@ import trio
 import demo_tools
 from tests.fixtures import echo_tools
 from tests.helpers import DEMO_TOOLS, REPO_ROOT, scripted
-from tests.http_helpers import read_request, serve_bare
+from tests.http_helpers import Gate, http_response, json_response, read_request, serve, serve_bare
+from tests.sdk_servers import SDK_SERVER, sdk_http_server
 from tests.timing import scaled
 from trio_mcp import (
     Client,
@@ -50,60 +50,12 @@ ROOT = REPO_ROOT
 FIXTURES = ROOT / "tests" / "fixtures"
 ECHO_TOOLS = str(FIXTURES / "echo_tools.py")
 CLIENT_TOOLS = str(FIXTURES / "client_tools.py")
-SDK_SERVER = str(FIXTURES / "sdk_server.py")
 #: Bounds any one test's waits on a subprocess or a socket.
 TIMEOUT = scaled(60)
 
 
 def serve_command(target: str) -> list[str]:
     return [sys.executable, "-m", "trio_mcp", "run", target]
-
-
-class Gate:
-    """In-process tools that wait for the test: `gate.wait` blocks until cancelled."""
-
-    def __init__(self) -> None:
-        self.started = trio.Event()
-        self.cancelled = trio.Event()
-        self.entered = 0
-
-    def server(self, **options: Any) -> Server:
-        server = demo_tools.build_server()
-        for name, value in options.items():
-            setattr(server, name, value)
-        gate = self
-
-        @server.tool("gate.wait", "Wait until cancelled")
-        async def wait() -> str:
-            gate.entered += 1
-            gate.started.set()
-            try:
-                await trio.sleep_forever()
-            except trio.Cancelled:
-                gate.cancelled.set()
-                raise
-            return "never"
-
-        return server
-
-
-@asynccontextmanager
-async def http_server(
-    server: Server | None = None, port: int = 0
-) -> AsyncIterator[tuple[str, trio.Event]]:
-    """Serve over HTTP on a loopback port; yields (base URL, stop event)."""
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(
-                serve_http,
-                server or demo_tools.build_server(),
-                port=port,
-                shutdown_trigger=stop.wait,
-            )
-        )
-        yield binds[0], stop
-        stop.set()
 
 
 def port_of(base: str) -> int:
@@ -124,8 +76,8 @@ async def target_for(kind: str, server: Server | None = None) -> AsyncIterator[A
     elif kind == "stdio":
         yield [sys.executable, "-m", "demo_tools"]
     else:
-        async with http_server(server) as (base, _):
-            yield base + ("/sse" if kind == "sse" else "/mcp")
+        async with serve(server) as served:
+            yield served.base + ("/sse" if kind == "sse" else "/mcp")
 
 
 @asynccontextmanager
@@ -227,7 +179,7 @@ async def test_cancelled_call_tells_the_server_and_frees_its_id(kind: str) -> No
 
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(cancel_when_started)
-                    await client.call_tool("gate.wait")
+                    await client.call_tool("test.wait")
             assert scope.cancelled_caught
             await gate.cancelled.wait()  # the server's tool was cancelled, not left running
             assert client.in_flight == 0
@@ -243,7 +195,7 @@ async def test_calls_left_waiting_when_the_client_closes_fail() -> None:
 
                 async def outlives_the_client() -> None:
                     with pytest.raises(ConnectionClosed, match="the client was closed"):
-                        await client.call_tool("gate.wait")
+                        await client.call_tool("test.wait")
 
                 nursery.start_soon(outlives_the_client)
                 await gate.started.wait()
@@ -256,7 +208,7 @@ async def test_timeout_through_fail_after(autojump_clock: trio.testing.MockClock
     async with open_client(gate.server()) as client:
         with pytest.raises(trio.TooSlowError):
             with trio.fail_after(30):
-                await client.call_tool("gate.wait")
+                await client.call_tool("test.wait")
         assert client.in_flight == 0
         with trio.fail_after(1):
             await gate.cancelled.wait()
@@ -415,21 +367,6 @@ async def test_server_logs_go_to_python_logging_without_a_handler(
     assert any("handler failed" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
-async def test_every_handshake_version_is_negotiated(version: str) -> None:
-    async with open_client(demo_tools.build_server(), protocol_version=version) as client:
-        assert client.protocol_version == version
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
-
-
-async def test_an_older_server_answers_with_its_version() -> None:
-    server = Server("old", versions=("2024-11-05",))
-    server.add_tools(demo_tools.calculator)
-    async with open_client(server) as client:
-        assert client.protocol_version == "2024-11-05"
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
-
-
 @pytest.mark.parametrize("kind", TRANSPORTS)
 async def test_modern_revision_uses_per_request_meta(kind: str) -> None:
     progress: list[Progress] = []
@@ -443,14 +380,6 @@ async def test_modern_revision_uses_per_request_meta(kind: str) -> None:
             assert result.raw["resultType"] == "complete"
             await client.call_tool("wh40k.battle_simulation", progress=progress.append)
     assert [p.progress for p in progress] == [1, 2, 3]
-
-
-async def test_modern_revision_falls_back_to_the_handshake() -> None:
-    server = Server("handshake-only", versions=HANDSHAKE_VERSIONS)
-    server.add_tools(demo_tools.calculator)
-    async with open_client(server, protocol_version="2026-07-28") as client:
-        assert client.protocol_version == HANDSHAKE_VERSIONS[0]
-        assert (await client.call_tool("calculator.add", {"a": 1, "b": 2})).text == "3.0"
 
 
 async def test_unknown_client_version_is_refused() -> None:
@@ -708,30 +637,11 @@ async def test_sdk_server_over_stdio() -> None:
     assert progress == [Progress(i, 3, f"step {i}") for i in (1, 2, 3)]
 
 
-@asynccontextmanager
-async def sdk_http_server() -> AsyncIterator[str]:
-    """Run the SDK server over Streamable HTTP in a subprocess; yields its URL."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SDK_SERVER, "--http"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    try:
-        seen = b""
-        while b"\n" not in seen:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the SDK server ended before listening"
-            seen += chunk
-        yield seen.split(b"\n")[0].decode().removeprefix("listening on ")
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 @pytest.mark.slow
 async def test_sdk_server_over_streamable_http() -> None:
     progress: list[Progress] = []
     with trio.fail_after(TIMEOUT):
-        async with sdk_http_server() as url, open_client(url) as client:
+        async with sdk_http_server(SDK_SERVER) as url, open_client(url) as client:
             assert client.server_info["name"] == "sdk-peer"
             assert client.session_id is not None
             assert {tool.name for tool in await client.list_tools()} == {"add", "fail", "steps"}
@@ -747,11 +657,11 @@ async def test_sdk_server_over_streamable_http() -> None:
 
 async def test_http_session_ended_by_the_server_is_initialized_again() -> None:
     with trio.fail_after(TIMEOUT):
-        async with http_server() as (base, _), open_client(base + "/mcp") as client:
+        async with serve() as served, open_client(served.url) as client:
             first = client.session_id
             assert first is not None
             async with httpx.AsyncClient() as raw:
-                response = await raw.delete(base + "/mcp", headers={"mcp-session-id": first})
+                response = await raw.delete(served.url, headers={"mcp-session-id": first})
                 assert response.status_code == 204
 
             async def add() -> None:
@@ -912,17 +822,6 @@ async def test_http_unreachable_server_gives_up_after_bounded_attempts() -> None
     assert "gave up after 3 attempt(s)" in str(info.value)
 
 
-def http_response(status: str, body: bytes = b"", *headers: str) -> bytes:
-    lines = [f"HTTP/1.1 {status}", *headers, "connection: close", f"content-length: {len(body)}"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-
-
-def json_response(message: Any, *headers: str) -> bytes:
-    return http_response(
-        "200 OK", json.dumps(message).encode(), "content-type: application/json", *headers
-    )
-
-
 class BareHttp:
     """A bare HTTP/1.1 server: it answers initialize and notifications like a real one, and
     `respond(message)` answers each tools/call (None: close the connection unanswered)."""
@@ -978,17 +877,23 @@ async def test_http_request_is_not_sent_twice_unless_retry_safe() -> None:
             assert server.calls == 1 + 4
 
 
-async def test_http_busy_server_is_asked_again() -> None:
-    answers = [http_response("503 Service Unavailable", b"", "retry-after: 0")]
+def ok_after(answers: list[bytes]) -> Callable[[Any], bytes]:
+    """A bare server's answers: what `answers` holds while it holds any (the last first), then
+    a tool result saying "ok"."""
 
     def respond(message: Any) -> bytes:
         if answers:
             return answers.pop()
         return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
 
+    return respond
+
+
+async def test_http_busy_server_is_asked_again() -> None:
+    answers = [http_response("503 Service Unavailable", b"", "retry-after: 0")]
     with trio.fail_after(TIMEOUT):
         async with (
-            bare_http(respond) as (url, server),
+            bare_http(ok_after(answers)) as (url, server),
             open_client(url, retry=FAST_RETRY) as client,
         ):
             assert (await client.call_tool("t")).text == "ok"
@@ -1006,15 +911,9 @@ async def test_http_a_proxy_that_lost_its_server_is_asked_again_only_when_safe(
     """A balancer's 502 or 504 may come after the server ran the call: a call is not sent
     again unless the caller says it is safe; one that is, is sent again (bounded)."""
     answers = [http_response(status, b"<html>upstream failed</html>")]
-
-    def respond(message: Any) -> bytes:
-        if answers:
-            return answers.pop()
-        return json_response(reply(message, {"content": [{"type": "text", "text": "ok"}]}))
-
     with trio.fail_after(TIMEOUT):
         async with (
-            bare_http(respond) as (url, server),
+            bare_http(ok_after(answers)) as (url, server),
             open_client(url, retry=FAST_RETRY) as client,
         ):
             code = status.split(maxsplit=1)[0]
@@ -1086,15 +985,15 @@ async def test_a_server_shutting_down_answers_pending_calls(path: str) -> None:
     gate = Gate()
     with trio.fail_after(TIMEOUT):
         server = gate.server(timeouts=Timeouts(shutdown=0.1))
-        async with http_server(server) as (base, stop), open_client(base + path) as client:
+        async with serve(server) as served, open_client(served.base + path) as client:
             async with trio.open_nursery() as nursery:
 
                 async def pending() -> None:
                     with pytest.raises(RequestError, match="Server shutting down") as refused:
-                        await client.call_tool("gate.wait")
+                        await client.call_tool("test.wait")
                     assert refused.value.code == -32000
 
                 nursery.start_soon(pending)
                 await gate.started.wait()
-                stop.set()  # graceful shutdown: 0.1 s of grace, then the answers
+                served.stop.set()  # graceful shutdown: 0.1 s of grace, then the answers
             assert gate.cancelled.is_set()

@@ -1,4 +1,4 @@
-"""Fixtures of the transport tests: a `redis-server` of each test's own (tests/redis_helpers)."""
+"""Fixtures shared across the tree: a `redis-server` of each test's own (tests/redis_helpers)."""
 
 from __future__ import annotations
 

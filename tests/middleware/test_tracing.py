@@ -14,7 +14,7 @@ import trio
 
 from tests.helpers import LATEST, MODERN
 from tests.http_helpers import serve
-from tests.runtime.observed import TIMEOUT, cancel_a_hanging_call, make_server
+from tests.middleware.observed import TIMEOUT, cancel_a_hanging_call, make_server
 from trio_mcp import RequestError
 from trio_mcp.middleware import (
     CallNext,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.timing import scaled
+from tests.processes import ROOT, TIMEOUT, cli
 from trio_mcp import ImageContent, SamplingMessage, SamplingRequest, TextContent
 from trio_mcp.cli._answers import (
     NOTHING,
@@ -40,9 +40,7 @@ from trio_mcp.cli._answers import (
 
 pytestmark = pytest.mark.slow  # every test here starts processes: seconds each
 
-ROOT = Path(__file__).resolve().parent.parent
 ASKING_TOOLS = str(ROOT / "tests" / "fixtures" / "asking_tools.py")
-TIMEOUT = scaled(60)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -377,15 +375,7 @@ def test_on_a_terminal_a_url_is_shown_and_enter_accepts() -> None:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_mcp", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=ROOT,
-    )
+    return cli(*args, stdin=subprocess.DEVNULL)
 
 
 def test_without_a_terminal_an_elicitation_is_declined() -> None:

@@ -3,7 +3,7 @@
 The arithmetic and the in-memory store run on a fake clock (no sleeping); the server tests run
 in process (`trio_mcp.testing.connect`, a raw memory peer) in both eras, and over Streamable
 HTTP for the keys only HTTP has (a token's principal, the client's address). The Redis store is
-tested against a real Redis in tests/transports/test_redis_rate.py.
+tested against a real Redis in tests/middleware/test_redis_rate.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import LATEST, MODERN, open_memory_peer
+from tests.helpers import LATEST, MODERN, MODERN_META, open_memory_peer
 from tests.http_helpers import serve
 from tests.timing import scaled
 from trio_mcp import AuthInfo, RequestError, Server
@@ -36,10 +36,6 @@ from trio_mcp.testing import connect
 
 #: Bounds each HTTP test (a server starts on a loopback port).
 TIMEOUT = scaled(30)
-META: dict[str, Any] = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 class Clock:
@@ -420,7 +416,9 @@ async def test_over_http_a_client_without_a_token_is_its_address() -> None:
     with trio.fail_after(TIMEOUT):
         async with serve(server) as served:
             sessionless = served.client(MODERN)  # a session of its own for every request
-            replies = [await sessionless.call("add", {"a": 1, "b": 1}, **META) for _ in range(3)]
+            replies = [
+                await sessionless.call("add", {"a": 1, "b": 1}, **MODERN_META) for _ in range(3)
+            ]
             old = served.client(LATEST)
             await old.initialize()
             await old.call("add", {"a": 1, "b": 1})

@@ -24,7 +24,7 @@ import trio
 import trio.testing
 
 from tests.helpers import LATEST, MODERN, python_json
-from tests.http_helpers import POST_HEADERS, McpHttp
+from tests.http_helpers import POST_HEADERS, McpHttp, Reply
 from tests.redis_helpers import NEEDS_REDIS_PACKAGE, RedisProcess, Worker
 from tests.redis_helpers import fleet as redis_fleet
 from tests.timing import scaled
@@ -301,69 +301,49 @@ async def test_an_update_on_one_worker_reaches_subscribers_on_another_through_re
                 await b.logged("publishing to Redis", after=mark_b)
 
 
-async def test_workers_sharing_the_state_key_continue_each_others_calls(
-    redis_server: RedisProcess,
-) -> None:
+async def asked_on_a_answered_on_b(a: Worker, b: Worker) -> tuple[dict[str, Any], Reply]:
+    """Call `name` on worker a (it asks for a name: an input round), then send the retry with
+    Ada's answer and a's requestState to worker b: a's result and b's reply."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     }
-    with trio.fail_after(TIMEOUT):
-        async with (
-            fleet(redis_server.url, TRIO_MCP_REQUEST_STATE_KEY=STATE_KEY) as (a, b),
-            httpx.AsyncClient(timeout=TIMEOUT) as http,
-        ):
-            on_a, on_b = McpHttp(http, a.url, MODERN), McpHttp(http, b.url, MODERN)
-            first = await on_a.request(
-                "tools/call", {"name": "name", "arguments": {}, "_meta": meta}
-            )
-            round_one = first.result
-            assert round_one["resultType"] == "input_required", round_one
-            assert list(round_one["inputRequests"]) == ["elicitation-1"]
-            retry = await on_b.request(
-                "tools/call",
-                {
-                    "name": "name",
-                    "arguments": {},
-                    "_meta": meta,
-                    "inputResponses": {
-                        "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}
-                    },
-                    "requestState": round_one["requestState"],
+    async with httpx.AsyncClient(timeout=TIMEOUT) as http:
+        on_a, on_b = McpHttp(http, a.url, MODERN), McpHttp(http, b.url, MODERN)
+        first = await on_a.request("tools/call", {"name": "name", "arguments": {}, "_meta": meta})
+        retry = await on_b.request(
+            "tools/call",
+            {
+                "name": "name",
+                "arguments": {},
+                "_meta": meta,
+                "inputResponses": {
+                    "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}
                 },
-            )
-            done = retry.result
-            assert done["resultType"] == "complete", done
-            assert done["content"] == [{"type": "text", "text": "Ada on B"}]
+                "requestState": first.result["requestState"],
+            },
+        )
+    return first.result, retry
+
+
+async def test_workers_sharing_the_state_key_continue_each_others_calls(
+    redis_server: RedisProcess,
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with fleet(redis_server.url, TRIO_MCP_REQUEST_STATE_KEY=STATE_KEY) as (a, b):
+            round_one, retry = await asked_on_a_answered_on_b(a, b)
+    assert round_one["resultType"] == "input_required", round_one
+    assert list(round_one["inputRequests"]) == ["elicitation-1"]
+    done = retry.result
+    assert done["resultType"] == "complete", done
+    assert done["content"] == [{"type": "text", "text": "Ada on B"}]
 
 
 async def test_workers_with_keys_of_their_own_refuse_each_others_state(
     redis_server: RedisProcess,
 ) -> None:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    }
     with trio.fail_after(TIMEOUT):
-        async with (
-            fleet(redis_server.url) as (a, b),
-            httpx.AsyncClient(timeout=TIMEOUT) as http,
-        ):
-            on_a, on_b = McpHttp(http, a.url, MODERN), McpHttp(http, b.url, MODERN)
-            first = await on_a.request(
-                "tools/call", {"name": "name", "arguments": {}, "_meta": meta}
-            )
-            retry = await on_b.request(
-                "tools/call",
-                {
-                    "name": "name",
-                    "arguments": {},
-                    "_meta": meta,
-                    "inputResponses": {
-                        "elicitation-1": {"action": "accept", "content": {"name": "Ada"}}
-                    },
-                    "requestState": first.result["requestState"],
-                },
-            )
-            assert retry.last["error"]["code"] == -32602, retry.last
-            assert "requestState" in retry.last["error"]["message"]
+        async with fleet(redis_server.url) as (a, b):
+            _, retry = await asked_on_a_answered_on_b(a, b)
+    assert retry.last["error"]["code"] == -32602, retry.last
+    assert "requestState" in retry.last["error"]["message"]

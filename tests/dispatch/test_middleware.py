@@ -7,8 +7,6 @@ Streamable HTTP, and over stdio in a subprocess of the real command line.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Annotated, Any
 
 import pytest
@@ -19,6 +17,7 @@ from pydantic import BaseModel
 
 from tests.helpers import LATEST, open_memory_peer
 from tests.http_helpers import serve
+from tests.processes import cli
 from tests.timing import scaled
 from trio_mcp import (
     AcceptedElicitation,
@@ -349,14 +348,8 @@ def test_over_stdio_the_command_line_serves_the_chain(tmp_path: Any) -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
     ]  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp", "run", str(module)],
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=True,
-    )
+    done = cli("run", str(module), input="".join(json.dumps(line) + "\n" for line in lines))
+    assert done.returncode == 0, done.stderr
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     texts = [block["text"] for block in answers[2]["result"]["content"]]
     assert texts == ["3", "tagged add"]

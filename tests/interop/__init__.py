@@ -1,0 +1,1 @@
+"""Interop: the official `mcp` SDK's clients against trio-mcp's servers."""
