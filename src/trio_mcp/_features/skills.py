@@ -187,14 +187,14 @@ def read_skills(
 ) -> list[Skill]:
     """The skills in `folder`: itself, if it has a SKILL.md; else each subfolder that has one.
 
-    Subfolders without a SKILL.md are not skills and are passed over (hidden ones too, unless
-    `hidden`).
+    Subfolders without a SKILL.md are not skills, and are passed over, as are hidden ones (no
+    skill's name starts with ".").
 
     Args:
         folder: A skill's folder, or a folder of skill folders.
         prefix: Path segments put before each skill's name in its URIs ("acme/billing" serves
             `skill://acme/billing/refunds/SKILL.md`).
-        hidden: Serve files and folders whose names start with "." too.
+        hidden: Serve a skill's files and folders whose names start with "." too.
         scopes: OAuth scopes of the skills (see `Skill.scopes`).
 
     Raises:
@@ -220,9 +220,7 @@ def read_skills(
     skills = [
         _read_skill(sub, "/".join([*segments, sub.name]), owned, hidden)
         for sub in sorted(base.iterdir())
-        if sub.is_dir()
-        and (hidden or not sub.name.startswith("."))
-        and (sub / SKILL_FILE).is_file()
+        if sub.is_dir() and not sub.name.startswith(".") and (sub / SKILL_FILE).is_file()
     ]
     if not skills:
         raise ToolDefinitionError(
