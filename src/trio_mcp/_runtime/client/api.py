@@ -3,8 +3,8 @@
 The methods are here; what carries them is the connection (`connection`: the link, the reader,
 the peer engine), and each feature is a module of this package that the client is composed of:
 `asking` (what the server asks), `subscriptions` (resource updates and list changes), `listen`
-(the 2026-07-28 `subscriptions/listen` stream they and the tasks are served by) and `tasks`
-(following a call that became a task).
+(the 2026-07-28 `subscriptions/listen` stream they and the tasks are served by), `tasks`
+(following a call that became a task) and `skills` (the skills extension's checked reads).
 
 Rule 1: under 2026-07-28, `list_tools` hands the link each tool's `x-mcp-header` parameters
         (`_param_headers`). A link that mirrors them into headers (Streamable HTTP) makes a tool
