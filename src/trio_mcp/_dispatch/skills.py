@@ -83,7 +83,7 @@ def skill_routes(dispatcher: Dispatcher, catalog: SkillCatalog) -> dict[str, Rou
         hidden = auth is not None and dispatcher.hide_unauthorized
         if auth is not None and hidden:  # a page may come out short; cursors stay the same
             skills = [skill for skill in skills if auth.has_scopes(skill.scopes)]
-        result: dict[str, Any] = {"skills": [skill.entry() for skill in skills]}
+        result: dict[str, Any] = {"skills": [catalog.entry(skill) for skill in skills]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         hint = dispatcher.cache_hints.get(call.method)
@@ -96,7 +96,7 @@ def skill_routes(dispatcher: Dispatcher, catalog: SkillCatalog) -> dict[str, Rou
         session: ServerSession, call: ResolvedRequest, scope: RequestScope
     ) -> dict[str, Any]:
         hint = dispatcher.cache_hints.get(call.method)
-        result = {"skill": call.target.entry()}
+        result = {"skill": catalog.entry(call.target)}
         return session.complete(
             scope, ServerSession.cacheable(scope, result, hint.to_wire() if hint else None)
         )

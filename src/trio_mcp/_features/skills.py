@@ -378,6 +378,7 @@ class SkillCatalog:
 
     def __init__(self) -> None:
         self._skills: dict[str, Skill] = {}
+        self._entries: dict[str, dict[str, Any]] = {}  # made once: the skills never change
         self._folders: dict[str, _Folder] = {}
 
     def __len__(self) -> int:
@@ -389,6 +390,10 @@ class SkillCatalog:
     def get(self, uri: str) -> Skill | None:
         """The skill whose SKILL.md is at `uri`, or None."""
         return self._skills.get(uri)
+
+    def entry(self, skill: Skill) -> dict[str, Any]:
+        """The skill's entry (`Skill.entry`), made when it was added: not to be changed."""
+        return self._entries[skill.uri]
 
     def check(self, skills: Sequence[Skill]) -> None:
         """Refuse skills whose URIs are taken (before anything is registered).
@@ -407,6 +412,7 @@ class SkillCatalog:
         self.check(skills)
         for skill in skills:
             self._skills[skill.uri] = skill
+            self._entries[skill.uri] = skill.entry()
             segments = skill.path.split("/")
             for depth in range(1, len(segments)):  # the prefix's folders
                 self._child(_SCHEME + _quoted("/".join(segments[:depth])), None, segments[depth])

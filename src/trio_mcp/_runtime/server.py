@@ -785,7 +785,12 @@ class Server:
         """
         # Loaded by the first call: a server without skills never imports them.
         from .._dispatch.skills import skill_routes  # noqa: PLC0415
-        from .._features.skills import SkillCatalog, read_skills, skill_info  # noqa: PLC0415
+        from .._features.skills import (  # noqa: PLC0415
+            SKILL_FILE,
+            SkillCatalog,
+            read_skills,
+            skill_info,
+        )
 
         if scopes is not None:
             check_scopes(scopes, "add_skills(scopes=...)")
@@ -797,8 +802,8 @@ class Server:
                 file.value,
                 ResourceMeta(
                     uri=file.uri,
-                    name=skill.name if file.path == "SKILL.md" else file.path,
-                    description=skill.description if file.path == "SKILL.md" else None,
+                    name=skill.name if file.path == SKILL_FILE else file.path,
+                    description=skill.description if file.path == SKILL_FILE else None,
                     mime_type=file.mime_type,
                     size=len(file.data),
                     cache=cache,
