@@ -162,7 +162,8 @@ async def skills_used(client: Client, context: Mapping[str, Any]) -> None:
             print(f"skill not loaded: {exc}", file=sys.stderr)
             continue
         for file in loaded.info.files or ():
-            await client.read_skill_file(loaded, file.uri)
+            if file.uri != loaded.info.uri:  # SKILL.md is read already
+                await client.read_skill_file(loaded, file.uri)
 
 
 async def elicitation_defaults(client: Client, context: Mapping[str, Any]) -> None:
