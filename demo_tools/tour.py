@@ -1,4 +1,4 @@
-"""What `trio-mcp demo` shows: the codex's resources and prompt, then each demo tool in turn.
+"""What `trio-mcp demo` shows: the codex's resources and prompt, the rules skill, each demo tool.
 
 Two of the tools ask the client: `wh40k.wager` asks the user (elicitation) and
 `wh40k.battle_report` asks the client's model (sampling). The tour answers both with canned
@@ -9,7 +9,8 @@ are printed as they change.
 The tour lives beside the tools it calls; trio-mcp's command line only knows how to run a list
 of calls against a server (its `walkthrough`) and hands it to `run_tour`, which uses the public
 client API only: listing and reading resources, reading a template, getting a prompt,
-completing its arguments, and a subscription whose update arrives during the battle.
+completing its arguments, loading the rules primer skill (the skills extension: its files
+checked against their digests), and a subscription whose update arrives during the battle.
 """
 
 import json
@@ -78,6 +79,27 @@ def canned_answers(out: TextIO | None = None) -> dict[str, Any]:
     return {"elicitation_handler": elicit, "sampling_handler": sample}
 
 
+async def show_skills(client: Client, say: Callable[[str], None]) -> None:
+    """List the skills (nothing of them is fetched), then load the first and read a file of it.
+
+    Each file is checked against the skill's entry (its size, its SHA-256 digest and, for
+    SKILL.md, its front matter) before it is shown.
+    """
+    skills = await client.list_skills()
+    say("Skills:")
+    for skill in skills:
+        say(f"  {skill.uri}  {skill.name} ({len(skill.files or ())} files, {skill.size:,} bytes)")
+    if not skills:
+        return
+    loaded = await client.load_skill(skills[0])
+    heading = next(line for line in loaded.body.splitlines() if line.strip())
+    say(f"load {loaded.info.uri} (size, digest and front matter checked)\n  = {heading}")
+    for listed in (loaded.info.files or ())[1:2]:
+        read = await client.read_skill_file(loaded, listed.uri)
+        say(f"read {listed.uri} (checked)\n  = {(read.text or '').splitlines()[0]}")
+    say("")
+
+
 Walkthrough = Callable[
     [Client, Sequence[tuple[str, dict[str, Any]]], TextIO | None], Awaitable[int]
 ]
@@ -113,6 +135,7 @@ async def run_tour(client: Client, walkthrough: Walkthrough, out: TextIO | None 
     arguments = {"attacker": "space_marines", "defender": completed.values[0]}
     got = await client.get_prompt(briefing.name, arguments)
     say(f"get {briefing.name}({arguments})\n  = {got.text}\n")
+    await show_skills(client, say)
 
     # Updates travel on the connection's own stream: stdio has one, in order with the battle's
     # result. A Streamable HTTP session's come on its GET stream, in no set order with the

@@ -110,6 +110,7 @@ from ._exceptions import (
     RequestError,
     ResourceNotFoundError,
     SessionExpiredError,
+    SkillVerificationError,
     TaskCancelledError,
     ToolCallError,
     ToolDefinitionError,
@@ -144,6 +145,7 @@ if TYPE_CHECKING:
         ToolInfo,
         ToolParameter,
     )
+    from ._features.skills import LoadedSkill, SkillFile, SkillInfo
     from ._run import http_app, run, serve_http, serve_stdio
     from ._runtime.broker import Broker, InProcessBroker
     from ._runtime.client import Client
@@ -198,6 +200,10 @@ _LAZY = {
     "ResourceTemplateInfo": "._core.client_records",
     "ToolInfo": "._core.client_records",
     "ToolParameter": "._core.client_records",
+    # The skills extension (SEP-2640): the entries `list_skills` returns, a loaded skill.
+    "LoadedSkill": "._features.skills",
+    "SkillFile": "._features.skills",
+    "SkillInfo": "._features.skills",
     # Authorization, both sides. The verifiers load PyJWT (the `auth` extra) only when a
     # `JwtVerifier` is made.
     "IntrospectionVerifier": ".auth.verifiers",
@@ -304,6 +310,7 @@ __all__ = [
     "JwtVerifier",
     "LifespanError",
     "Limits",
+    "LoadedSkill",
     "LocalProtocolError",
     "LogMessage",
     "LoopbackCallback",
@@ -337,6 +344,9 @@ __all__ = [
     "Server",
     "SessionExpiredError",
     "SessionInfo",
+    "SkillFile",
+    "SkillInfo",
+    "SkillVerificationError",
     "StaticTokenVerifier",
     "TaskCancelledError",
     "TextContent",

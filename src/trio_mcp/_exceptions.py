@@ -24,6 +24,7 @@ Grouped by who meets it and what they can do about it (the groups are headings, 
     │   Client, about one call: read the result, or the task's end
     ├── ToolCallError              a tool's result had `isError` (with raise_on_error)
     ├── TaskCancelledError         the task running a call was cancelled
+    ├── SkillVerificationError     a skill's file does not match its entry (size, digest...)
     │
     │   Either side, about one request: the peer refused it, or a rule was broken
     ├── RequestError               answered with a JSON-RPC error (client: raised; server:
@@ -64,6 +65,7 @@ __all__ = [
     "ResourceNotFoundError",
     "SchemaViolationError",
     "SessionExpiredError",
+    "SkillVerificationError",
     "TaskCancelledError",
     "ToolCallError",
     "ToolDefinitionError",
@@ -284,6 +286,27 @@ class TaskCancelledError(TrioMCPError):
         super().__init__(f"task {task_id} was cancelled{detail}")
         self.task_id = task_id
         self.status_message = status_message
+
+
+class SkillVerificationError(TrioMCPError):
+    """A skill's file does not match the entry the client holds, so it is not used.
+
+    Raised by `Client.load_skill` and `Client.read_skill_file` (SEP-2640, Integrity and
+    Verification): the file may be corrupted, tampered with, or newer than the entry. Fetch the
+    entry again (`Client.get_skill`) and load the skill from it, after asking the user again.
+
+    Attributes:
+        uri: The file's URI.
+        reason: What did not match: "size", "digest", "frontmatter" (SKILL.md's differs from
+            the entry's, or cannot be read), "unlisted" (a file the entry does not list, not
+            read), "contents" (the read returned no contents for the URI), or "dynamic" (the
+            server publishes no digests for the skill, and it was not allowed).
+    """
+
+    def __init__(self, message: str, *, uri: str, reason: str) -> None:
+        super().__init__(message)
+        self.uri = uri
+        self.reason = reason
 
 
 class SchemaViolationError(TrioMCPError, AssertionError):

@@ -558,11 +558,16 @@ def test_resources_lists_resources_then_templates() -> None:
     assert done.returncode == 0, done.stderr
     head, listed, templates = done.stdout.rstrip("\n").split("\n\n")
     assert head.startswith("trio-mcp-demo ")
-    assert head.endswith(": 2 resources, 1 template")
+    assert head.endswith(": 4 resources, 1 template")
     assert listed.splitlines() == [
-        "URI                     NAME           MIME TYPE         TITLE",
-        "wh40k://codex/factions  factions       application/json  Factions of the codex",
-        "wh40k://battles/latest  latest_battle  text/plain        Latest battle report",
+        "URI                                            NAME                       MIME TYPE"
+        "         TITLE",
+        "wh40k://codex/factions                         factions                   "
+        "application/json  Factions of the codex",
+        "wh40k://battles/latest                         latest_battle              "
+        "text/plain        Latest battle report",
+        "skill://wh40k-rules/SKILL.md                   wh40k-rules                text/markdown",
+        "skill://wh40k-rules/references/wound-rolls.md  references/wound-rolls.md  text/markdown",
     ]
     assert templates.splitlines() == [
         "URI TEMPLATE                       NAME  MIME TYPE         TITLE",
@@ -738,6 +743,7 @@ def test_complete_as_json() -> None:
             ("read", "demo_tools", "http://nowhere"),
             "trio-mcp read: unknown resource 'http://nowhere'; the resources are "
             "'wh40k://codex/factions', 'wh40k://battles/latest', "
+            "'skill://wh40k-rules/SKILL.md', 'skill://wh40k-rules/references/wound-rolls.md', "
             "'wh40k://units/{faction}/{unit_id}'\n",
         ),
         # Under a template: the server's own reason, not a guess.

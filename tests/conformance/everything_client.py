@@ -16,8 +16,8 @@ An auth/ scenario connects with the `OAuth` settings `oauth_for` makes of its co
 unattended user whose authorization server approves at once (`AutoRedirect`), or the machine
 client (client credentials, JWT-bearer grant) the scenario describes.
 
-A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: the skills extension),
-and a scenario this script does not know, ends at once
+A scenario that needs a client feature trio-mcp lacks (`UNSUPPORTED`: none today), and a
+scenario this script does not know, ends at once
 with exit code 2 and one line on stderr, so that a suite run never waits out its timeout
 on it. A scenario that fails exits 1 with the traceback.
 
@@ -143,6 +143,29 @@ async def authorized_calls(client: Client, context: Mapping[str, Any]) -> None:
     await call_every_tool(client, context)
 
 
+async def skills_listed(client: Client, context: Mapping[str, Any]) -> None:
+    # A host builds its registry of skills from the listing alone: nothing of a skill is
+    # fetched before the skill is used.
+    _expect(bool(await client.list_skills()), "the server lists no skill")
+
+
+async def skills_used(client: Client, context: Mapping[str, Any]) -> None:
+    # A host that uses a skill loads its SKILL.md, checked against the entry, then reads the
+    # files it needs, each checked too. A skill that fails a check is not loaded, and nothing
+    # more of it is read.
+    from trio_mcp import SkillVerificationError  # noqa: PLC0415 - see `run_scenario`
+
+    for skill in await client.list_skills():
+        try:
+            loaded = await client.load_skill(skill)
+        except SkillVerificationError as exc:
+            print(f"skill not loaded: {exc}", file=sys.stderr)
+            continue
+        for file in loaded.info.files or ():
+            if file.uri != loaded.info.uri:  # SKILL.md is read already
+                await client.read_skill_file(loaded, file.uri)
+
+
 async def elicitation_defaults(client: Client, context: Mapping[str, Any]) -> None:
     # The tool elicits a form whose every field has a default; the server checks that the
     # answer carries them all. Its elicitation/create comes on the session's GET stream, which
@@ -163,6 +186,10 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
     "sep-2322-client-request-state": mrtr_request_state,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": call_every_tool,
+    "sep-2640-client-no-prefetch": skills_listed,
+    "sep-2640-client-verify-digest": skills_used,
+    "sep-2640-client-verify-size": skills_used,
+    "sep-2640-client-verify-frontmatter": skills_used,
     **{
         f"auth/{name}": authorized_calls
         for name in (
@@ -204,9 +231,7 @@ SCENARIOS: Final[Mapping[str, Handler]] = {
 }
 
 #: Scenarios (or, ending in "/" or "-", families of them) and the trio-mcp feature they need.
-UNSUPPORTED: Final[Mapping[str, str]] = {
-    "sep-2640-": "the skills extension (io.modelcontextprotocol/skills)",
-}
+UNSUPPORTED: Final[Mapping[str, str]] = {}
 
 
 # -- how a client authorizes itself ---------------------------------------------------------------
@@ -369,7 +394,7 @@ def run_scenario(
     # rather than after the ~0.6 s these imports take, which adds up over dozens of scenarios.
     import trio  # noqa: PLC0415
 
-    from trio_mcp import SUPPORTED_VERSIONS, open_client  # noqa: PLC0415
+    from trio_mcp import SUPPORTED_VERSIONS, Asking, open_client  # noqa: PLC0415
 
     if version is not None and version not in SUPPORTED_VERSIONS:
         print(f"not supported by trio-mcp yet: protocol version {version}", file=sys.stderr)
@@ -377,7 +402,7 @@ def run_scenario(
 
     async def scenario() -> None:
         with trio.fail_after(SCENARIO_TIMEOUT):
-            options: dict[str, Any] = {"elicitation_handler": accept_form}
+            options: dict[str, Any] = {"asking": Asking(elicitation=accept_form)}
             if version is not None:
                 options["protocol_version"] = version
             if auth is not None:

@@ -16,6 +16,7 @@ import base64
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import trio
@@ -205,6 +206,12 @@ def template_data(id: str) -> dict[str, Any]:
 def watched_resource() -> str:
     """A resource clients may subscribe to."""
     return "Watched resource content"
+
+
+# -- skills (sep-2640-skills-*): one skill with a subfolder, for its directory reads; listed
+# after the resources above, which the caching scenario reads first -------------------------------
+
+server.add_skills(Path(__file__).resolve().parent / "skills")
 
 
 # -- prompts (prompts-list, prompts-get-*) and completion (completion-complete) ------------------

@@ -212,7 +212,12 @@ async def exercise_demo_codex(client: Client) -> None:
     """Read every demo resource (and a unit of every faction), get every prompt with every
     battlefield, and complete an argument: what issue 13 asks of the official SDK client."""
     listed = await client.list_resources()
-    assert [r.uri for r in listed.resources] == ["wh40k://codex/factions", "wh40k://battles/latest"]
+    assert [r.uri for r in listed.resources] == [
+        "wh40k://codex/factions",
+        "wh40k://battles/latest",
+        "skill://wh40k-rules/SKILL.md",
+        "skill://wh40k-rules/references/wound-rolls.md",
+    ]
     for listed_resource in listed.resources:
         read = await client.read_resource(listed_resource.uri)
         assert read.contents, listed_resource.uri

@@ -30,7 +30,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, overload
 
 import trio
 
@@ -92,6 +92,9 @@ from .listening import Listening
 from .options import SERVER_MOVED, Limits, Timeouts, moved_keywords
 from .session import SessionInfo
 from .tasks import TaskRuntime
+
+if TYPE_CHECKING:
+    from .._features.skills import SkillCatalog, SkillInfo
 
 logger = logging.getLogger("trio_mcp")
 
@@ -227,6 +230,8 @@ class Server:
         self._resource_registry = ResourceRegistry(self.limits.max_uri_length)
         #: The prompts (the public view: `prompts`).
         self._prompt_registry = PromptRegistry()
+        #: The skills `add_skills` serves (None before the first: their module loads then).
+        self._skills: SkillCatalog | None = None
         self._dispatcher = Dispatcher(
             self._registry,
             TrioInvoker(),
@@ -737,6 +742,90 @@ class Server:
         self._resource_registry.add(new)
         return new
 
+    def add_skills(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        prefix: str = "",
+        hidden: bool = False,
+        cache: CacheHint | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> list[SkillInfo]:
+        """Serve Agent Skills: a skill's folder, or a folder of skill folders (SEP-2640).
+
+        A skill is a folder with a `SKILL.md` (YAML front matter with at least `name`, which
+        is the folder's name, and `description`; then the instructions) and any files it
+        refers to. `server.add_skills("skills")` serves each subfolder of `skills` that has a
+        `SKILL.md` (or `skills` itself, if it has one): every file as a resource
+        `skill://<name>/<path>` (SKILL.md listed by `resources/list` with the skill's name and
+        description, as `text/markdown`), and the `io.modelcontextprotocol/skills` extension
+        for clients that know it: `skills/list` and `skills/get` send each skill's front matter
+        and every file's SHA-256 digest and size, `resources/directory/read` lists a skill's
+        folders. The files are read now, once, and served from memory: the digests always
+        describe what a read returns.
+
+        Args:
+            folder: A skill's folder, or a folder of them.
+            prefix: Path segments before each skill's name in its URIs ("acme/billing" serves
+                `skill://acme/billing/refunds/SKILL.md`).
+            hidden: Serve names starting with "." too; default: never.
+            cache: Caching hints of the files' reads (2026-07-28 `ttlMs`, `cacheScope`).
+            scopes: OAuth scopes a caller's token must grant to see the skills and read their
+                files (see `add_resource`).
+
+        Returns:
+            The entries of the skills now served, as a client receives them.
+
+        Raises:
+            ToolDefinitionError: for a folder that holds no skill; a skill whose front matter
+                is missing, unreadable or breaks the Agent Skills rules (name, description,
+                reserved `metadata` keys), that holds more than 512 files or 16 MiB (the
+                extension's limits), or that reaches outside its folder (a symlink leading
+                out, a symlinked folder); a URI already served. Nothing is served then.
+        """
+        # Loaded by the first call: a server without skills never imports them.
+        from .._dispatch.skills import skill_routes  # noqa: PLC0415
+        from .._features.skills import (  # noqa: PLC0415
+            SKILL_FILE,
+            SkillCatalog,
+            read_skills,
+            skill_info,
+        )
+
+        if scopes is not None:
+            check_scopes(scopes, "add_skills(scopes=...)")
+        skills = read_skills(folder, prefix=prefix, hidden=hidden, scopes=scopes or ())
+        catalog = self._skills if self._skills is not None else SkillCatalog()
+        catalog.check(skills)
+        made = [
+            make_resource(
+                file.value,
+                ResourceMeta(
+                    uri=file.uri,
+                    name=skill.name if file.path == SKILL_FILE else file.path,
+                    description=skill.description if file.path == SKILL_FILE else None,
+                    mime_type=file.mime_type,
+                    size=len(file.data),
+                    cache=cache,
+                    scopes=scopes,
+                ),
+            )
+            for skill in skills
+            for file in skill.files
+        ]
+        trial = ResourceRegistry()  # a URI taken fails before this server's registry changed
+        for existing in (*self._resource_registry.static, *self._resource_registry.templates):
+            trial.add(existing)
+        for new in made:
+            trial.add(new)
+        for new in made:
+            self._resource_registry.add(new)
+        catalog.add(skills)
+        if self._skills is None:
+            self._skills = catalog
+            self._dispatcher.routes.update(skill_routes(self._dispatcher, catalog))
+        return [skill_info(skill.entry()) for skill in skills]
+
     def add_resources(self, obj: Any) -> list[Resource | ResourceTemplate]:
         """Register every `@resource`-tagged function of a module, class or instance.
 
@@ -1060,6 +1149,10 @@ class Server:
         capabilities["logging"] = {}
         if any(tool.task is not None for tool in self._registry):
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        if self._skills:  # the skills extension (SEP-2640), with its directory reads
+            from .._features.skills import SKILLS_EXTENSION  # noqa: PLC0415 - loaded by now
+
+            capabilities.setdefault("extensions", {})[SKILLS_EXTENSION] = {"directoryRead": True}
         return capabilities
 
     def _new_session(self) -> ServerSession:

@@ -1,7 +1,7 @@
 """The client commands of `trio-mcp`: each connects to a server, asks, and prints the answer.
 
-`tools`, `call`, `resources`, `read`, `prompts`, `prompt` and `complete` ask a server what
-their names say; `login` and `logout` keep and forget its tokens; `demo` tours the demo server.
+`tools`, `call`, `resources`, `read`, `prompts`, `prompt`, `complete` and `skills` ask a server
+what their names say; `login` and `logout` keep and forget its tokens; `demo` tours the demo server.
 
 SERVER is a module path or a `.py` file (served by `python -m trio_mcp run SERVER` in a
 subprocess), an http(s) URL (a path ending in /sse means the legacy HTTP+SSE transport), or,
@@ -62,6 +62,7 @@ from ._output import (
     dumps,
     format_prompts,
     format_resources,
+    format_skills,
     format_tool,
     format_tools,
     print_completion,
@@ -154,6 +155,7 @@ _PRIMITIVE_WORDS: Final[dict[str, tuple[int, int, str, str]]] = {
     "resources": (0, 0, "", "trio-mcp resources SERVER"),
     "read": (1, 1, "the URI to read", "trio-mcp read SERVER URI"),
     "prompts": (0, 0, "", "trio-mcp prompts SERVER"),
+    "skills": (0, 0, "", "trio-mcp skills SERVER"),
     "prompt": (
         1,
         sys.maxsize,
@@ -196,6 +198,7 @@ def _primitive_plan(
         "resources": _resources,
         "read": _read,
         "prompts": _prompts,
+        "skills": _skills,
     }
     return runners[args.command], target, tuple(words)
 
@@ -369,6 +372,18 @@ async def _resources(target: str | list[str], args: argparse.Namespace) -> int:
         )
     else:
         print(format_resources(resources, templates, client.server_info))
+    return EXIT_OK
+
+
+async def _skills(target: str | list[str], args: argparse.Namespace) -> int:
+    # The entries only (SEP-2640: nothing of a skill is fetched before it is used); a server
+    # without the skills extension lists none.
+    async with _connect(target, args) as client:
+        skills = await client.list_skills()
+    if args.json:
+        print(dumps({"skills": [skill.raw for skill in skills]}))
+    else:
+        print(format_skills(skills, client.server_info))
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core.client_records import (
     LogMessage,
@@ -36,6 +36,9 @@ from .._core.types import (
     TextContent,
 )
 
+if TYPE_CHECKING:
+    from .._features.skills import SkillInfo
+
 __all__ = [
     "content_bytes",
     "describe_block",
@@ -44,6 +47,7 @@ __all__ = [
     "format_progress",
     "format_prompts",
     "format_resources",
+    "format_skills",
     "format_task",
     "format_tool",
     "format_tools",
@@ -266,6 +270,21 @@ def format_resources(
     if not resources and not templates:
         lines.append("(no resources)")
     return "\n".join(lines)
+
+
+def format_skills(skills: Sequence[SkillInfo], server_info: Mapping[str, Any] | None = None) -> str:
+    """The skills a server lists, as a plain-text table (a dynamic skill's files: "dynamic")."""
+    lines = _heading(server_info, [(len(skills), "skill")])
+    if not skills:
+        lines.append("(no skills)")
+        return "\n".join(lines)
+    rows = [("NAME", "FILES", "BYTES", "URI", "DESCRIPTION")]
+    for skill in skills:
+        files, size = ("dynamic", "") if skill.files is None else (
+            str(len(skill.files)), f"{skill.size:,}"
+        )  # fmt: skip
+        rows.append((skill.name, files, size, skill.uri, _headline("", skill.description).strip()))
+    return "\n".join(lines + _columns(rows))
 
 
 def content_bytes(part: ResourceContents) -> bytes:

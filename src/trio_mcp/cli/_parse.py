@@ -386,6 +386,19 @@ def _add_primitive_commands(
     )
     _add_common(complete)
 
+    skills = commands.add_parser(
+        "skills",
+        help="list a server's skills (the skills extension)",
+        description="List the skills a server serves (SEP-2640): each one's name, files, size, "
+        "URI and description, from its entry alone (nothing of a skill is fetched). A server "
+        "without the skills extension lists none. " + _SERVER_FORMS,
+    )
+    skills.add_argument("words", nargs="*", metavar="SERVER", help=server_help)
+    skills.add_argument(
+        "--json", action="store_true", help='print {"skills": [...]} as the server lists them'
+    )
+    _add_common(skills)
+
 
 def _add_login_options(parser: argparse.ArgumentParser) -> None:
     """The options of signing in, for a command that takes an http(s) URL."""

@@ -40,6 +40,7 @@ from referencing.jsonschema import specification_with
 
 from .._core.meta import PROTOCOL_VERSION, is_request_id
 from .._exceptions import SchemaViolationError
+from ._extensions import EXTENSION_DEFINITIONS, EXTENSION_REQUESTS, EXTENSION_RESULTS
 
 __all__ = [
     "CLIENT_RESULTS",
@@ -78,6 +79,7 @@ RESULTS: Final[Mapping[str, str]] = {
     "prompts/get": "GetPromptResult",
     "completion/complete": "CompleteResult",
     "subscriptions/listen": "SubscriptionsListenResult",
+    **EXTENSION_RESULTS,  # the skills extension's (`_extensions`)
 }
 
 #: A server request's method -> the definition of the client's result.
@@ -148,8 +150,8 @@ def _pointers(version: str) -> dict[int, str]:
 
 
 def has_definition(version: str, name: str) -> bool:
-    """Whether the revision's schema defines `name`."""
-    return name in _document(version)[_definitions_key(version)]
+    """Whether the revision's schema defines `name` (an extension's definitions: every one)."""
+    return name in EXTENSION_DEFINITIONS or name in _document(version)[_definitions_key(version)]
 
 
 @functools.cache
@@ -161,7 +163,15 @@ def _validator(version: str, name: str) -> jsonschema.protocols.Validator:
     resource = specification_with(document["$schema"]).create_resource(document)
     registry: Registry[Any] = Registry().with_resource(uri, resource)
     cls = jsonschema.validators.validator_for(document)
-    entry = {"$schema": document["$schema"], "$ref": f"{uri}#/{_definitions_key(version)}/{name}"}
+    key = _definitions_key(version)
+    entry: dict[str, Any] = {"$schema": document["$schema"], "$ref": f"{uri}#/{key}/{name}"}
+    made = EXTENSION_DEFINITIONS.get(name)
+    if made is not None:  # an extension's definition, over this revision's base types
+
+        def base(name: str) -> dict[str, Any] | None:
+            return {"$ref": f"{uri}#/{key}/{name}"} if name in document[key] else None
+
+        entry = {"$schema": document["$schema"], **made(base)}
     return cls(entry, registry=registry)
 
 
@@ -280,6 +290,8 @@ def _check_one(
         union = unions[sender]
         known = _methods(version, union)
         specific = known.get(method) if isinstance(method, str) else None
+        if specific is None and sender == "client" and isinstance(method, str):
+            specific = EXTENSION_REQUESTS.get(method)  # the skills extension's (`_extensions`)
         if specific is not None:
             _check(message, version, specific, what)
         elif has_definition(version, union):

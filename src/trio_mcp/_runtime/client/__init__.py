@@ -8,6 +8,8 @@
     subscriptions  resource updates and list changes: the callbacks, in every revision
     listen         the 2026-07-28 `subscriptions/listen` stream that serves them and the tasks
     tasks          following a call that became a task (SEP-2663)
+    skills         skills listed, loaded and read, each file checked (SEP-2640; loaded on
+                   first use)
 
 A feature adds its handlers of the server's requests and notifications to the connection's
 tables; the connection knows none of them.

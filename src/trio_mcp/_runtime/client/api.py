@@ -4,10 +4,10 @@ The methods are here; what carries them is the connection (`_runtime/client/conn
 link, the reader, the peer engine), and each feature is a module of this package that the
 client is composed of: `asking` (what the server asks), `subscriptions` (resource updates and
 list changes), `listen` (the 2026-07-28 `subscriptions/listen` stream they and the tasks are
-served by) and `tasks` (following a call that became a task). Under 2026-07-28 `list_tools`
-hands the link each tool's `x-mcp-header` parameters (`_core/param_headers`), and a
-`tools/call` refused for headers that do not match its arguments lists the tools again, once,
-and is sent again.
+served by), `tasks` (following a call that became a task) and `skills` (the skills
+extension's checked reads). Under 2026-07-28 `list_tools` hands the link each tool's
+`x-mcp-header` parameters (`_core/param_headers`), and a `tools/call` refused for headers that
+do not match its arguments lists the tools again, once, and is sent again.
 
 `open_session` runs the connection's reader and every task of the client in one nursery, ended
 with its `async with`; a single error raised in the block comes out as itself, not as an
@@ -20,7 +20,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -59,6 +59,11 @@ from .connection import ProgressHandler, ServerConnection
 from .listen import Listening
 from .subscriptions import ListChangedHandler, ListKind, Subscriptions, UpdateHandler
 from .tasks import TASKS_EXTENSION, Tasks, TaskStatusHandler, is_task
+
+if TYPE_CHECKING:
+    from ..._core.types import ResourceContents
+    from ..._features.skills import LoadedSkill, SkillInfo
+    from .skills import Skills
 
 __all__ = ["MAX_PAGES", "Client", "open_session"]
 
@@ -122,6 +127,7 @@ class Client:
             functools.partial(self._asking.answer_round, "tools/call"),
             enabled=options.tasks,
         )
+        self._skill_methods: Skills | None = None  # made (and its module loaded) on first use
         self._validate_output = options.validate_output
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
@@ -453,6 +459,93 @@ class Client:
             "resources/read", {"uri": uri}, self._sender("resources/read")
         )
         return resource_result(raw)
+
+    # -- the skills extension (SEP-2640; `skills`) ----------------------------------------------
+
+    @property
+    def _skills(self) -> Skills:
+        if self._skill_methods is None:
+            from .skills import Skills  # noqa: PLC0415 - only clients that use skills load it
+
+            self._skill_methods = Skills(
+                self._list_all,
+                functools.partial(self.request, retry_safe=True),
+                self.read_resource,
+                lambda: self.server_capabilities,
+            )
+        return self._skill_methods
+
+    async def list_skills(self) -> list[SkillInfo]:
+        """Every skill the server lists (`skills/list`), following `nextCursor` through all pages.
+
+        Each entry names the skill's URI, its front matter and every file with its digest and
+        size; nothing of the skill is fetched (`load_skill` does, when the skill is used). A
+        server that does not declare the skills extension has none: the list is empty and
+        nothing is sent. A listing may leave skills out: `get_skill` finds any by its URI.
+
+        Raises:
+            RequestError: when the server answers with an error.
+            RemoteProtocolError: when an entry is malformed, or the cursors loop.
+        """
+        return await self._skills.list()
+
+    async def get_skill(self, uri: str) -> SkillInfo:
+        """The entry of the skill whose SKILL.md is at `uri` (`skills/get`).
+
+        Raises:
+            LocalProtocolError: when the server does not declare the skills extension.
+            RequestError: when the server serves no such skill (-32602).
+            RemoteProtocolError: when the entry is malformed.
+        """
+        return await self._skills.get(uri)
+
+    async def load_skill(
+        self, skill: SkillInfo | str, *, allow_dynamic: bool = False
+    ) -> LoadedSkill:
+        """Fetch a skill's SKILL.md and check it against its entry before handing it out.
+
+        The file's length and SHA-256 digest must be the entry's, and its front matter the
+        entry's, field by field (SEP-2640, Integrity and Verification).
+
+        Args:
+            skill: The entry (from `list_skills` or `get_skill`), or a SKILL.md URI, whose
+                entry is fetched first (`skills/get`).
+            allow_dynamic: Load a skill whose server publishes no digests (`"dynamic"`) too;
+                only its front matter is checked then.
+
+        Returns:
+            The checked skill: its text, front matter and body, and the entry to read its
+            other files with (`read_skill_file`).
+
+        Raises:
+            SkillVerificationError: the file differs from the entry (size, digest, front
+                matter), or the skill is dynamic and `allow_dynamic` is False. Nothing of it
+                is returned.
+            LocalProtocolError: when the server does not declare the skills extension.
+            RequestError: when the server refuses the read.
+        """
+        return await self._skills.load(skill, allow_dynamic=allow_dynamic)
+
+    async def read_skill_file(
+        self, skill: SkillInfo | LoadedSkill, path: str, *, allow_dynamic: bool = False
+    ) -> ResourceContents:
+        """Read one file of a skill, checked against the skill's entry.
+
+        Args:
+            skill: The entry the skill was loaded from (or the loaded skill).
+            path: The file's path in the skill's folder ("references/forms.md"), or its URI.
+            allow_dynamic: Read a file of a dynamic skill (no digest to check it against).
+
+        Returns:
+            The file's contents (`text`, or `blob` as bytes).
+
+        Raises:
+            SkillVerificationError: the entry does not list the file (it is not read), or
+                what was read differs from the entry (size, digest).
+            LocalProtocolError: when the server does not declare the skills extension.
+            RequestError: when the server refuses the read.
+        """
+        return await self._skills.read_file(skill, path, allow_dynamic=allow_dynamic)
 
     async def subscribe(self, uri: str, on_update: UpdateHandler) -> None:
         """Ask to hear of changes to a resource.
