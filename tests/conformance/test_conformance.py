@@ -216,6 +216,17 @@ def test_read_results_counts_warnings_as_failures(tmp_path: Path) -> None:
     assert results["auth/metadata-default"].failing == ("check-0: FAILURE",)
 
 
+def test_read_results_fails_a_skills_scenario_that_skipped_a_check(tmp_path: Path) -> None:
+    # Without the skills extension declared every sep-2640 check is SKIPPED: not a pass.
+    _write_checks(
+        tmp_path / "server-sep-2640-skills-directory-2026-11-28T07-28-15-824Z", ["SKIPPED"]
+    )
+    _write_checks(tmp_path / "sep-2640-client-verify-size-2026-11-28T07-28-31-684Z", ["SUCCESS"])
+    results = {result.name: result for result in suite.read_results(tmp_path)}
+    assert results["sep-2640-skills-directory"].failing == ("check-0: SKIPPED",)
+    assert results["sep-2640-client-verify-size"].passed
+
+
 def test_report_counts_only_scored_scenarios() -> None:
     results = [
         suite.ScenarioResult("a", 2, ()),
