@@ -23,6 +23,7 @@ from .reflect import check_scopes, discover, marker
 from .registry import Registry
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
+from .task_utility import tool_execution
 from .tasks import TaskSupport, task_support
 
 __all__ = [
@@ -205,6 +206,9 @@ class Tool:
             hints = self.annotations.to_wire()
             if hints:
                 wire["annotations"] = hints
+        execution = tool_execution(self.task, version)
+        if execution is not None:
+            wire["execution"] = execution
         self._wire[version] = wire
         return wire
 

@@ -35,6 +35,7 @@ from typing import Any, NoReturn, Protocol
 import trio
 
 from .._features.registry import Registry
+from .._features.task_utility import task_wire
 
 __all__ = ["LiveSession", "SessionHub"]
 
@@ -186,17 +187,24 @@ class SessionHub:
         )
 
     async def task_status(self, task: dict[str, Any]) -> int:
-        """Send `notifications/tasks` to the sessions that follow the task (Rule 4).
+        """Send the task's new state to the sessions that follow the task (Rule 4).
+
+        The handshake era's tasks are 2025-11-25's (the revision table's `tasks`): the state
+        goes as that revision's `notifications/tasks/status`, a `Task`.
 
         Returns:
             How many sessions it was sent to.
         """
         task_id = task["taskId"]
         following = {session for session in self._live if session.follows_task(task_id)}
+        if not following:
+            return 0
         if task.get("status") in ("completed", "failed", "cancelled"):
             for session in following:
                 session.forget_task(task_id)  # settled: nothing more to hear of it
-        return await self.notify_all("notifications/tasks", task, only=following.__contains__)
+        return await self.notify_all(
+            "notifications/tasks/status", task_wire(task), only=following.__contains__
+        )
 
     async def notify_all(
         self,

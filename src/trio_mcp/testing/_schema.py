@@ -36,6 +36,9 @@ Rule 5: the messages of the tasks extension (SEP-2663) are in no revision's sche
         the `tasks/` requests and their results, the `notifications/tasks` notifications (the
         prefixes the extension reserves), and a `CreateTaskResult` (`resultType: "task"`)
         answering a `tools/call`. A client sends them only once it declared the extension.
+        2025-11-25's own tasks are checked in full where that schema has them: a request
+        augmented with `task` is answered `CreateTaskResult`, and `tasks/result` with the
+        result of the request that made the task (`MessageChecker` saw it made).
 """
 
 from __future__ import annotations
@@ -116,6 +119,16 @@ _ID_PLACEHOLDER: Final = 0
 _SHOWN_CHARS: Final = 2000
 #: The method prefixes the tasks extension reserves (Rule 5).
 _TASKS_PREFIXES: Final = ("tasks/", "notifications/tasks")
+#: The results of 2025-11-25's own `tasks/` requests, either way (Rule 5). `tasks/result`'s is
+#: that of the request that made the task, when the checker saw it made.
+_TASK_RESULTS: Final[Mapping[str, str]] = {
+    "tasks/get": "GetTaskResult",
+    "tasks/list": "ListTasksResult",
+    "tasks/cancel": "CancelTaskResult",
+    "tasks/result": "GetTaskPayloadResult",
+}
+#: The requests 2025-11-25 lets a requestor augment with `task` (answered `CreateTaskResult`).
+_TASK_AUGMENTED: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
 
 
 def _created_task(result: Any) -> bool:
@@ -275,10 +288,10 @@ def _check_one(
             message, version, "JSONRPCRequest" if "id" in message else "JSONRPCNotification", what
         )
         _check(message, version, "JSONRPCMessage", what)
-        if extension:  # Rule 5
-            return
         union = unions[sender]
         known = _methods(version, union)
+        if extension and method not in known:  # Rule 5
+            return
         specific = known.get(method) if isinstance(method, str) else None
         if specific is not None:
             _check(message, version, specific, what)
@@ -453,8 +466,11 @@ class MessageChecker:
     def __init__(self, version: str) -> None:
         _document(version)  # an unknown revision fails here, not at the first message
         self.version = version
-        # (who asked, request id) -> (method, revision) of requests not yet answered.
-        self._pending: dict[tuple[Sender, Any], tuple[str, str]] = {}
+        # (who asked, request id) -> (method, revision, the result's definition when another
+        # than the method's: a 2025-11-25 task's) of requests not yet answered.
+        self._pending: dict[tuple[Sender, Any], tuple[str, str, str | None]] = {}
+        # (who asked, task id) -> the method of the request that made the 2025-11-25 task.
+        self._tasks: dict[tuple[Sender, str], str] = {}
         #: How many messages were checked.
         self.checked = 0
 
@@ -511,13 +527,19 @@ class MessageChecker:
         if answered is None:
             _check_one(message, version, sender, None)
             return
-        method, version = answered
+        method, version, result_name = answered
         result = message.get("result")
         if method == "initialize" and isinstance(result, dict):
             settled = result.get("protocolVersion")
             if isinstance(settled, str) and settled in VERSIONS:
                 version = self.version = settled
-        result_name = self._result_definition(sender, method, version)
+        if result_name is None:
+            result_name = self._result_definition(sender, method, version)
+        elif result_name == "CreateTaskResult" and isinstance(result, dict):
+            task = result.get("task")
+            if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+                asker: Sender = "client" if sender == "server" else "server"
+                self._tasks[(asker, task["taskId"])] = method
         _check_one(message, version, sender, result_name, f" to {method}")
 
     def _track(self, sender: Sender, message: dict[str, Any]) -> str:
@@ -536,10 +558,32 @@ class MessageChecker:
         version = named or self.version
         request_id = message.get("id")
         if "id" in message and not isinstance(request_id, bool):
-            self._pending[(sender, request_id)] = (method, version)
+            self._pending[(sender, request_id)] = (
+                method,
+                version,
+                self._task_result(sender, method, params, version),
+            )
         return version
 
-    def _answered(self, sender: Sender, message: dict[str, Any]) -> tuple[str, str] | None:
+    def _task_result(self, sender: Sender, method: str, params: Any, version: str) -> str | None:
+        """The result definition of a 2025-11-25 task's request, when not the method's own."""
+        if not isinstance(params, dict) or not has_definition(version, "CreateTaskResult"):
+            return None
+        if method in _TASK_AUGMENTED and "task" in params:
+            return "CreateTaskResult"
+        task_id = params.get("taskId")
+        made = None
+        if method == "tasks/result" and isinstance(task_id, str):
+            made = self._tasks.get((sender, task_id))
+        if made is None:
+            return None
+        receiver: Sender = "client" if sender == "server" else "server"
+        name = self._result_definition(receiver, made, version)
+        return name if name is not None else _TASK_RESULTS[method]
+
+    def _answered(
+        self, sender: Sender, message: dict[str, Any]
+    ) -> tuple[str, str, str | None] | None:
         """(method, revision) of the other side's request that `message` answers, if any."""
         if "method" in message or "id" not in message or isinstance(message["id"], bool):
             return None
@@ -552,6 +596,7 @@ class MessageChecker:
     @staticmethod
     def _result_definition(sender: Sender, method: str, version: str) -> str | None:
         if method.startswith(_TASKS_PREFIXES):  # Rule 5
-            return None
+            name = _TASK_RESULTS.get(method)
+            return name if name is not None and has_definition(version, name) else None
         name = (RESULTS if sender == "server" else CLIENT_RESULTS).get(method)
         return name if name is not None and has_definition(version, name) else None

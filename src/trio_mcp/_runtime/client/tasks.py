@@ -48,6 +48,7 @@ from ..._core.client_records import TaskInfo, task_info
 from ..._core.client_session import ClientSession
 from ..._core.meta import CAPABILITIES
 from ..._core.subscriptions import TASK_STATUS
+from ..._core.versions import revision
 from ..._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
@@ -107,9 +108,10 @@ def opt_in(params: dict[str, Any], session: ClientSession) -> dict[str, Any]:
 
     The request's `_meta` capabilities are those declared at `initialize` plus the extension.
     Under 2026-07-28 every request declares it already (the session's capabilities), so
-    `params` come back as they are.
+    `params` come back as they are, and so they do where the revision table says the session
+    does not speak the extension (`Revision.tasks`).
     """
-    if session.per_request:
+    if session.per_request or revision(session.protocol_version).tasks != "extension":
         return params
     meta = dict(params.get("_meta") or {})
     meta[CAPABILITIES] = {**session.declared, "extensions": {TASKS_EXTENSION: {}}}
