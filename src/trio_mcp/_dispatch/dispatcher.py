@@ -1112,7 +1112,8 @@ class Dispatcher:
         assert self.tasks is not None
         tool: Tool = call.target
         assert tool.task is not None
-        if call.invalid is not None and not self.chain.wraps("tool"):
+        asking = _asks_task(call, scope)  # 2025-11-25: then a task, whatever its arguments
+        if call.invalid is not None and not self.chain.wraps("tool") and not asking:
             return self._finish(session, call, scope, self._invalid(tool, call.invalid))
         book = self._book(call, scope)
         # The task runtime needs the call's Context before the work starts (to detach it).
@@ -1137,7 +1138,7 @@ class Dispatcher:
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if scope.modern else session.follow_task
         # 2025-11-25: the requestor asked for a task (`params.task`): one at once, its own.
-        asked = asked_task(call.params) if _asks_task(call, scope) else None
+        asked = asked_task(call.params) if asking else None
         return await self.tasks.run(
             tool.task if asked is None else support_for(tool.task, asked),
             body,

@@ -259,9 +259,9 @@ class TaskRuntime:
         tool's) are kept in its record; `tool` (its name) is for messages.
 
         A task the requestor asked for (2025-11-25) is its `requestor`'s alone, and `asked`
-        makes its `CreateTaskResult`; such a call is a task from the start (`support.after`
-        0) or is refused, -32603, before anything ran: its request may not be answered with
-        the call's own result.
+        makes its `CreateTaskResult`, of the task as it was made (`working`); such a call is
+        a task from the start (`support.after` 0) or is refused, -32603, before anything ran:
+        its request may not be answered with the call's own result.
         """
         nursery = self._nursery()
         if nursery is None:
@@ -287,6 +287,7 @@ class TaskRuntime:
             raise RemoteProtocolError(
                 "Internal error: the task store is full; try again later", INTERNAL_ERROR
             )
+        made = asked(call.record) if asked is not None and call.record is not None else None
         nursery.start_soon(self._work, call, body)
         nursery.start_soon(self._keep_lease, call)
         try:
@@ -300,8 +301,10 @@ class TaskRuntime:
             if call.record is None:
                 call.scope.cancel()  # the request went away before the call became a task
             raise
+        if made is not None:
+            return made
         if call.record is not None:
-            return call.record.created_wire() if asked is None else asked(call.record)
+            return call.record.created_wire()
         if call.error is not None:
             raise call.error
         assert call.result is not None

@@ -370,6 +370,20 @@ def _check_batch(
         _check(shown, version, name, f"the {sender}'s batch", batch)
 
 
+def _augmented(capabilities: Any) -> frozenset[str]:
+    """The requests a 2025-11-25 `tasks.requests` capability says its side runs as tasks."""
+    tasks = capabilities.get("tasks") if isinstance(capabilities, dict) else None
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    if not isinstance(requests, dict):
+        return frozenset()
+    return frozenset(
+        f"{category}/{name}"
+        for category, names in requests.items()
+        if isinstance(names, dict)
+        for name in names
+    )
+
+
 def _method_for(message: Any, method: str | Mapping[Any, str] | None) -> str | None:
     if not isinstance(method, Mapping):
         return method
@@ -471,6 +485,12 @@ class MessageChecker:
         self._pending: dict[tuple[Sender, Any], tuple[str, str, str | None]] = {}
         # (who asked, task id) -> the method of the request that made the 2025-11-25 task.
         self._tasks: dict[tuple[Sender, str], str] = {}
+        # Who runs which requests as tasks, as each side declared (`tasks.requests`) in the
+        # handshake: a receiver that did not declare one answers it as usual.
+        self._augments: dict[Sender, frozenset[str]] = {
+            "client": frozenset(),
+            "server": frozenset(),
+        }
         #: How many messages were checked.
         self.checked = 0
 
@@ -533,6 +553,7 @@ class MessageChecker:
             settled = result.get("protocolVersion")
             if isinstance(settled, str) and settled in VERSIONS:
                 version = self.version = settled
+            self._augments["server"] = _augmented(result.get("capabilities"))
         if result_name is None:
             result_name = self._result_definition(sender, method, version)
         elif result_name == "CreateTaskResult" and isinstance(result, dict):
@@ -555,6 +576,7 @@ class MessageChecker:
         if named is None and method == "initialize" and isinstance(params, dict):
             asked = params.get("protocolVersion")
             named = asked if isinstance(asked, str) and asked in VERSIONS else None
+            self._augments["client"] = _augmented(params.get("capabilities"))
         version = named or self.version
         request_id = message.get("id")
         if "id" in message and not isinstance(request_id, bool):
@@ -569,15 +591,15 @@ class MessageChecker:
         """The result definition of a 2025-11-25 task's request, when not the method's own."""
         if not isinstance(params, dict) or not has_definition(version, "CreateTaskResult"):
             return None
+        receiver: Sender = "client" if sender == "server" else "server"
         if method in _TASK_AUGMENTED and "task" in params:
-            return "CreateTaskResult"
+            return "CreateTaskResult" if method in self._augments[receiver] else None
         task_id = params.get("taskId")
         made = None
         if method == "tasks/result" and isinstance(task_id, str):
             made = self._tasks.get((sender, task_id))
         if made is None:
             return None
-        receiver: Sender = "client" if sender == "server" else "server"
         name = self._result_definition(receiver, made, version)
         return name if name is not None else _TASK_RESULTS[method]
 

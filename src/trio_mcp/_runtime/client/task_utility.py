@@ -75,6 +75,9 @@ STATUS: Final = "notifications/tasks/status"
 MAX_HOSTED_TASKS: Final = 256
 #: The server requests a client runs as tasks when asked, by capability category.
 _HOSTED: Final = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
+#: Tasks whose pushed state is kept until somebody follows them (Rule 2): the few a client
+#: starts at once; states of tasks it never follows (another caller's) are dropped oldest first.
+MAX_EARLY_STATES: Final = 64
 #: Who asks for the tasks a client runs: its one server.
 _SERVER: Final = "server"
 #: The `tasks/` requests a server sends to a client that hosts tasks.
@@ -129,6 +132,9 @@ class UtilityTasks:
         self._connection = connection
         self._session = connection.session
         self._followed: dict[str, _Followed] = {}
+        # States pushed for tasks nobody follows yet: a task's first may come before the
+        # answer that made it is read on (oldest first, bounded).
+        self._early: dict[str, TaskInfo] = {}
         self._store = MemoryTaskStore(MAX_HOSTED_TASKS)
         self._hosted: dict[str, _Hosted] = {}
         #: Whether the tools were listed to learn a tool's task support (Rule 1): once.
@@ -267,7 +273,9 @@ class UtilityTasks:
         if task_id in self._followed:  # followed twice at once: the first one takes them
             yield
             return
-        self._followed[task_id] = _Followed()
+        followed = self._followed[task_id] = _Followed(self._early.pop(task_id, None))
+        if followed.state is not None:
+            followed.told.set()
         try:
             yield
         finally:
@@ -294,6 +302,11 @@ class UtilityTasks:
         if followed is not None:
             followed.state = state
             followed.told.set()
+            return
+        self._early.pop(state.task_id, None)
+        self._early[state.task_id] = state
+        while len(self._early) > MAX_EARLY_STATES:
+            del self._early[next(iter(self._early))]
 
     # -- the receiver (Rule 3) ----------------------------------------------------------------
 
