@@ -219,13 +219,21 @@ class UtilityTasks:
                         await tell(told)
 
             nursery.start_soon(watch)
+            failure: Exception | None = None
             try:
                 result = await self.result(task.task_id)
-            except RequestError:
-                last[0] = _settled_as(last[0], "failed")
-                raise
+            except Exception as exc:  # raised below, out of the nursery: not as a group
+                failure = exc
             finally:
                 nursery.cancel_scope.cancel()
+        if failure is not None:
+            if isinstance(failure, RequestError):  # the call's own error: the task settled
+                data = failure.data if isinstance(failure.data, Mapping) else {}
+                if failure.code == INVALID_PARAMS and data.get("status") == "cancelled":
+                    last[0] = _settled_as(last[0], "cancelled")  # cancelled meanwhile
+                    raise TaskCancelledError(task.task_id) from None
+                last[0] = _settled_as(last[0], "failed")
+            raise failure
         last[0] = _settled_as(last[0], "completed")
         if on_status is not None and not (seen is not None and seen[0] in ("completed", "failed")):
             with contextlib.suppress(TrioMCPError):  # only for the display: the result stands
