@@ -523,3 +523,44 @@ async def test_invalid_arguments_of_a_task_fail_the_task_with_their_error_result
     assert result["isError"] is True
     assert "seconds: missing required argument" in result["content"][0]["text"]
     assert got["status"] == "failed"
+
+
+async def test_a_question_left_by_a_tasks_result_that_went_away_is_asked_by_the_next() -> None:
+    gates = Gates()
+    gates.open.set()
+    async with checked_peer(make_server(gates)) as peer:
+        created = await peer.call("confirm", {}, task={})
+        task_id = created["result"]["task"]["taskId"]
+        first = await peer.start_request("tasks/result", {"taskId": task_id})
+        while (asked := await peer.receive()).get("method") != "elicitation/create":
+            pass
+        await peer.notify("notifications/cancelled", {"requestId": first})
+        while (withdrawn := await peer.receive()).get("method") != "notifications/cancelled":
+            pass
+        second = await peer.start_request("tasks/result", {"taskId": task_id})
+        while (again := await peer.receive()).get("method") != "elicitation/create":
+            pass
+        answer = {"action": "accept", "content": {"confirm": True}}
+        await peer.send({"jsonrpc": "2.0", "id": again["id"], "result": answer})
+        while (result := await peer.receive()).get("id") != second or "method" in result:
+            pass
+    assert withdrawn["params"]["requestId"] == asked["id"]
+    assert again["params"] == asked["params"]  # the same question, the related-task key too
+    assert result["result"]["content"] == [{"type": "text", "text": "yes"}]
+
+
+async def test_an_error_answer_to_a_question_is_raised_in_the_tool() -> None:
+    async with checked_peer(make_server()) as peer:
+        created = await peer.call("confirm", {}, task={})
+        task_id = created["result"]["task"]["taskId"]
+        waiting = await peer.start_request("tasks/result", {"taskId": task_id})
+        while (asked := await peer.receive()).get("method") != "elicitation/create":
+            pass
+        refusal = {"code": -32603, "message": "no user here"}
+        await peer.send({"jsonrpc": "2.0", "id": asked["id"], "error": refusal})
+        while (result := await peer.receive()).get("id") != waiting or "method" in result:
+            pass
+        got = (await peer.request("tasks/get", {"taskId": task_id}))["result"]
+    assert result["result"]["isError"] is True
+    assert "no user here" in result["result"]["content"][0]["text"]
+    assert got["status"] == "failed"

@@ -74,7 +74,7 @@ import trio
 from .._core.asking import ASK_METHODS
 from .._core.auth import Principal
 from .._core.jsonrpc import INTERNAL_ERROR, SERVER_UNAVAILABLE
-from .._exceptions import ClientTimeoutError, RemoteProtocolError, RequestError
+from .._exceptions import ClientTimeoutError, RemoteProtocolError, RequestError, reraise_lone
 from .._features.context import AskWire, Context
 from .._features.tasks import (
     CallBody,
@@ -419,23 +419,37 @@ class TaskRuntime:
         is asked again by the next. A task another worker runs is looked at every poll
         interval it names (bounded to [`MIN_WAIT`, `MAX_WAIT`]).
         """
-        async with trio.open_nursery() as nursery:
-            try:
-                while True:
-                    call = self._live.get(task_id)
-                    wake = call.moved if call is not None else None
-                    record = await self.get(task_id, principal=principal, requestor=requestor)
-                    if record is None or record.terminal:
-                        return record
-                    if call is not None and call.record is not None and ask is not None:
-                        self._ask_open(call, call.record, ask, nursery)
-                    with trio.move_on_after(min(max(record.poll_interval, MIN_WAIT), MAX_WAIT)):
-                        if wake is not None:
-                            await wake.wait()
-                        else:
-                            await trio.sleep_forever()
-            finally:
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    return await self._settled(task_id, principal, requestor, ask, nursery)
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # a question that could not be sent: as itself
+            reraise_lone(group)
+            raise  # pragma: no cover - reraise_lone always raises
+
+    async def _settled(
+        self,
+        task_id: str,
+        principal: Principal | None,
+        requestor: str | None,
+        ask: QuestionSender | None,
+        nursery: trio.Nursery,
+    ) -> TaskRecord | None:
+        while True:
+            call = self._live.get(task_id)
+            wake = call.moved if call is not None else None
+            record = await self.get(task_id, principal=principal, requestor=requestor)
+            if record is None or record.terminal:
+                return record
+            if call is not None and call.record is not None and ask is not None:
+                self._ask_open(call, call.record, ask, nursery)
+            with trio.move_on_after(min(max(record.poll_interval, MIN_WAIT), MAX_WAIT)):
+                if wake is not None:
+                    await wake.wait()
+                else:
+                    await trio.sleep_forever()
 
     def _ask_open(
         self, call: _Call, record: TaskRecord, ask: QuestionSender, nursery: trio.Nursery
