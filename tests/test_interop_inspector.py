@@ -33,6 +33,7 @@ pytestmark = pytest.mark.slow  # a Node process and a Python server
 
 TIMEOUT = scaled(120)
 RECORDER = Path(__file__).resolve().parent / "fixtures" / "stdio_recorder.py"
+ROOT = Path(__file__).resolve().parent.parent
 #: Where this checkout's package lives: the Inspector starts a stdio server with a clean
 #: environment, so the server is told where to import trio_mcp from (`-e PYTHONPATH=`).
 PACKAGE_ROOT = Path(trio_mcp.__file__).resolve().parent.parent
@@ -82,7 +83,14 @@ async def test_over_stdio_every_message_checked(inspector: NpmInstall, tmp_path:
     transcript = tmp_path / "transcript.jsonl"
     server = [sys.executable, str(RECORDER), str(transcript), "--", sys.executable, "-m"]
     printed = await run_cli(
-        inspector, "-e", f"PYTHONPATH={PACKAGE_ROOT}", "--", *server, "demo_tools"
+        inspector,
+        "-e",
+        f"PYTHONPATH={PACKAGE_ROOT}",
+        "--cwd",
+        str(ROOT),  # where `-m demo_tools` is found
+        "--",
+        *server,
+        "demo_tools",
     )
     assert_campaign(printed)
     entries = [json.loads(line) for line in transcript.read_text().splitlines()]
