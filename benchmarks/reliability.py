@@ -1040,7 +1040,6 @@ def sigterm_http_unread(plan: Plan) -> list[Row]:
 
 # -- 15-17: tasks at shutdown, one address's crowd, batches over HTTP -----------------------------
 
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 SETTLED: Final = ("completed", "failed", "cancelled")
 
 
@@ -1049,21 +1048,30 @@ def sigterm_tasks_stdio(plan: Plan) -> list[Row]:
     row = Row(
         "15",
         "SIGTERM to the stdio demo server with tasks running (wh40k.campaign, 100 battles of "
-        "0.6 s each, in a 2025-11-25 session that declared the tasks extension)",
+        "0.6 s each, in a 2025-11-25 session, each call asking for a task: params.task)",
         _of(count, "task"),
-        "each task's final notifications/tasks (failed, 'Server shutting down') written before "
-        "the exit; every request answered exactly once; exit status 0 within 5 s",
+        "each task's final notifications/tasks/status (failed, 'Server shutting down') written "
+        "before the exit; every request answered exactly once; exit status 0 within 5 s",
     )
     with ProbePeer(DEMO_STDIO) as peer:
         init = {
             "protocolVersion": "2025-11-25",
-            "capabilities": {"extensions": {TASKS_EXTENSION: {}}},
+            "capabilities": {},
             "clientInfo": {"name": "trio-mcp-reliability", "version": "0"},
         }
         peer.request(0, "initialize", init)
         peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         ids = range(1, count + 1)
-        peer.send(_frames(ids, "wh40k.campaign", {"battles": 100}))
+        asked = {"name": "wh40k.campaign", "arguments": {"battles": 100}, "task": {}}
+        peer.send(
+            b"".join(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": asked}
+                ).encode()
+                + b"\n"
+                for i in ids
+            )
+        )
         before, created = peer.read_answers(ids, HTTP_TIMEOUT)
         started = time.perf_counter()
         peer.proc.send_signal(signal.SIGTERM)
@@ -1072,14 +1080,14 @@ def sigterm_tasks_stdio(plan: Plan) -> list[Row]:
         seconds = time.perf_counter() - started
     messages = [json.loads(line) for line in before + rest]
     tasks = {
-        m["result"]["taskId"]
+        m["result"]["task"]["taskId"]
         for m in messages
-        if m.get("id") in ids and m.get("result", {}).get("resultType") == "task"
+        if m.get("id") in ids and "task" in m.get("result", {})
     }
     ends = Counter(
         (m["params"]["status"], m["params"].get("statusMessage"))
         for m in messages
-        if m.get("method") == "notifications/tasks" and m["params"]["status"] in SETTLED
+        if m.get("method") == "notifications/tasks/status" and m["params"]["status"] in SETTLED
     )
     told = sum(ends.values())
     per_id, _, _ = _by_id(before + rest)

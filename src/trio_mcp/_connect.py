@@ -113,7 +113,10 @@ async def open_client(
             (polling, answering its questions, cancelling it when the caller stops waiting);
             `call_tool_as_task`, `wait_task`, `get_task`, `update_task` and `cancel_task`
             work with tasks directly. Off by default: the extension is a draft, and a task
-            adds at least one poll interval to a call's latency.
+            adds at least one poll interval to a call's latency. Under 2025-11-25, whose own
+            tasks the client asks for, it asks for them for every task tool, declares that
+            revision's `tasks` capability and runs the server's sampling and elicitation as
+            tasks when asked; a tool that runs only as a task is a task without it too.
         request_meta: Called with the method of each request sent; what it returns is added
             to the request's `_meta` (keys the request already has there are kept).
             `trio_mcp.middleware.trace_context_meta` adds the caller's OpenTelemetry trace

@@ -186,6 +186,8 @@ async def test_a_status_message_changing_at_every_step_is_told_at_most_once_a_po
 async def test_a_handshake_era_session_hears_of_the_tasks_its_calls_became(
     autojump_clock: Any,
 ) -> None:
+    # Handshake-era tasks are 2025-11-25's own: asked for with `params.task`, their questions
+    # asked on `tasks/result`, their states told as `notifications/tasks/status`.
     server = make_server()
     async with open_memory_peer(server, initialize=False) as peer:
         await peer.request(
@@ -197,19 +199,21 @@ async def test_a_handshake_era_session_hears_of_the_tasks_its_calls_became(
             },
         )
         await peer.notify("notifications/initialized")
-        opt_in = {"io.modelcontextprotocol/clientCapabilities": DECLARED}
-        created = (await peer.call("asks_at_once", {}, _meta=opt_in))["result"]
-        task_id = created["taskId"]
-        get = {"taskId": task_id, "_meta": opt_in}
-        while True:
-            asked = (await peer.request("tasks/get", get))["result"]
-            if asked["status"] == "input_required":
-                break
-            await trio.sleep(0.01)
-        (key,) = asked["inputRequests"]
-        answer = {key: {"action": "accept", "content": {"confirm": False}}}
-        await peer.request("tasks/update", {**get, "inputResponses": answer})
-        states = await told(peer, task_id)
+        created = (await peer.call("asks_at_once", {}, task={}))["result"]
+        task_id = created["task"]["taskId"]
+        result_id = await peer.start_request("tasks/result", {"taskId": task_id})
+        states: list[dict[str, Any]] = []
+        asked = result = None
+        while result is None or states[-1]["status"] not in TERMINAL:
+            message = await peer.receive()
+            if message.get("method") == "notifications/tasks/status":
+                states.append(message["params"])
+            elif message.get("method") == "elicitation/create":
+                asked = message
+                answer = {"action": "accept", "content": {"confirm": False}}
+                await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+            elif message.get("id") == result_id:
+                result = message["result"]
         (session,) = server._hub
         followed = dict(session.session.followed_tasks)  # type: ignore[attr-defined]
     # It asked at once: the session followed the task before any state was told. (It ends at
@@ -218,8 +222,11 @@ async def test_a_handshake_era_session_hears_of_the_tasks_its_calls_became(
         "input_required",
         "completed",
     ]
-    assert states[-1]["result"]["content"] == [{"type": "text", "text": "no"}]
-    assert all("_meta" not in state for state in states)  # the session's own: untagged
+    assert {state["taskId"] for state in states} == {task_id}
+    assert result["content"] == [{"type": "text", "text": "no"}]
+    assert asked is not None
+    assert asked["params"]["_meta"] == {"io.modelcontextprotocol/related-task": {"taskId": task_id}}
+    assert all("_meta" not in state for state in states)  # the task id says it already
     assert followed == {}  # forgotten once settled
 
 

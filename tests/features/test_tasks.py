@@ -284,7 +284,11 @@ async def test_input_required_rounds_then_a_task(autojump_clock: Any) -> None:
     assert done["result"]["content"][0]["text"] == "answered=True task=True True"
 
 
-async def test_handshake_era_session_and_per_request_opt_in(autojump_clock: Any) -> None:
+async def test_a_handshake_era_declaration_of_the_extension_counts_for_nothing(
+    autojump_clock: Any,
+) -> None:
+    # SEP-2663, Backward Compatibility: the extension is not defined under 2025-11-25, whose
+    # own tasks the requestor asks for with `params.task` (tests/features/test_task_utility.py).
     server = make_server()
     async with open_memory_peer(server, initialize=False) as peer:
         await peer.request(
@@ -302,7 +306,7 @@ async def test_handshake_era_session_and_per_request_opt_in(autojump_clock: Any)
         )
     assert plain["result"]["content"][0]["text"] == "slept 1"
     assert "resultType" not in plain["result"]
-    assert opted["result"]["resultType"] == "task"
+    assert opted["result"] == plain["result"]
 
 
 async def test_a_connection_that_ends_fails_its_running_tasks(autojump_clock: Any) -> None:

@@ -20,7 +20,14 @@ from typing import Any, Final
 
 from .._exceptions import RemoteProtocolError
 from .answering import Answerable
-from .meta import CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO
+from .meta import (
+    CAPABILITIES,
+    CLIENT_INFO,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    TASKS_EXTENSION,
+)
 from .types import LOG_LEVELS
 from .versions import (
     HANDSHAKE_VERSIONS,
@@ -158,6 +165,19 @@ class ClientSession:
         declared = {**self.capabilities, **self.answerable.capabilities(version)}
         if self.extensions and revision(version).per_request:
             declared["extensions"] = {**declared.get("extensions", {}), **self.extensions}
+        if TASKS_EXTENSION in self.extensions and revision(version).tasks == "utility":
+            # A client that does tasks does 2025-11-25's there (`Revision.tasks`): it runs
+            # the server's sampling and elicitation as tasks when asked.
+            declared["tasks"] = {
+                "list": {},
+                "cancel": {},
+                "requests": {
+                    **({"sampling": {"createMessage": {}}} if self.answerable.sampling else {}),
+                    **(
+                        {"elicitation": {"create": {}}} if self.answerable.elicitation_modes else {}
+                    ),
+                },
+            }
         self.declared = declared
         return declared
 

@@ -19,6 +19,7 @@ the code to answer, which the dispatcher writes.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -188,6 +189,10 @@ class ServerSession:
         self.subscriptions = SessionSubscriptions(max_subscriptions, max_subscription_bytes)
         #: The tasks whose status changes the client hears of (handshake era), oldest first.
         self.followed_tasks: dict[str, None] = {}
+        #: Names the client as the requestor of its 2025-11-25 tasks when it has no token:
+        #: random, never sent; None until `initialize` (a session adopted for one stateless
+        #: request names nobody).
+        self.requestor_key: str | None = None
         # The scope of a request with no `_meta`, shared while the session's state holds;
         # every change of that state (initialize, adopt, setLevel) clears it.
         self._plain_scope: RequestScope | None = None
@@ -246,6 +251,7 @@ class ServerSession:
         self._plain_scope = None
         self.client_info = client_info
         self.client_capabilities = capabilities
+        self.requestor_key = secrets.token_hex(16)
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self.capabilities,

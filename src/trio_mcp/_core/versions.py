@@ -13,7 +13,7 @@ client's capabilities and its log level in each request's `_meta`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 __all__ = [
     "BATCH_VERSIONS",
@@ -26,11 +26,17 @@ __all__ = [
     "MODERN_VERSIONS",
     "RESOURCE_NOT_FOUND",
     "SUPPORTED_VERSIONS",
+    "TASK_METHODS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Revision",
+    "TaskForm",
     "batch_refusal",
     "revision",
 ]
+
+
+#: The tasks a revision speaks (`Revision.tasks`).
+TaskForm = Literal["extension", "utility"] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,15 @@ class Revision:
         elicitation_modes: The modes of `elicitation/create`: none before 2025-06-18 (which
             added elicitation, as a form), "form" and "url" from 2025-11-25 (its changelog;
             SEP-1036). Where a revision has only forms, the capability is declared as `{}`.
+        tasks: Which tasks a session of this revision speaks: "extension", the tasks extension
+            (SEP-2663: server-directed `CreateTaskResult` with `resultType: "task"`,
+            `tasks/update`), from 2026-07-28; "utility", the revision's own experimental tasks
+            (2025-11-25, basic/utilities/tasks: requestor-driven `params.task`,
+            `tasks/result`, `tasks/list`, the `tasks` capability), and not the extension, which
+            SEP-2663's Backward Compatibility section says is not defined there ("requests
+            proceed as if the client had declared no task capability at all"); None before
+            2025-11-25, whose schemas have no tasks of either kind: a call is answered with
+            its result.
     """
 
     name: str
@@ -71,6 +86,7 @@ class Revision:
     resource_not_found: int
     batches: bool
     elicitation_modes: tuple[str, ...]
+    tasks: TaskForm
 
     @property
     def handshake(self) -> bool:
@@ -85,16 +101,18 @@ RESOURCE_NOT_FOUND: Final = -32002
 _FORM: Final = ("form",)
 _FORM_URL: Final = ("form", "url")
 _NF: Final = RESOURCE_NOT_FOUND
+_EXT: Final = "extension"
+_UTIL: Final = "utility"
 
 _TABLE: Final = (
     # name   per_request annotations audio progress_msg structured icons not_found batches
-    # elicitation_modes
-    Revision("2026-07-28", True, True, True, True, True, True, -32602, False, _FORM_URL),
-    Revision("2025-11-25", False, True, True, True, True, True, _NF, False, _FORM_URL),
-    Revision("2025-06-18", False, True, True, True, True, False, _NF, False, _FORM),
-    Revision("2025-03-26", False, True, True, True, False, False, _NF, True, ()),
-    Revision("2024-11-05", False, False, False, False, False, False, _NF, False, ()),
-)
+    # elicitation_modes tasks
+    Revision("2026-07-28", True, True, True, True, True, True, -32602, False, _FORM_URL, _EXT),
+    Revision("2025-11-25", False, True, True, True, True, True, _NF, False, _FORM_URL, _UTIL),
+    Revision("2025-06-18", False, True, True, True, True, False, _NF, False, _FORM, None),
+    Revision("2025-03-26", False, True, True, True, False, False, _NF, True, (), None),
+    Revision("2024-11-05", False, False, False, False, False, False, _NF, False, (), None),
+)  # fmt: skip
 _BY_NAME: Final = {row.name: row for row in _TABLE}
 
 #: Handshake-era revisions, newest first.
@@ -120,6 +138,15 @@ HANDSHAKE_ONLY_METHODS: Final = frozenset(
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 #: spec 2026-07-28, Streamable HTTP (Server Validation): HeaderMismatch, answered with 400.
 HEADER_MISMATCH: Final = -32020
+#: The `tasks/` requests of each kind of tasks (`Revision.tasks`): SEP-2663 removed
+#: `tasks/result` and `tasks/list` and added `tasks/update`; 2025-11-25's schema has the four
+#: of its ClientRequest union. Under a revision without tasks every one is -32601.
+TASK_METHODS: Final = {
+    "extension": frozenset({"tasks/get", "tasks/update", "tasks/cancel"}),
+    "utility": frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}),
+    None: frozenset(),
+}
+
 #: spec 2026-07-28, basic: MissingRequiredClientCapabilityError (HTTP 400).
 MISSING_CLIENT_CAPABILITY: Final = -32021
 

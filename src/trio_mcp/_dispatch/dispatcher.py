@@ -34,8 +34,10 @@ and a route with only `now` runs inside the chain; middleware that never wait
 request's revision lacks (2026-07-28 has no initialize, ping, setLevel or resources/subscribe)
 is refused by the session's `scope`, which asks the revision table.
 
-Tasks (SEP-2663): a tool registered with `task=` may become a task for a client that declared
-the extension: its call runs through the runtime's `TaskEngine` (`tasks`), which answers the
+Tasks: which a session speaks is its revision's (`Revision.tasks`): 2025-11-25's own utility
+(`params.task`, its `tasks/*` handlers in `_dispatch/task_utility`), or under 2026-07-28 the
+extension (SEP-2663), below. A tool registered with `task=` may become an extension task for a
+client that declared the extension: its call runs through the runtime's `TaskEngine` (`tasks`), which answers the
 call's own result or a `CreateTaskResult`; `tasks/get`, `tasks/update` and `tasks/cancel` are
 refused (-32021) for a request that did not declare the extension, and an unknown task id is
 -32602, as is the id of another principal's task. A `required` task tool refuses such a
@@ -82,7 +84,7 @@ from .._core.request_state import StateSeal, StateTooLarge, binding
 from .._core.server_session import CACHE_HINTS, RequestScope, ServerSession
 from .._core.subscriptions import LISTEN, SubscriptionFilter
 from .._core.types import CacheHint
-from .._core.versions import MISSING_CLIENT_CAPABILITY, Revision, revision
+from .._core.versions import MISSING_CLIENT_CAPABILITY, TASK_METHODS, Revision, revision
 from .._exceptions import (
     ClientCapabilityError,
     ClientTimeoutError,
@@ -98,10 +100,18 @@ from .._features.prompts import Prompt, PromptRegistry, messages_of
 from .._features.registry import Registry, page_of
 from .._features.resources import Resource, ResourceRegistry, ResourceTemplate
 from .._features.schema import ArgumentsInvalid, ResultInvalid
+from .._features.task_utility import (
+    asked_task,
+    created_result,
+    requestor_of,
+    server_capabilities,
+    support_for,
+)
 from .._features.tasks import TASKS_EXTENSION, TaskEngine, declares_tasks
 from .._features.tools import Tool, ToolRegistry
 from .middleware import Chain, MiddlewareLike, NotifyNext
 from .resolve import Kind, ResolvedRequest, Targets, unknown_method
+from .task_utility import answer_task_request
 
 __all__ = [
     "DEFAULT_ASK_TIMEOUT",
@@ -411,6 +421,8 @@ class Dispatcher:
             "tasks/get": Route("task", self._task_target, None, self._tasks),
             "tasks/update": Route("task", self._task_target, None, self._tasks),
             "tasks/cancel": Route("task", self._task_target, None, self._tasks),
+            "tasks/result": Route("task", self._task_target, None, self._tasks),
+            "tasks/list": Route("task", self._task_target, None, self._tasks),
         }
         #: Runs calls that may become tasks, and keeps the tasks: the runtime's; None runs
         #: every call to its end and answers the `tasks/*` methods -32601.
@@ -607,7 +619,12 @@ class Dispatcher:
     def _initialize(
         session: ServerSession, call: ResolvedRequest, scope: RequestScope
     ) -> dict[str, Any]:
-        return session.initialize(call.params)  # handshake era only: no per-request fields
+        result = session.initialize(call.params)  # handshake era only: no per-request fields
+        # The tasks a session is told of are its revision's (the revision table's `tasks`).
+        result["capabilities"] = server_capabilities(
+            result["capabilities"], result["protocolVersion"]
+        )
+        return result
 
     @staticmethod
     def _ping(session: ServerSession, call: ResolvedRequest, scope: RequestScope) -> dict[str, Any]:
@@ -974,6 +991,9 @@ class Dispatcher:
         self, session: ServerSession, call: ResolvedRequest, scope: RequestScope
     ) -> dict[str, Any]:
         tool: Tool = call.target
+        params = call.params
+        if params is not None and "task" in params:
+            self._refuse_task(tool, scope)
         if call.invalid is not None:
             return self._finish(session, call, scope, self._invalid(tool, call.invalid))
         kwargs = call.kwargs or {}
@@ -991,8 +1011,26 @@ class Dispatcher:
             and call.error is None
             and tool.task is not None
             and self.tasks is not None
-            and declares_tasks(scope, call.params)
+            and (declares_tasks(scope, call.params) or _asks_task(call, scope))
         )
+
+    def _refuse_task(self, tool: Tool, scope: RequestScope) -> None:
+        """Refuse `params.task` for a tool that is never a task, where the server offers tasks.
+
+        2025-11-25 (tasks, Tool-Level Negotiation): -32601 for a `forbidden` tool; a server
+        that declares no tasks processes the request normally, ignoring the field.
+        """
+        if (
+            revision(scope.version).tasks == "utility"
+            and self.tasks is not None
+            and any(each.task is not None for each in self.registry)
+        ):
+            raise RemoteProtocolError(
+                f"Method not found: tool {tool.name} does not run as a task (its "
+                'execution.taskSupport is "forbidden"); call it without "task"',
+                METHOD_NOT_FOUND,
+                {"method": "tools/call", "tool": tool.name},
+            )
 
     async def _tool_later(
         self,
@@ -1006,8 +1044,17 @@ class Dispatcher:
         if tool.task is not None:
             if self._may_become_task(call, scope):
                 return await self._task_call(session, call, scope, notify, requester)
+            if tool.task.required and revision(scope.version).tasks == "utility":
+                raise RemoteProtocolError(  # 2025-11-25, tasks: Tool-Level Negotiation
+                    f"Method not found: tool {tool.name} requires task augmentation "
+                    '(execution.taskSupport is "required"): call it with "task" in its params',
+                    METHOD_NOT_FOUND,
+                    {"method": "tools/call", "tool": tool.name},
+                )
             if tool.task.required:
                 raise _missing_tasks(f"tool {tool.name} runs only as a task")
+        elif call.params is not None and "task" in call.params:
+            self._refuse_task(tool, scope)
         book = self._book(call, scope)
         context = self._context(
             tool.context_param, call, scope, notify=notify, requester=requester, book=book
@@ -1054,7 +1101,8 @@ class Dispatcher:
         assert self.tasks is not None
         tool: Tool = call.target
         assert tool.task is not None
-        if call.invalid is not None and not self.chain.wraps("tool"):
+        asking = _asks_task(call, scope)  # 2025-11-25: then a task, whatever its arguments
+        if call.invalid is not None and not self.chain.wraps("tool") and not asking:
             return self._finish(session, call, scope, self._invalid(tool, call.invalid))
         book = self._book(call, scope)
         # The task runtime needs the call's Context before the work starts (to detach it).
@@ -1078,14 +1126,20 @@ class Dispatcher:
 
         # The handshake era has no listen stream: the session hears of its own tasks.
         follow = None if scope.modern else session.follow_task
+        # 2025-11-25: the requestor asked for a task (`params.task`): one at once, its own.
+        asked = asked_task(call.params) if asking else None
         return await self.tasks.run(
-            tool.task,
+            tool.task if asked is None else support_for(tool.task, asked),
             body,
             context,
             created=follow,
             principal=call.principal,
             scopes=sorted(tool.scopes),
             tool=tool.name,
+            requestor=None
+            if asked is None
+            else requestor_of(call.principal, session.requestor_key),
+            asked=None if asked is None else created_result,
         )
 
     # -- tasks/get, tasks/update, tasks/cancel --------------------------------------------------
@@ -1104,6 +1158,16 @@ class Dispatcher:
                 METHOD_NOT_FOUND,
                 {"method": call.method},
             )
+        form = revision(scope.version).tasks
+        if call.method not in TASK_METHODS[form]:
+            raise RemoteProtocolError(
+                f"Method not found: {call.method} (protocol version {scope.version} has no "
+                "such method)",
+                METHOD_NOT_FOUND,
+                {"method": call.method},
+            )
+        if form == "utility":
+            return await answer_task_request(self.tasks, session, call, requester, self.page_size)
         if not declares_tasks(scope, call.params):
             raise _missing_tasks(f"{call.method} is part of the tasks extension")
         task_id = _task_id(call.params)
@@ -1356,6 +1420,12 @@ def _downgrade(block: dict[str, Any], known: Revision) -> dict[str, Any]:
             "text": f"[{mime} content not shown: protocol {known.name} has no audio]",
         }
     return block
+
+
+def _asks_task(call: ResolvedRequest, scope: RequestScope) -> bool:
+    """Whether a `tools/call` asks to run as a task where the revision lets it (2025-11-25)."""
+    params = call.params
+    return params is not None and "task" in params and revision(scope.version).tasks == "utility"
 
 
 def _task_id(params: dict[str, Any] | None) -> str:

@@ -8,10 +8,13 @@ task when its `after` delay passes, or when the tool says so (`Context.become_ta
 on the `tools/call` is answered with a `CreateTaskResult` and the work goes on, owned by the
 server; its questions surface as `input_required` with `inputRequests`.
 
-Rule 1: a tool declares that it *may* become a task (`TaskSupport`); the server alone decides,
-        per call, and only for a client that declared the extension for that request (in the
-        handshake's or the request's `_meta` client capabilities, `declares_tasks`). A tool that
-        declares nothing never becomes a task; a `required` one refuses other clients (-32021).
+Rule 1: a tool declares that it *may* become a task (`TaskSupport`). Which tasks a session
+        speaks is its revision's (`_core/versions` `Revision.tasks`): under 2026-07-28 the
+        extension, where the server alone decides, per call, and only for a client that
+        declared the extension for that request (`declares_tasks`); under 2025-11-25 that
+        revision's own utility, where the client asks (`params.task`, `_features/task_utility`);
+        before it, none. A tool that declares nothing never becomes a task; a `required` one
+        refuses other calls (-32021 under the extension, -32601 under 2025-11-25).
 Rule 2: a settled task is final: `completed`, `cancelled` and `failed` never change again, and a
         store refuses to write a live record over a settled one (`save` answers False), which
         is how a worker learns that another settled its task (`tasks/cancel` there, or a lease
@@ -49,6 +52,7 @@ from .._core.auth import Principal, principal_from
 from .._core.jsonrpc import INTERNAL_ERROR
 from .._core.meta import CAPABILITIES as _META_CAPABILITIES
 from .._core.meta import TASKS_EXTENSION
+from .._core.versions import revision
 from .._exceptions import ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ __all__ = [
     "TERMINAL",
     "MemoryTaskStore",
     "TaskEngine",
+    "TaskLister",
     "TaskMailbox",
     "TaskRecord",
     "TaskStatus",
@@ -155,7 +160,11 @@ def declares_tasks(scope: RequestScope, params: Mapping[str, Any] | None) -> boo
 
     Under 2026-07-28 the scope's capabilities are the request's own; in the handshake era a
     request may still add the extension for itself in `_meta` (SEP-2575 per-request opt-in).
+    Only where the revision table says the session speaks the extension: elsewhere a
+    declaration counts for nothing (`Revision.tasks`).
     """
+    if revision(scope.version).tasks != "extension":
+        return False
     if _has_tasks(scope.client_capabilities):
         return True
     meta = params.get("_meta") if params else None
@@ -214,14 +223,22 @@ class TaskRecord:
     #: The OAuth scopes of the tool it runs: reading, answering or cancelling the task over
     #: HTTP needs them too (the call did).
     scopes: tuple[str, ...] = ()
+    #: Who asked for it, for a task of the 2025-11-25 tasks (`task_utility` Rule 4): only
+    #: that requestor sees it, and it is listed to them; None for the extension's tasks.
+    requestor: str | None = None
 
     def __post_init__(self) -> None:
         if not self.updated_at:
             self.updated_at = self.created_at
 
-    def visible_to(self, principal: Principal | None) -> bool:
-        """Whether a request of `principal` may see and use the task (Rule 5)."""
-        return self.principal is None or self.principal == principal
+    def visible_to(self, principal: Principal | None, requestor: str | None = None) -> bool:
+        """Whether a request of `principal` may see and use the task (Rule 5).
+
+        A task made for a requestor (2025-11-25) is seen by that requestor only.
+        """
+        return (self.principal is None or self.principal == principal) and (
+            self.requestor is None or self.requestor == requestor
+        )
 
     @property
     def terminal(self) -> bool:
@@ -267,6 +284,7 @@ class TaskRecord:
             "principal": None if self.principal is None else list(self.principal),
             # Only when set: a record without scopes reads the same to an older `load`.
             **({"scopes": list(self.scopes)} if self.scopes else {}),
+            **({"requestor": self.requestor} if self.requestor is not None else {}),
         }
 
     @classmethod
@@ -295,6 +313,7 @@ class TaskRecord:
                 lease_until=float(data.get("leaseUntil") or 0.0),
                 principal=principal_from(data.get("principal")),
                 scopes=tuple(str(scope) for scope in data.get("scopes") or ()),
+                requestor=str(data["requestor"]) if data.get("requestor") else None,
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a task record: {exc}") from None
@@ -368,6 +387,15 @@ class TaskMailbox(Protocol):
         ...
 
 
+@runtime_checkable
+class TaskLister(Protocol):
+    """A store that lists the tasks of one requestor (2025-11-25 `tasks/list`)."""
+
+    async def requested_by(self, requestor: str, now: float) -> list[TaskRecord]:
+        """The requestor's tasks not expired (`TaskRecord.requestor`), in any order."""
+        ...
+
+
 class MemoryTaskStore:
     """A bounded in-memory `TaskStore` (Rule 3), for the servers of one process.
 
@@ -436,6 +464,14 @@ class MemoryTaskStore:
         """Take the answers waiting for the task (Rule 4)."""
         return self._mail.pop(task_id, [])
 
+    async def requested_by(self, requestor: str, now: float) -> list[TaskRecord]:
+        """The requestor's tasks not expired (a `TaskLister`).
+
+        A walk over every record: at the default bound, 10,000 comparisons, a millisecond.
+        """
+        self._drop_expired(now)
+        return [record for record in self._records.values() if record.requestor == requestor]
+
     def _drop_expired(self, now: float) -> None:
         for task_id in [k for k, r in self._records.items() if r.expired(now)]:
             del self._records[task_id]
@@ -471,17 +507,25 @@ class TaskEngine(Protocol):
         principal: Principal | None = None,
         scopes: Iterable[str] = (),
         tool: str = "",
+        requestor: str | None = None,
+        asked: Callable[[TaskRecord], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Run a call that may become a task: its own result, or the `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
         states is told; the task belongs to `principal` (Rule 5), and `scopes` (the tool's)
-        are kept in its record; `tool` (its name) is for messages.
+        are kept in its record; `tool` (its name) is for messages. A task the requestor
+        asked for (2025-11-25) is `requestor`'s, made at once, answered with `asked`.
         """
         ...
 
-    async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
-        """The task's record, or None for an unknown id or another principal's task (Rule 5)."""
+    async def get(
+        self, task_id: str, *, principal: Principal | None = None, requestor: str | None = None
+    ) -> TaskRecord | None:
+        """The task's record, or None for an unknown id or another principal's task (Rule 5).
+
+        A 2025-11-25 task is another `requestor`'s too.
+        """
         ...
 
     async def update(
@@ -497,6 +541,28 @@ class TaskEngine(Protocol):
         """
         ...
 
-    async def cancel(self, task_id: str, *, principal: Principal | None = None) -> bool:
+    async def cancel(
+        self, task_id: str, *, principal: Principal | None = None, requestor: str | None = None
+    ) -> bool:
         """Cancel the task if it still runs; False: no such task (or another principal's)."""
+        ...
+
+    async def settled(
+        self,
+        task_id: str,
+        *,
+        principal: Principal | None = None,
+        requestor: str | None = None,
+        ask: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None,
+    ) -> TaskRecord | None:
+        """Wait for the task to settle (2025-11-25 `tasks/result`): its settled record.
+
+        None for no such task; its questions are asked through `ask` meanwhile.
+        """
+        ...
+
+    async def listed(
+        self, requestor: str, *, principal: Principal | None = None
+    ) -> list[TaskRecord]:
+        """The tasks of `requestor` (2025-11-25 `tasks/list`)."""
         ...

@@ -22,6 +22,7 @@ from .reflect import check_scopes, discover, marker, tag
 from .registry import Registry, described
 from .schema import ArgumentsInvalid, CompiledTool, compile_signature, describe_json
 from .signature import describe_function
+from .task_utility import tool_execution
 from .tasks import TaskSupport, task_support
 
 __all__ = [
@@ -193,6 +194,9 @@ class Tool:
             hints = self.annotations.to_wire()
             if hints:
                 wire["annotations"] = hints
+        execution = tool_execution(self.task, version)
+        if execution is not None:
+            wire["execution"] = execution
         self._wire[version] = wire
         return wire
 

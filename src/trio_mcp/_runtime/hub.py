@@ -1,8 +1,8 @@
 """`SessionHub`: a server's live sessions, and the one place that speaks to all of them.
 
 The hub broadcasts (`notify_all`), sends `resources/updated` to the sessions subscribed to the
-URI, `notifications/tasks` to the handshake-era sessions that follow the task (those whose call
-became it, having declared the tasks extension; they forget it once it settled), and runs the
+URI, a task's new state to the handshake-era sessions that follow it (those whose call became
+it; they forget it once it settled), as 2025-11-25's `notifications/tasks/status`, and runs the
 list watchers that tell sessions of registry changes. A 2026-07-28 client hears of changes on
 a `subscriptions/listen` stream instead, whose listener (`_runtime/listening`) runs a watcher
 of its own.
@@ -34,6 +34,7 @@ from typing import Any, NoReturn, Protocol
 import trio
 
 from .._features.registry import Registry
+from .._features.task_utility import task_wire
 
 __all__ = ["LiveSession", "SessionHub"]
 
@@ -185,17 +186,24 @@ class SessionHub:
         )
 
     async def task_status(self, task: dict[str, Any]) -> int:
-        """Send `notifications/tasks` to the sessions that follow the task.
+        """Send the task's new state to the sessions that follow the task.
+
+        The handshake era's tasks are 2025-11-25's (the revision table's `tasks`): the state
+        goes as that revision's `notifications/tasks/status`, a `Task`.
 
         Returns:
             How many sessions it was sent to.
         """
         task_id = task["taskId"]
         following = {session for session in self._live if session.follows_task(task_id)}
+        if not following:
+            return 0
         if task.get("status") in ("completed", "failed", "cancelled"):
             for session in following:
                 session.forget_task(task_id)  # settled: nothing more to hear of it
-        return await self.notify_all("notifications/tasks", task, only=following.__contains__)
+        return await self.notify_all(
+            "notifications/tasks/status", task_wire(task), only=following.__contains__
+        )
 
     async def notify_all(
         self,

@@ -36,6 +36,8 @@ Rule 3: an unreachable Redis never makes a task look unknown: each command waits
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -65,7 +67,8 @@ logger = logging.getLogger("trio_mcp")
 #: polls of many clients, renewals and settles, each one round trip.
 STORE_THREADS: Final = 8
 
-#: Rule 1: KEYS[1] the record's key; ARGV[1] the record's JSON, ARGV[2] its expiry in ms.
+#: Rule 1: KEYS[1] the record's key; ARGV[1] the record's JSON, ARGV[2] its expiry in ms;
+#: KEYS[2], for a 2025-11-25 task, its requestor's index, which must outlive it (`_INDEX`).
 _SAVE: Final = """
 local stored = redis.call('GET', KEYS[1])
 if stored then
@@ -75,6 +78,25 @@ if stored then
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if KEYS[2] then
+  local left = redis.call('PTTL', KEYS[2])
+  if left >= 0 and left < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+end
+return 1
+"""
+
+#: A 2025-11-25 task's place in its requestor's index (`requested_by`), a sorted set by
+#: creation time that lives as long as the longest-lived record in it (`_SAVE` renews it too).
+#: KEYS[1] the index; ARGV[1] the task's creation time, ARGV[2] its id, ARGV[3] the record's
+#: expiry in ms.
+_INDEX: Final = """
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+local left = redis.call('PTTL', KEYS[1])
+if left < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
 return 1
 """
 
@@ -146,7 +168,8 @@ class RedisTaskStore:
         self._save_script: Any = None  # registered on first use, in a thread
         self._post_script: Any = None
         self._take_script: Any = None
-        #: The live tasks added here and not yet seen settled: the bound is per worker.
+        self._index_registered: Any = None
+        #: The live tasks added here and not yet seen settled (the bound is per worker).
         self._live: set[str] = set()
         #: One lock per record being saved (Rule 1).
         self._saving: dict[str, trio.Lock] = {}
@@ -175,6 +198,17 @@ class RedisTaskStore:
             return False
         if not added:
             return False  # the id is taken: with 128 random bits, never
+        if record.requestor is not None:
+            index = self._index_key(record.requestor)
+            args = [record.created_at, record.task_id, expiry]
+            try:
+                await self._call(
+                    lambda client: self._index_script(client)(
+                        keys=[index], args=args, client=client
+                    )
+                )
+            except _UnreachableError:
+                return False  # a record that no listing would show: the call runs to its end
         if not record.terminal:
             self._live.add(record.task_id)
         return True
@@ -207,9 +241,12 @@ class RedisTaskStore:
                     _encode(record),
                     self._expiry_ms(record),
                 )
+                keys = [key]
+                if record.requestor is not None:
+                    keys.append(self._index_key(record.requestor))
                 written = await self._call(
                     lambda client: self._script(client)(
-                        keys=[key], args=[data, expiry], client=client
+                        keys=keys, args=[data, expiry], client=client
                     )
                 )
         except _UnreachableError:
@@ -264,6 +301,40 @@ class RedisTaskStore:
                 logger.warning("task store: %s held answers that are not an object", key)
         return taken
 
+    # -- TaskLister: the 2025-11-25 tasks/list -----------------------------------------------
+
+    async def requested_by(self, requestor: str, now: float) -> list[TaskRecord]:
+        """The requestor's tasks not expired, read through its index (`_INDEX`).
+
+        The ids of records found expired leave the index then.
+
+        Raises:
+            RemoteProtocolError: -32603 when Redis is unreachable (Rule 4).
+        """
+        index = self._index_key(requestor)
+
+        def read(client: Redis) -> tuple[list[Any], list[Any]]:
+            ids: list[Any] = list(client.zrange(index, 0, -1))
+            return ids, (client.mget([self._key(_text(i)) for i in ids]) if ids else [])
+
+        try:
+            ids, found = await self._call(read)
+        except _UnreachableError:
+            raise RemoteProtocolError(
+                "Internal error: the task store cannot be reached", INTERNAL_ERROR
+            ) from None
+        records, gone = [], []
+        for task_id, data in zip(ids, found, strict=True):
+            record = None if data is None else _decode(data, self._key(_text(task_id)))
+            if record is None:
+                gone.append(task_id)
+            elif record.requestor == requestor:
+                records.append(record)
+        if gone:
+            with contextlib.suppress(_UnreachableError):
+                await self._call(lambda client: client.zrem(index, *gone))
+        return records
+
     # -- the rest -----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -279,6 +350,15 @@ class RedisTaskStore:
 
     def _mail_key(self, task_id: str) -> str:
         return f"{self.key_prefix}mail:{task_id}"
+
+    def _index_key(self, requestor: str) -> str:
+        # A digest: a requestor's key (a session's secret) never shows in Redis's key space.
+        return f"{self.key_prefix}by:{hashlib.sha256(requestor.encode()).hexdigest()[:32]}"
+
+    def _index_script(self, client: Redis) -> Any:
+        if self._index_registered is None:
+            self._index_registered = client.register_script(_INDEX)
+        return self._index_registered
 
     def _scripts(self, client: Redis) -> tuple[Any, Any]:
         if self._post_script is None:
@@ -329,6 +409,10 @@ class RedisTaskStore:
             self._failing = False
             logger.warning("task store: Redis at %s answers again", safe_url(self.url))
         return result
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _encode(record: TaskRecord) -> str:

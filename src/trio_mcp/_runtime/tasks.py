@@ -63,11 +63,12 @@ import trio
 from .._core.asking import ASK_METHODS
 from .._core.auth import Principal
 from .._core.jsonrpc import INTERNAL_ERROR, SERVER_UNAVAILABLE
-from .._exceptions import ClientTimeoutError, RemoteProtocolError
+from .._exceptions import ClientTimeoutError, RemoteProtocolError, RequestError, reraise_lone
 from .._features.context import AskWire, Context
 from .._features.tasks import (
     CallBody,
     MemoryTaskStore,
+    TaskLister,
     TaskMailbox,
     TaskRecord,
     TaskStore,
@@ -75,7 +76,15 @@ from .._features.tasks import (
     new_task_id,
 )
 
-__all__ = ["MAIL_POLL", "StatusSink", "TaskRuntime", "TaskSignal"]
+__all__ = [
+    "MAIL_POLL",
+    "MAX_WAIT",
+    "MIN_WAIT",
+    "QuestionSender",
+    "StatusSink",
+    "TaskRuntime",
+    "TaskSignal",
+]
 
 logger = logging.getLogger("trio_mcp")
 
@@ -86,6 +95,10 @@ _SETTLE_SECONDS: Final = 5.0
 #: Seconds between two looks in the mailbox of a task with questions open (Rule 3), when no
 #: signal says mail came: answers through a worker without a broker wait at most this long.
 MAIL_POLL: Final = 1.0
+#: Seconds between two looks of a `tasks/result` at a task another worker runs, at the least
+#: and at the most, whatever poll interval the task names: as a client's polls are bounded.
+MIN_WAIT: Final = 0.05
+MAX_WAIT: Final = 30.0
 #: The status message of a task the server stopped as it shut down (Rule 2).
 SHUTTING_DOWN: Final = "Server shutting down"
 #: Seconds between two warnings that the task store is full: a busy server refusing
@@ -95,6 +108,8 @@ FULL_WARNING_INTERVAL: Final = 60.0
 #: Told each new state of a task (Rule 4): its `DetailedTask`, as `tasks/get` shows it, and
 #: whose task it is (Rule 5: None, anyone's).
 StatusSink = Callable[[dict[str, Any], Principal | None], Awaitable[None]]
+#: Asks the requestor one of a task's questions (2025-11-25): (method, params) -> the answer.
+QuestionSender = Callable[[str, dict[str, Any]], Awaitable[Any]]
 #: Tells the worker running a task that mail came or that it was cancelled (Rule 3):
 #: `{"taskId": ..., "owner": ..., "kind": "answers" | "cancel"}`.
 TaskSignal = Callable[[dict[str, Any]], Awaitable[None]]
@@ -104,6 +119,9 @@ TaskSignal = Callable[[dict[str, Any]], Awaitable[None]]
 class _Question:
     answered: trio.Event = field(default_factory=trio.Event)
     answer: Any = None
+    #: The requestor's error answer (2025-11-25: the question went as a request), raised in
+    #: the tool as the handshake era's requests raise it.
+    error: Exception | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -142,6 +160,13 @@ class _Call:
     tool: str = ""
     #: The store had no room for it: it runs to its end, and is not offered again.
     refused: bool = False
+    #: Who asked for it (2025-11-25 tasks), for its record.
+    requestor: str | None = None
+    #: Set and replaced at each change of the record and when the call ends (`_wake`): what a
+    #: 2025-11-25 `tasks/result` waits on.
+    moved: trio.Event = field(default_factory=trio.Event)
+    #: The questions a `tasks/result` is asking now (2025-11-25), each with its scope.
+    asking: dict[str, trio.CancelScope] = field(default_factory=dict)
 
 
 class TaskRuntime:
@@ -213,15 +238,26 @@ class TaskRuntime:
         principal: Principal | None = None,
         scopes: Iterable[str] = (),
         tool: str = "",
+        requestor: str | None = None,
+        asked: Callable[[TaskRecord], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Run a call that may become a task (Rule 1): its result or its `CreateTaskResult`.
 
         `created` is called with the task's id when the call becomes one, before any of its
         states is told (Rule 4); the task belongs to `principal` (Rule 5), and `scopes` (the
         tool's) are kept in its record; `tool` (its name) is for messages.
+
+        A task the requestor asked for (2025-11-25) is its `requestor`'s alone, and `asked`
+        makes its `CreateTaskResult`, of the task as it was made (`working`); such a call is
+        a task from the start (`support.after` 0) or is refused, -32603, before anything ran:
+        its request may not be answered with the call's own result.
         """
         nursery = self._nursery()
         if nursery is None:
+            if asked is not None:
+                raise RemoteProtocolError(
+                    "Internal error: this server cannot run tasks here", INTERNAL_ERROR
+                )
             return await body()
         call = _Call(
             support,
@@ -231,11 +267,16 @@ class TaskRuntime:
             created=created,
             scopes=tuple(scopes),
             tool=tool,
+            requestor=requestor,
         )
         if context is not None:
             context._detacher = functools.partial(self._detach, call)
-        if support.after == 0:
-            await self._detach(call)  # before the worker starts: its first question is a task's
+        # Before the worker starts: its first question is a task's.
+        if support.after == 0 and not await self._detach(call) and asked is not None:
+            raise RemoteProtocolError(
+                "Internal error: the task store is full; try again later", INTERNAL_ERROR
+            )
+        made = asked(call.record) if asked is not None and call.record is not None else None
         nursery.start_soon(self._work, call, body)
         nursery.start_soon(self._keep_lease, call)
         try:
@@ -249,6 +290,8 @@ class TaskRuntime:
             if call.record is None:
                 call.scope.cancel()  # the request went away before the call became a task
             raise
+        if made is not None:
+            return made
         if call.record is not None:
             return call.record.created_wire()
         if call.error is not None:
@@ -256,14 +299,16 @@ class TaskRuntime:
         assert call.result is not None
         return call.result
 
-    async def get(self, task_id: str, *, principal: Principal | None = None) -> TaskRecord | None:
+    async def get(
+        self, task_id: str, *, principal: Principal | None = None, requestor: str | None = None
+    ) -> TaskRecord | None:
         """The task's record, or None for an unknown or expired id; a dead worker's `failed`.
 
-        Another principal's task is None too (Rule 5).
+        Another principal's task is None too (Rule 5), and so is another requestor's.
         """
         now = self.clock()
         record = await self.store.get(task_id, now)
-        if record is None or not record.visible_to(principal):
+        if record is None or not record.visible_to(principal, requestor):
             return None
         if not record.lease_lapsed(now) or task_id in self._live:
             return record
@@ -316,12 +361,14 @@ class TaskRuntime:
         await self._signal(record, "answers")
         return True
 
-    async def cancel(self, task_id: str, *, principal: Principal | None = None) -> bool:
+    async def cancel(
+        self, task_id: str, *, principal: Principal | None = None, requestor: str | None = None
+    ) -> bool:
         """Settle a running task `cancelled` and stop its worker (Rules 2, 3); False: unknown.
 
-        Another principal's task is unknown (Rule 5).
+        Another principal's task is unknown (Rule 5), and so is another requestor's.
         """
-        record = await self.get(task_id, principal=principal)
+        record = await self.get(task_id, principal=principal, requestor=requestor)
         if record is None:
             return False
         if record.terminal:
@@ -341,6 +388,121 @@ class TaskRuntime:
         elif record.owner not in (None, self.worker_id):
             await self._signal(record, "cancel")
         return True
+
+    # -- the 2025-11-25 tasks: tasks/result and tasks/list ------------------------------------
+
+    async def settled(
+        self,
+        task_id: str,
+        *,
+        principal: Principal | None = None,
+        requestor: str | None = None,
+        ask: QuestionSender | None = None,
+    ) -> TaskRecord | None:
+        """Wait until the task settles: its settled record; None for no such task (`get`).
+
+        What a 2025-11-25 `tasks/result` waits for. While the task runs here its open
+        questions are asked through `ask` (the waiting request's stream), each by one waiter
+        at a time: the answer goes to the question as `tasks/update` would give it, an error
+        answer is raised in the tool, and a question a waiter left unanswered (it went away)
+        is asked again by the next. A task another worker runs is looked at every poll
+        interval it names (bounded to [`MIN_WAIT`, `MAX_WAIT`]).
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    return await self._settled(task_id, principal, requestor, ask, nursery)
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # a question that could not be sent: as itself
+            reraise_lone(group)
+            raise  # pragma: no cover - reraise_lone always raises
+
+    async def _settled(
+        self,
+        task_id: str,
+        principal: Principal | None,
+        requestor: str | None,
+        ask: QuestionSender | None,
+        nursery: trio.Nursery,
+    ) -> TaskRecord | None:
+        while True:
+            call = self._live.get(task_id)
+            wake = call.moved if call is not None else None
+            record = await self.get(task_id, principal=principal, requestor=requestor)
+            if record is None or record.terminal:
+                return record
+            if call is not None and call.record is not None and ask is not None:
+                self._ask_open(call, call.record, ask, nursery)
+            with trio.move_on_after(min(max(record.poll_interval, MIN_WAIT), MAX_WAIT)):
+                if wake is not None:
+                    await wake.wait()
+                else:
+                    await trio.sleep_forever()
+
+    def _ask_open(
+        self, call: _Call, record: TaskRecord, ask: QuestionSender, nursery: trio.Nursery
+    ) -> None:
+        for key, scope in list(call.asking.items()):
+            if key not in record.input_requests:  # it timed out in the tool: stop asking
+                scope.cancel()
+        for key, question in list(record.input_requests.items()):
+            if key not in call.asking:
+                scope = call.asking[key] = trio.CancelScope()
+                nursery.start_soon(self._put, call, key, question, ask, scope)
+
+    async def _put(
+        self,
+        call: _Call,
+        key: str,
+        question: Mapping[str, Any],
+        ask: QuestionSender,
+        scope: trio.CancelScope,
+    ) -> None:
+        """Ask one open question through a waiter's stream; its answer to the task."""
+        answered = False
+        try:
+            with scope:
+                try:
+                    answer = await ask(question["method"], dict(question.get("params") or {}))
+                except (RequestError, RemoteProtocolError) as exc:
+                    waiting = call.questions.get(key)
+                    if waiting is not None and not waiting.answered.is_set():
+                        waiting.error = exc
+                        waiting.answered.set()
+                    answered = True
+                else:
+                    await self._answer(call, {key: answer})
+                    answered = True
+        finally:
+            if call.asking.get(key) is scope:
+                del call.asking[key]
+            if not answered:
+                self._wake(call)  # another waiter may ask it now
+
+    async def listed(
+        self, requestor: str, *, principal: Principal | None = None
+    ) -> list[TaskRecord]:
+        """The requestor's tasks (2025-11-25 `tasks/list`), a dead worker's shown `failed`.
+
+        Raises:
+            RemoteProtocolError: -32603 when the store cannot list tasks (`TaskLister`).
+        """
+        if not isinstance(self.store, TaskLister):
+            raise RemoteProtocolError(
+                "Internal error: this server's task store cannot list tasks", INTERNAL_ERROR
+            )
+        now = self.clock()
+        found = []
+        for stored in await self.store.requested_by(requestor, now):
+            record: TaskRecord | None = stored
+            if not stored.visible_to(principal, requestor):
+                continue
+            if stored.lease_lapsed(now) and stored.task_id not in self._live:
+                record = await self.get(stored.task_id, principal=principal, requestor=requestor)
+            if record is not None:
+                found.append(record)
+        return found
 
     async def stop_all(self, where: trio.Nursery | None = None) -> int:
         """Settle the tasks running here `failed`, "Server shutting down", and stop them (Rule 2).
@@ -457,6 +619,18 @@ class TaskRuntime:
         if record is None:
             return
         self._live.pop(record.task_id, None)
+        try:
+            await self._settle_record(call, record, result, error)
+        finally:
+            self._wake(call)
+
+    async def _settle_record(
+        self,
+        call: _Call,
+        record: TaskRecord,
+        result: dict[str, Any] | None,
+        error: RemoteProtocolError | None,
+    ) -> None:
         if record.terminal or call.cancelled:
             return
         if error is not None:
@@ -502,6 +676,7 @@ class TaskRuntime:
                 lease_until=now + self.store.lease,
                 principal=call.principal,
                 scopes=call.scopes,
+                requestor=call.requestor,
             )
             if not await self.store.add(record, now):
                 call.refused = True
@@ -580,6 +755,8 @@ class TaskRuntime:
                         await question.answered.wait()
                 except trio.TooSlowError:
                     raise ClientTimeoutError(method, timeout or 0.0) from None
+                if question.error is not None:
+                    raise question.error
                 answers.append(question.answer)
         finally:
             opened = False
@@ -605,6 +782,13 @@ class TaskRuntime:
         call = self._live.get(record.task_id)
         if call is not None:
             call.dirty.set()  # its announcer tells the new state (Rule 4)
+            self._wake(call)
+
+    @staticmethod
+    def _wake(call: _Call) -> None:
+        """Wake whoever waits for the call's next change (a 2025-11-25 `tasks/result`)."""
+        moved, call.moved = call.moved, trio.Event()
+        moved.set()
 
     async def _save(self, record: TaskRecord) -> bool:
         if not await self.store.save(record):

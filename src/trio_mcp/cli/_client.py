@@ -22,7 +22,9 @@ What a server asks while `call`, `read` or `prompt` runs is answered by `_answer
 elicitation is put to the user on a terminal (declined without one), sampling is declared (and
 answered) only with `--sampling-command CMD`, and `--root PATH` declares the roots.
 
-The client declares the tasks extension: a server may run a long call as a task. `call` then
+The client does tasks in every revision that has them (the extension under 2026-07-28,
+2025-11-25's own utility there, asking for a task by itself for a tool that requires one): a
+server may run a long call as a task. `call` then
 shows the task's status on stderr each time it changes (`  task working: battle 2 of 5`) and
 prints the final result as for any call; Ctrl-C cancels the task (`tasks/cancel`) before the
 command ends with 130.

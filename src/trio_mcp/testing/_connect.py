@@ -68,7 +68,8 @@ async def connect(
         validate_output: Check structured results against the tools' output schemas.
         asking: How the client answers what the server asks (`Asking`, as in `open_client`).
         tasks: Declare the tasks extension (as in `open_client`): the server may run calls of
-            its `task=` tools as tasks, which `call_tool` follows to their end.
+            its `task=` tools as tasks, which `call_tool` follows to their end (under
+            2025-11-25 the client asks for them).
         request_meta: Adds entries to each request's `_meta` (as in `open_client`).
         **moved: The keywords `asking` replaced (as in `open_client`): still taken, with a
             `DeprecationWarning`.

@@ -21,7 +21,10 @@ Two deliberate exceptions to the schemas, and no other:
   tasks of an older, different design), so only their JSON-RPC envelope is checked: the
   `tasks/` requests and their results, the `notifications/tasks` notifications (the prefixes
   the extension reserves), and a `CreateTaskResult` (`resultType: "task"`) answering a
-  `tools/call`. A client sends them only once it declared the extension.
+  `tools/call`. A client sends them only once it declared the extension. 2025-11-25's own
+  tasks are checked in full where that schema has them: a request augmented with `task` is
+  answered `CreateTaskResult`, and `tasks/result` with the result of the request that made the
+  task (`MessageChecker` saw it made).
 """
 
 from __future__ import annotations
@@ -104,6 +107,16 @@ _ID_PLACEHOLDER: Final = 0
 _SHOWN_CHARS: Final = 2000
 #: The method prefixes the tasks extension reserves: only their envelope is checked.
 _TASKS_PREFIXES: Final = ("tasks/", "notifications/tasks")
+#: The results of 2025-11-25's own `tasks/` requests, either way (Rule 5). `tasks/result`'s is
+#: that of the request that made the task, when the checker saw it made.
+_TASK_RESULTS: Final[Mapping[str, str]] = {
+    "tasks/get": "GetTaskResult",
+    "tasks/list": "ListTasksResult",
+    "tasks/cancel": "CancelTaskResult",
+    "tasks/result": "GetTaskPayloadResult",
+}
+#: The requests 2025-11-25 lets a requestor augment with `task` (answered `CreateTaskResult`).
+_TASK_AUGMENTED: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
 
 
 def _created_task(result: Any) -> bool:
@@ -285,10 +298,10 @@ def _check_one(
             message, version, "JSONRPCRequest" if "id" in message else "JSONRPCNotification", what
         )
         _check(message, version, "JSONRPCMessage", what)
-        if extension:  # the tasks extension: its envelope only
-            return
         union = unions[sender]
         known = _methods(version, union)
+        if extension and method not in known:  # Rule 5
+            return
         specific = known.get(method) if isinstance(method, str) else None
         if specific is None and sender == "client" and isinstance(method, str):
             specific = EXTENSION_REQUESTS.get(method)  # the skills extension's (`_extensions`)
@@ -367,6 +380,20 @@ def _check_batch(
     if has_definition(version, name):
         shown = [_with_readable_id(m) if isinstance(m, dict) else m for m in batch]
         _check(shown, version, name, f"the {sender}'s batch", batch)
+
+
+def _augmented(capabilities: Any) -> frozenset[str]:
+    """The requests a 2025-11-25 `tasks.requests` capability says its side runs as tasks."""
+    tasks = capabilities.get("tasks") if isinstance(capabilities, dict) else None
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    if not isinstance(requests, dict):
+        return frozenset()
+    return frozenset(
+        f"{category}/{name}"
+        for category, names in requests.items()
+        if isinstance(names, dict)
+        for name in names
+    )
 
 
 def _method_for(message: Any, method: str | Mapping[Any, str] | None) -> str | None:
@@ -469,8 +496,17 @@ class MessageChecker:
     def __init__(self, version: str) -> None:
         _document(version)  # an unknown revision fails here, not at the first message
         self.version = version
-        # (who asked, request id) -> (method, revision) of requests not yet answered.
-        self._pending: dict[tuple[Sender, Any], tuple[str, str]] = {}
+        # (who asked, request id) -> (method, revision, the result's definition when another
+        # than the method's: a 2025-11-25 task's) of requests not yet answered.
+        self._pending: dict[tuple[Sender, Any], tuple[str, str, str | None]] = {}
+        # (who asked, task id) -> the method of the request that made the 2025-11-25 task.
+        self._tasks: dict[tuple[Sender, str], str] = {}
+        # Who runs which requests as tasks, as each side declared (`tasks.requests`) in the
+        # handshake: a receiver that did not declare one answers it as usual.
+        self._augments: dict[Sender, frozenset[str]] = {
+            "client": frozenset(),
+            "server": frozenset(),
+        }
         #: How many messages were checked.
         self.checked = 0
 
@@ -527,13 +563,20 @@ class MessageChecker:
         if answered is None:
             _check_one(message, version, sender, None)
             return
-        method, version = answered
+        method, version, result_name = answered
         result = message.get("result")
         if method == "initialize" and isinstance(result, dict):
             settled = result.get("protocolVersion")
             if isinstance(settled, str) and settled in VERSIONS:
                 version = self.version = settled
-        result_name = self._result_definition(sender, method, version)
+            self._augments["server"] = _augmented(result.get("capabilities"))
+        if result_name is None:
+            result_name = self._result_definition(sender, method, version)
+        elif result_name == "CreateTaskResult" and isinstance(result, dict):
+            task = result.get("task")
+            if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+                asker: Sender = "client" if sender == "server" else "server"
+                self._tasks[(asker, task["taskId"])] = method
         _check_one(message, version, sender, result_name, f" to {method}")
 
     def _track(self, sender: Sender, message: dict[str, Any]) -> str:
@@ -549,13 +592,36 @@ class MessageChecker:
         if named is None and method == "initialize" and isinstance(params, dict):
             asked = params.get("protocolVersion")
             named = asked if isinstance(asked, str) and asked in VERSIONS else None
+            self._augments["client"] = _augmented(params.get("capabilities"))
         version = named or self.version
         request_id = message.get("id")
         if "id" in message and not isinstance(request_id, bool):
-            self._pending[(sender, request_id)] = (method, version)
+            self._pending[(sender, request_id)] = (
+                method,
+                version,
+                self._task_result(sender, method, params, version),
+            )
         return version
 
-    def _answered(self, sender: Sender, message: dict[str, Any]) -> tuple[str, str] | None:
+    def _task_result(self, sender: Sender, method: str, params: Any, version: str) -> str | None:
+        """The result definition of a 2025-11-25 task's request, when not the method's own."""
+        if not isinstance(params, dict) or not has_definition(version, "CreateTaskResult"):
+            return None
+        receiver: Sender = "client" if sender == "server" else "server"
+        if method in _TASK_AUGMENTED and "task" in params:
+            return "CreateTaskResult" if method in self._augments[receiver] else None
+        task_id = params.get("taskId")
+        made = None
+        if method == "tasks/result" and isinstance(task_id, str):
+            made = self._tasks.get((sender, task_id))
+        if made is None:
+            return None
+        name = self._result_definition(receiver, made, version)
+        return name if name is not None else _TASK_RESULTS[method]
+
+    def _answered(
+        self, sender: Sender, message: dict[str, Any]
+    ) -> tuple[str, str, str | None] | None:
         """(method, revision) of the other side's request that `message` answers, if any."""
         if "method" in message or "id" not in message or isinstance(message["id"], bool):
             return None
@@ -567,7 +633,8 @@ class MessageChecker:
 
     @staticmethod
     def _result_definition(sender: Sender, method: str, version: str) -> str | None:
-        if method.startswith(_TASKS_PREFIXES):  # the tasks extension: its envelope only
-            return None
+        if method.startswith(_TASKS_PREFIXES):  # the extension: envelope only; 2025-11-25: in full
+            name = _TASK_RESULTS.get(method)
+            return name if name is not None and has_definition(version, name) else None
         name = (RESULTS if sender == "server" else CLIENT_RESULTS).get(method)
         return name if name is not None and has_definition(version, name) else None

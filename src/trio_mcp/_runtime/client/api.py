@@ -50,7 +50,13 @@ from ..._core.jsonrpc import dumps
 from ..._core.param_headers import InvalidHeaderAnnotation, header_params
 from ..._core.subscriptions import SubscriptionFilter
 from ..._core.versions import HEADER_MISMATCH
-from ..._exceptions import RemoteProtocolError, RequestError, ToolCallError, reraise_lone
+from ..._exceptions import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+    ToolCallError,
+    reraise_lone,
+)
 from ..._version import __version__
 from ..link import Link
 from ..options import Roots, SessionOptions
@@ -58,6 +64,7 @@ from .asking import Answers, Questions, Send
 from .connection import ProgressHandler, ServerConnection
 from .listen import Listening
 from .subscriptions import ListChangedHandler, ListKind, Subscriptions, UpdateHandler
+from .task_utility import UtilityTasks, created_task
 from .tasks import TASKS_EXTENSION, Tasks, TaskStatusHandler, is_task
 
 if TYPE_CHECKING:
@@ -128,6 +135,8 @@ class Client:
             enabled=options.tasks,
         )
         self._skill_methods: Skills | None = None  # made (and its module loaded) on first use
+        # 2025-11-25's own tasks (`Revision.tasks`), both ways.
+        self._utility = UtilityTasks(self._connection, enabled=options.tasks)
         self._validate_output = options.validate_output
         self._tools: dict[str, ToolInfo] = {}
         self._validators: dict[str, Any] = {}
@@ -268,9 +277,13 @@ class Client:
             Exception: under 2026-07-28, what a handler raised while answering an input
                 request (the call ends there).
         """
-        raw = await self._call_raw(name, arguments, progress=progress, retry_safe=retry_safe)
+        raw = await self._call_raw(
+            name, arguments, progress=progress, retry_safe=retry_safe, as_task=self._tasks.enabled
+        )
         if is_task(raw):
             raw = await self._tasks.follow(task_info(raw, "tools/call"), on_task_status)
+        elif (made := self._created(raw)) is not None:  # 2025-11-25
+            raw = await self._utility.follow(made, on_task_status)
         return self._tool_result(name, raw, raise_on_error=raise_on_error)
 
     async def call_tool_as_task(
@@ -302,9 +315,14 @@ class Client:
             The errors of `call_tool` for what happens before a task exists.
         """
         self._tasks.require("call_tool_as_task")
-        raw = await self._call_raw(name, arguments, progress=progress, retry_safe=retry_safe)
+        raw = await self._call_raw(
+            name, arguments, progress=progress, retry_safe=retry_safe, as_task=True
+        )
         if is_task(raw):
             return task_info(raw, "tools/call")
+        made = self._created(raw)  # 2025-11-25
+        if made is not None:
+            return made
         return self._tool_result(name, raw, raise_on_error=raise_on_error)
 
     async def wait_task(
@@ -337,7 +355,10 @@ class Client:
         """
         self._tasks.require("wait_task")
         info = task if isinstance(task, TaskInfo) else await self.get_task(task)
-        raw = await self._tasks.follow(info, on_status, cancel=cancel)
+        if self._utility.active:  # 2025-11-25
+            raw = await self._utility.follow(info, on_status, cancel=cancel)
+        else:
+            raw = await self._tasks.follow(info, on_status, cancel=cancel)
         result = tool_result(raw)
         if result.is_error and raise_on_error:
             raise ToolCallError(f"(task {info.task_id})", result.text or "(no message)", result)
@@ -353,6 +374,8 @@ class Client:
             LocalProtocolError: when the client was opened without `tasks=True`.
         """
         self._tasks.require("get_task")
+        if self._utility.active:  # 2025-11-25
+            return await self._utility.get(task_id)
         return await self._tasks.get(task_id)
 
     async def update_task(self, task_id: str, responses: Mapping[str, Any]) -> None:
@@ -365,16 +388,25 @@ class Client:
             LocalProtocolError: when the client was opened without `tasks=True`.
         """
         self._tasks.require("update_task")
+        if self._utility.active:
+            raise LocalProtocolError(
+                f"MCP {self.protocol_version} has no tasks/update: its tasks ask their questions "
+                "while wait_task holds tasks/result, and the client's handlers answer them"
+            )
         await self._tasks.update(task_id, responses)
 
     async def cancel_task(self, task_id: str) -> None:
         """Ask the server to cancel a task (`tasks/cancel`); a settled task stays as it is.
 
         Raises:
-            RequestError: when the server refuses (an unknown id: -32602).
+            RequestError: when the server refuses (an unknown id: -32602; under 2025-11-25, a
+                settled task too).
             LocalProtocolError: when the client was opened without `tasks=True`.
         """
         self._tasks.require("cancel_task")
+        if self._utility.active:  # 2025-11-25
+            await self._utility.cancel(task_id)
+            return
         await self._tasks.cancel(task_id)
 
     async def _call_raw(
@@ -384,9 +416,18 @@ class Client:
         *,
         progress: ProgressHandler | None,
         retry_safe: bool,
+        as_task: bool = False,
     ) -> Any:
         # A tools/call through its input rounds: the final result, or a CreateTaskResult.
         params = self._tasks.opt_in({"name": name, "arguments": dict(arguments or {})})
+        if self._utility.offers_tasks():
+            # 2025-11-25: the client asks for a task, as the tool's listing allows.
+            if name not in self._tools and not self._utility.looked_up:
+                self._utility.looked_up = True
+                await self.list_tools()
+            listed = self._tools.get(name)
+            if self._utility.wants_task(listed.raw if listed else None, asked=as_task):
+                params["task"] = {}
 
         async def send(body: dict[str, Any]) -> Any:
             try:
@@ -406,6 +447,10 @@ class Client:
                 )
 
         return await self._asking.with_input("tools/call", params, send)
+
+    def _created(self, raw: Any) -> TaskInfo | None:
+        """The task of a 2025-11-25 `CreateTaskResult`, or None."""
+        return created_task(raw) if self._utility.active else None
 
     def _tool_result(self, name: str, raw: Any, *, raise_on_error: bool) -> ToolResult:
         result = tool_result(raw)

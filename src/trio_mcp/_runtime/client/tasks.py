@@ -1,9 +1,12 @@
 """Following a task to its end: the client side of the tasks extension (SEP-2663).
 
-A client opened with `tasks=True` declares the extension where the server looks for it: under
-2026-07-28 in the capabilities every request carries (`ClientSession`), in the handshake era in
-the `_meta` capabilities of each `tools/call` and `tasks/*` request (the per-request opt-in of
-SEP-2575, `opt_in`), never in `initialize`, whose schema has no extensions. Without it a server
+Which tasks a session speaks is its revision's (`Revision.tasks`): the extension under
+2026-07-28, here; 2025-11-25's own utility in `_runtime/client/task_utility`; none before. A
+client opened with `tasks=True` declares the extension where the server looks for it: in the
+capabilities every request carries (`ClientSession`), and in a handshake-era revision that
+spoke the extension in the `_meta` capabilities of each `tools/call` and `tasks/*` request (the
+per-request opt-in of SEP-2575, `opt_in`), never in `initialize`, whose schema has no
+extensions. Without it a server
 never makes a task of a call. A call answered with a task is followed (`follow`) with
 `tasks/get`: `completed` gives the inlined result, `failed` raises its JSON-RPC error as a
 `RequestError`, `cancelled` raises `TaskCancelledError`. At `input_required` every question
@@ -45,6 +48,7 @@ from ..._core.client_records import TaskInfo, task_info
 from ..._core.client_session import ClientSession
 from ..._core.meta import CAPABILITIES
 from ..._core.subscriptions import TASK_STATUS
+from ..._core.versions import revision
 from ..._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
@@ -104,9 +108,10 @@ def opt_in(params: dict[str, Any], session: ClientSession) -> dict[str, Any]:
 
     The request's `_meta` capabilities are those declared at `initialize` plus the extension.
     Under 2026-07-28 every request declares it already (the session's capabilities), so
-    `params` come back as they are.
+    `params` come back as they are, and so they do where the revision table says the session
+    does not speak the extension (`Revision.tasks`).
     """
-    if session.per_request:
+    if session.per_request or revision(session.protocol_version).tasks != "extension":
         return params
     meta = dict(params.get("_meta") or {})
     meta[CAPABILITIES] = {**session.declared, "extensions": {TASKS_EXTENSION: {}}}
