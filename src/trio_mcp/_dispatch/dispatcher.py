@@ -38,8 +38,9 @@ Tasks: which a session speaks is its revision's (`Revision.tasks`): 2025-11-25's
 (`params.task`, its `tasks/*` handlers in `_dispatch/task_utility`), or under 2026-07-28 the
 extension (SEP-2663), below. A tool registered with `task=` may become an extension task for a
 client that declared the extension: its call runs through the runtime's `TaskEngine`
-(`tasks`), which answers the call's own result or a `CreateTaskResult`; `tasks/get`, `tasks/update` and `tasks/cancel` are
-refused (-32021) for a request that did not declare the extension, and an unknown task id is
+(`tasks`), which answers the call's own result or a `CreateTaskResult`; `tasks/get`,
+`tasks/update` and `tasks/cancel` are refused (-32021) for a request that did not declare the
+extension, and an unknown task id is
 -32602, as is the id of another principal's task. A `required` task tool refuses such a
 client's call (-32021) before its function runs. A task-capable tool that raises
 `RemoteProtocolError` reports a protocol error (a JSON-RPC error, or a `failed` task).
