@@ -40,10 +40,10 @@ extension (SEP-2663), below. A tool registered with `task=` may become an extens
 client that declared the extension: its call runs through the runtime's `TaskEngine`
 (`tasks`), which answers the call's own result or a `CreateTaskResult`; `tasks/get`,
 `tasks/update` and `tasks/cancel` are refused (-32021) for a request that did not declare the
-extension, and an unknown task id is
--32602, as is the id of another principal's task. A `required` task tool refuses such a
-client's call (-32021) before its function runs. A task-capable tool that raises
-`RemoteProtocolError` reports a protocol error (a JSON-RPC error, or a `failed` task).
+extension, and an unknown task id is -32602, as is the id of another principal's task. A
+`required` task tool refuses such a client's call (-32021) before its function runs. A
+task-capable tool that raises `RemoteProtocolError` reports a protocol error (a JSON-RPC error,
+or a `failed` task).
 
 Authorization: over HTTP with token verification, the transport refuses (403) a request whose
 record names scopes the token lacks, before it reaches here; the lists leave out what the
