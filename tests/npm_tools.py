@@ -7,10 +7,14 @@ Rule 1: each package is pinned (`PINS`) and installed with npm into a folder of 
         used elsewhere.
 Rule 2: a test that needs one is skipped, saying why, when npm is missing or cannot install it
         (no network, say); npm's output is kept in the folder's `npm-install.log`.
+Rule 3: one install at a time per folder: the test processes of a parallel run (pytest -n) take
+        a lock file beside the folder, and the one that waited finds the folder installed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import platform
 import shutil
 import subprocess
@@ -57,6 +61,14 @@ def _bundled_node(home: Path) -> Path:
 
 def npm_install(name: str) -> NpmInstall:
     """The folder of `PINS[name]`, installed now if it is not yet (Rule 1); skips without it."""
+    HOME.mkdir(parents=True, exist_ok=True)
+    with (HOME / f"{name}.lock").open("w") as lock, contextlib.ExitStack() as unlock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # Rule 3
+        unlock.callback(fcntl.flock, lock, fcntl.LOCK_UN)
+        return _installed(name)
+
+
+def _installed(name: str) -> NpmInstall:
     home = HOME / name
     linux_x64 = platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
     packages = (*PINS[name], *((NODE,) if linux_x64 else ()))
