@@ -18,6 +18,7 @@ from tests.helpers import LATEST, MODERN
 from trio_mcp import CacheHint, RequestError, Server, ToolDefinitionError
 from trio_mcp.testing import connect
 
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 VERSIONS = [LATEST, MODERN]
 
@@ -84,7 +85,8 @@ async def test_a_server_without_skills_declares_nothing_and_knows_no_such_method
             assert (await code_of(client, method, params))[0] == -32601
 
 
-async def test_skills_and_tasks_are_declared_side_by_side(folder: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_skills_and_tasks_are_declared_side_by_side(folder: Path, version: str) -> None:
     server = Server("both")
     server.add_skills(folder)
 
@@ -92,11 +94,13 @@ async def test_skills_and_tasks_are_declared_side_by_side(folder: Path) -> None:
     async def slow() -> str:
         return "done"
 
-    async with connect(server) as client:
-        assert set(client.server_capabilities["extensions"]) == {
-            SKILLS_EXTENSION,
-            "io.modelcontextprotocol/tasks",
-        }
+    async with connect(server, protocol_version=version) as client:
+        capabilities = client.server_capabilities
+    if version == MODERN:  # 2026-07-28: tasks are the extension
+        assert set(capabilities["extensions"]) == {SKILLS_EXTENSION, TASKS_EXTENSION}
+    else:  # 2025-11-25: its own tasks utility, a capability of its own
+        assert set(capabilities["extensions"]) == {SKILLS_EXTENSION}
+        assert capabilities["tasks"]["requests"]["tools"] == {"call": {}}
 
 
 # -- skills/list and skills/get ------------------------------------------------------------------
